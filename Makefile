@@ -1,0 +1,29 @@
+# The README's two commands: `make run` and `make test`. Each builds .venv when missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.rlfw-installed
+
+.PHONY: run test venv bench clean
+
+$(STAMP): setup.py
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first and pinned: this is the CPU build on disk; anything looser pulls CUDA.
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[all]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m rlfw train --algo ppo --env CartPole-v1 --log-dir runs/ppo-cartpole
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+bench: $(STAMP)
+	$(BIN)/python experiments/bench/cartpole_vs_sb3.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache build *.egg-info

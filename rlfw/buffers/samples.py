@@ -1,0 +1,46 @@
+"""The on-policy batch every sampler fills and PPO/A2C (and DQN's replay) read."""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import torch
+
+from rlfw.buffers.tree import LeafIndexing
+
+
+class AgentInfo(NamedTuple):
+    """What the agent adds to each step: log-prob of the action taken and the state value."""
+
+    logp: torch.Tensor
+    value: torch.Tensor
+    __getitem__ = LeafIndexing.getitem
+    __setitem__ = LeafIndexing.setitem
+
+
+class Samples(NamedTuple):
+    """``[T, B]`` on-policy samples.
+
+    ``observation[t]`` is the observation the action ``action[t]`` was chosen on (after
+    same-step reset it is the new episode's first observation). ``bootstrap_value[t]`` is
+    V(true next observation) for steps whose successor is not ``observation[t+1]``: a
+    truncated step (value of its real final observation, never the reset one) and the
+    batch's last step. It is 0 on terminated steps, which never bootstrap.
+    """
+
+    observation: torch.Tensor
+    action: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    agent_info: Optional[AgentInfo]
+    bootstrap_value: torch.Tensor
+    __getitem__ = LeafIndexing.getitem
+    __setitem__ = LeafIndexing.setitem
+
+    @property
+    def done(self) -> torch.Tensor:
+        return self.terminated | self.truncated
+
+    @property
+    def batch_shape(self) -> tuple[int, int]:
+        return tuple(self.reward.shape[:2])  # type: ignore[return-value]

@@ -1,0 +1,118 @@
+"""Nature-DQN Atari preprocessing assembled from gymnasium's wrappers.
+
+gymnasium has no episodic-life or fire-on-reset wrapper, so those two live here; all the
+rest (no-op starts, frame-skip with max-pool, 84x84 gray, frame stack) is gymnasium's own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+@dataclass(frozen=True)
+class AtariOptions:
+    """Preprocessing knobs for ``ALE/<Game>-v5`` ids (defaults: Nature DQN / PPO paper)."""
+
+    frame_skip: int = 4            # agent step = this many emulator frames, max-pooled over last 2
+    screen_size: int = 84          # square, grayscale
+    frame_stack: int = 4
+    noop_max: int = 30             # random no-ops after each real reset
+    sticky_action_prob: float = 0.0  # ALE v5's default is 0.25; the Nature setup used none
+    episodic_life: bool = True     # training envs only: a lost life ends the *training* episode
+    clip_reward: bool = True       # training envs only: reward -> sign(reward)
+    max_episode_frames: int = 108_000  # emulator frames (30 min of play), as in ALE v5
+
+
+class EpisodicLife(gym.Wrapper):
+    """Ends the training episode when a life is lost; reset only restarts the game after a
+    real game over, otherwise it takes one no-op step from where play stopped."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._lives = 0
+        self._game_over = True
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._game_over = terminated or truncated
+        lives = self.env.unwrapped.ale.lives()
+        if 0 < lives < self._lives:
+            terminated = True
+        self._lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs: Any):
+        if self._game_over:
+            obs, info = self.env.reset(**kwargs)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # the no-op itself ended the game
+                obs, info = self.env.reset(**kwargs)
+        self._lives = self.env.unwrapped.ale.lives()
+        self._game_over = False
+        return obs, info
+
+
+class FireReset(gym.Wrapper):
+    """Presses FIRE after reset in games that stay frozen until it is pressed."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        meanings = env.unwrapped.get_action_meanings()
+        self._fire = meanings.index("FIRE")
+        # Breakout-style games need a second, different action before play starts.
+        self._second = 2 if len(meanings) >= 3 else 0
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        for action in (self._fire, self._second):
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+
+def sign_reward(reward: float) -> float:
+    """Module-level (not a lambda) so wrapped envs pickle into checkpoints."""
+    return float(np.sign(reward))
+
+
+def needs_fire(env: gym.Env) -> bool:
+    return "FIRE" in env.unwrapped.get_action_meanings()
+
+
+def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
+    """Raw ALE env -> no-ops, skip+max-pool, resize, gray -> real-episode statistics ->
+    (train) episodic life -> fire reset -> (train) reward sign -> frame stack."""
+    import ale_py
+
+    gym.register_envs(ale_py)
+    env = gym.make(
+        env_id,
+        frameskip=1,  # AtariPreprocessing does the skipping and the max-pool
+        repeat_action_probability=options.sticky_action_prob,
+        full_action_space=False,
+        max_num_frames_per_episode=options.max_episode_frames,
+    )
+    env = gym.wrappers.AtariPreprocessing(
+        env,
+        noop_max=options.noop_max,
+        frame_skip=options.frame_skip,
+        screen_size=options.screen_size,
+        terminal_on_life_loss=False,
+        grayscale_obs=True,
+        scale_obs=False,
+    )
+    # Below the life/clip wrappers, so statistics report whole games with unclipped scores.
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    if train and options.episodic_life:
+        env = EpisodicLife(env)
+    if needs_fire(env):
+        env = FireReset(env)
+    if train and options.clip_reward:
+        env = gym.wrappers.TransformReward(env, sign_reward)
+    env = gym.wrappers.FrameStackObservation(env, options.frame_stack)
+    return env

@@ -1,0 +1,55 @@
+"""Policy-and-value networks for PPO/A2C: ``forward(obs) -> (policy_params, value)``."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from rlfw.models.cnn import NatureCNN
+from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
+
+
+class MlpActorCritic(nn.Module):
+    """Separate policy and value MLPs (as in SB3/CleanRL for vector observations)."""
+
+    def __init__(self, obs_shape: Sequence[int], n_policy_params: int,
+                 hidden: Sequence[int] = (64, 64), activation: str = "tanh",
+                 gaussian_dim: int = 0):
+        super().__init__()
+        in_dim = int(torch.tensor(obs_shape).prod())
+        self.obs_ndim = len(obs_shape)
+        self.pi = MLP(in_dim, hidden, n_policy_params, activation)
+        self.v = MLP(in_dim, hidden, 1, activation)
+        orthogonal_init(self.pi[-1], 0.01)  # near-uniform initial policy
+        orthogonal_init(self.v[-1], 1.0)
+        # State-independent log-std for Gaussian policies (0 params for Discrete).
+        self.log_std = nn.Parameter(torch.zeros(gaussian_dim)) if gaussian_dim else None
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = flatten_obs(obs, self.obs_ndim)
+        params = self.pi(x)
+        if self.log_std is not None:
+            params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
+        return params, self.v(x).squeeze(-1)
+
+
+class CnnActorCritic(nn.Module):
+    """Nature CNN torso shared by a policy head and a value head (PPO Atari setup)."""
+
+    def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0):
+        super().__init__()
+        channels, height, width = obs_shape
+        if height != width:
+            raise ValueError(f"CNN expects square frames, got observation shape {tuple(obs_shape)}")
+        self.torso = NatureCNN(channels, height)
+        self.pi = orthogonal_init(nn.Linear(self.torso.out_dim, n_policy_params), 0.01)
+        self.v = orthogonal_init(nn.Linear(self.torso.out_dim, 1), 1.0)
+        self.log_std = nn.Parameter(torch.zeros(gaussian_dim)) if gaussian_dim else None
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.torso(obs)
+        params = self.pi(features)
+        if self.log_std is not None:
+            params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
+        return params, self.v(features).squeeze(-1)

@@ -1,0 +1,31 @@
+"""The Nature-DQN convolutional torso (Mnih et al., 2015)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rlfw.models.mlp import orthogonal_init
+
+
+class NatureCNN(nn.Module):
+    """``[..., C, 84, 84]`` uint8 frames -> ``[..., 512]`` features; scaling to [0, 1] is done
+    here so frames travel through samplers and buffers as compact uint8."""
+
+    def __init__(self, in_channels: int = 4, screen_size: int = 84, features: int = 512):
+        super().__init__()
+        self.convs = nn.Sequential(
+            nn.Conv2d(in_channels, 32, 8, stride=4), nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            n_flat = self.convs(torch.zeros(1, in_channels, screen_size, screen_size)).shape[1]
+        self.fc = nn.Sequential(nn.Linear(n_flat, features), nn.ReLU())
+        self.out_dim = features
+        orthogonal_init(self, gain=2 ** 0.5)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        lead = frames.shape[:-3]
+        x = frames.reshape(-1, *frames.shape[-3:]).float().mul_(1.0 / 255.0)
+        return self.fc(self.convs(x)).reshape(*lead, -1)

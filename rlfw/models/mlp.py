@@ -1,0 +1,43 @@
+"""Fully connected networks."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def orthogonal_init(module: nn.Module, gain: float) -> nn.Module:
+    """Orthogonal weights and zero biases: the init PPO/A2C results are reported with."""
+    for layer in module.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            nn.init.orthogonal_(layer.weight, gain)
+            nn.init.zeros_(layer.bias)
+    return module
+
+
+class MLP(nn.Sequential):
+    """``in_dim -> hidden... -> out_dim`` (no output activation when ``out_dim`` is given)."""
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int | None = None,
+                 activation: str = "tanh"):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}")
+        layers: list[nn.Module] = []
+        last = in_dim
+        for width in hidden:
+            layers += [nn.Linear(last, width), ACTIVATIONS[activation]()]
+            last = width
+        if out_dim is not None:
+            layers.append(nn.Linear(last, out_dim))
+            last = out_dim
+        super().__init__(*layers)
+        self.out_dim = last
+        orthogonal_init(self, gain=2 ** 0.5)
+
+
+def flatten_obs(obs: torch.Tensor, obs_ndim: int) -> torch.Tensor:
+    """Merge the observation's own dims into one feature dim, keeping leading batch dims."""
+    return obs.reshape(*obs.shape[: obs.dim() - obs_ndim], -1).float()

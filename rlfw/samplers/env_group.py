@@ -1,0 +1,83 @@
+"""A group of env slots stepped together with same-step reset; used by every sampler
+(the serial sampler holds one group, a parallel worker holds one per process)."""
+from __future__ import annotations
+
+import pickle
+from typing import Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from rlfw.envs.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
+from rlfw.samplers.base import EpisodeInfo
+
+
+class StepResult:
+    """Preallocated per-step outputs of a group (arrays reused every step)."""
+
+    def __init__(self, n: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype):
+        self.next_obs = np.zeros((n,) + obs_shape, obs_dtype)
+        self.reward = np.zeros(n, np.float32)
+        self.terminated = np.zeros(n, bool)
+        self.truncated = np.zeros(n, bool)
+        self.final_obs: dict[int, np.ndarray] = {}  # local index -> true last obs (truncated)
+        self.episodes: list[EpisodeInfo] = []
+
+
+class EnvGroup:
+    """Env slots ``slots`` (global indices), seeded from (seed, purpose, slot).
+
+    ``step`` resets an env the same step it ends; ``next_obs`` then holds the new episode's
+    first observation, and the true final observation of a *truncated* episode is kept in
+    ``final_obs`` so the sampler can bootstrap from it (terminated ones need none).
+    """
+
+    def __init__(self, env_factory: Callable[[bool], gym.Env], slots: Sequence[int], seed: int,
+                 train: bool = True):
+        self.slots = list(slots)
+        self.seed = seed
+        self.train = train
+        self.envs = [env_factory(train) for _ in self.slots]
+        space = self.envs[0].observation_space
+        self.result = StepResult(len(self.slots), space.shape, space.dtype)
+
+    def reset(self, round_index: int = 0) -> np.ndarray:
+        """Seeded reset of every env; returns the observations (also in ``result.next_obs``)."""
+        purpose = TRAIN_ENV if self.train else EVAL_ENV
+        for i, (slot, env) in enumerate(zip(self.slots, self.envs)):
+            obs, _ = env.reset(seed=derive_seed(self.seed, purpose, round_index, slot))
+            self.result.next_obs[i] = obs
+        return self.result.next_obs
+
+    def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
+        r = self.result
+        r.final_obs = {}
+        r.episodes = []
+        for i, env in enumerate(self.envs):
+            if active is not None and not active[i]:
+                continue
+            obs, reward, terminated, truncated, info = env.step(actions[i])
+            r.reward[i] = reward
+            r.terminated[i] = terminated
+            r.truncated[i] = truncated and not terminated  # terminated wins: no bootstrap
+            if "episode" in info:
+                ep = info["episode"]
+                r.episodes.append(EpisodeInfo(float(ep["r"]), int(ep["l"]), self.slots[i]))
+            if terminated or truncated:
+                if r.truncated[i]:
+                    r.final_obs[i] = np.array(obs)
+                obs, _ = env.reset()
+            r.next_obs[i] = obs
+        return r
+
+    def state_dict(self) -> dict:
+        return {"envs": pickle.dumps(self.envs), "obs": self.result.next_obs.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.close()
+        self.envs = pickle.loads(state["envs"])
+        self.result.next_obs[:] = state["obs"]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

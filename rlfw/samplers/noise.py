@@ -1,0 +1,36 @@
+"""Action noise from one RNG stream per env slot (see ``rlfw.agents.distributions``)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from rlfw.envs.seeding import slot_generator
+
+
+class SlotNoise:
+    """Draws per-step noise for a set of env slots, each slot from its own generator keyed by
+    (seed, purpose, slot), so results do not depend on which process owns which slot."""
+
+    def __init__(self, seed: int, purpose: int, slots: Sequence[int], shape: tuple[int, ...],
+                 kind: str):
+        if kind not in ("uniform", "normal"):
+            raise ValueError(f"noise kind {kind!r} unknown; choose 'uniform' or 'normal'")
+        self.generators = [slot_generator(seed, purpose, slot) for slot in slots]
+        self.shape = tuple(shape)
+        self.kind = kind
+
+    def draw(self) -> np.ndarray:
+        """``[n_slots, *shape]`` float32."""
+        if self.kind == "uniform":
+            draws = [g.random(self.shape) for g in self.generators]
+        else:
+            draws = [g.standard_normal(self.shape) for g in self.generators]
+        return np.asarray(draws, dtype=np.float32)
+
+    def state(self) -> list[dict]:
+        return [g.bit_generator.state for g in self.generators]
+
+    def set_state(self, states: list[dict]) -> None:
+        for g, s in zip(self.generators, states):
+            g.bit_generator.state = s

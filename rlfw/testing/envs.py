@@ -1,0 +1,88 @@
+"""Test doubles shipped with the package: envs whose every number is predictable."""
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class CountingEnv(gym.Env):
+    """Observation ``[seed_tag, episode, t]`` (float32); reward ``t + 1`` on step ``t``.
+
+    Episode ``k`` lasts ``lengths[k % len(lengths)]`` steps and then terminates when ``k`` is
+    even, truncates when odd, so one run covers both kinds of episode end. ``seed_tag`` is
+    the seed passed to the first ``reset`` modulo 997, so a test can see which slot is which.
+    Actions are accepted and ignored, except that ``info['action_seen']`` echoes them.
+    """
+
+    metadata: dict[str, Any] = {}
+
+    def __init__(self, lengths: tuple[int, ...] = (3, 5, 4), n_actions: int = 3):
+        self.lengths = tuple(lengths)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+        self.action_space = gym.spaces.Discrete(n_actions)
+        self._tag = 0.0
+        self._episode = -1
+        self._t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self._tag, self._episode, self._t], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._tag = float(seed % 997)
+        self._episode += 1
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        reward = float(self._t + 1)
+        self._t += 1
+        length = self.lengths[self._episode % len(self.lengths)]
+        ended = self._t >= length
+        terminated = ended and self._episode % 2 == 0
+        truncated = ended and self._episode % 2 == 1
+        return self._obs(), reward, terminated, truncated, {"action_seen": action}
+
+
+class RaisingEnv(CountingEnv):
+    """A CountingEnv that raises ``RuntimeError`` on its ``raise_at``-th step (0-based)."""
+
+    def __init__(self, raise_at: int = 5, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.raise_at = raise_at
+        self._steps = 0
+
+    def step(self, action: Any):
+        if self._steps == self.raise_at:
+            raise RuntimeError(f"RaisingEnv: deliberate failure at step {self._steps}")
+        self._steps += 1
+        return super().step(action)
+
+
+class SelfKillingEnv(CountingEnv):
+    """A CountingEnv whose process SIGKILLs itself on its ``kill_at``-th step (a crashed
+    worker: no Python exception, no cleanup)."""
+
+    def __init__(self, kill_at: int = 5, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.kill_at = kill_at
+        self._steps = 0
+
+    def step(self, action: Any):
+        if self._steps == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        self._steps += 1
+        return super().step(action)
+
+
+class ContinuousCountingEnv(CountingEnv):
+    """CountingEnv with a 2-d Box action space, for Gaussian-policy code paths."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)

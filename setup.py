@@ -1,0 +1,32 @@
+"""Packaging for rlfw. Install torch==2.13.0 first (see README): a looser torch
+requirement here would let pip pull a multi-GB CUDA build on CPU-only machines."""
+from setuptools import find_packages, setup
+
+extras = {
+    "tb": ["tensorboard"],
+    "plot": ["matplotlib"],
+    "bench": ["stable-baselines3>=2.3"],
+    "test": ["pytest"],
+}
+extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
+
+setup(
+    name="rlfw",
+    version="0.1.0",
+    description="Modular deep RL: interchangeable samplers, one [T,B] buffer, PPO/A2C/DQN, "
+    "sync/concurrent/async/distributed runners.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["rlfw", "rlfw.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "torch>=2.1",
+        "gymnasium>=1.1",
+        "ale-py>=0.11",
+        "numpy",
+        "psutil",
+        "tqdm",
+    ],
+    extras_require=extras,
+    entry_points={"console_scripts": ["rlfw=rlfw.cli:main"]},
+)
