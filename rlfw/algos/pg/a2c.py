@@ -1,0 +1,82 @@
+"""Advantage actor-critic: one gradient step per batch (Mnih et al., 2016, synchronous)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rlfw.algos.pg.common import (check_config, explained_variance, gradient_step, linear_lr,
+                                  make_optimizer, set_lr)
+from rlfw.algos.pg.gae import generalized_advantages
+from rlfw.buffers import Samples
+
+
+@dataclass
+class A2CConfig:
+    """A2C hyper-parameters (defaults: SB3's A2C)."""
+
+    learning_rate: float = 7e-4
+    anneal_lr: bool = False        # linear decay to 0 over the run
+    optimizer: str = "rmsprop"     # 'rmsprop' (paper) or 'adam'
+    optimizer_eps: float = 1e-5
+    gamma: float = 0.99
+    gae_lambda: float = 1.0        # 1.0 = plain n-step returns
+    value_coef: float = 0.5
+    entropy_coef: float = 0.0
+    max_grad_norm: float | None = 0.5
+    normalize_advantage: bool = False
+
+    def validate(self) -> None:
+        check_config(
+            "A2CConfig",
+            learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
+            gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
+            gae_lambda=(self.gae_lambda, 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
+            max_grad_norm=(self.max_grad_norm,
+                           self.max_grad_norm is None or self.max_grad_norm > 0, "None or > 0"),
+        )
+
+
+class A2C:
+    def __init__(self, config: A2CConfig | None = None):
+        self.config = config or A2CConfig()
+        self.config.validate()
+
+    def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
+        self.agent = agent
+        self.n_itr = n_itr
+        self.params = list(agent.parameters())
+        c = self.config
+        self.optimizer = make_optimizer(self.params, c.optimizer, c.learning_rate, c.optimizer_eps)
+
+    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
+        c = self.config
+        lr = linear_lr(c.learning_rate, itr, self.n_itr, c.anneal_lr)
+        set_lr(self.optimizer, lr)
+        adv, ret = generalized_advantages(samples.reward, samples.agent_info.value,
+                                          samples.terminated, samples.truncated,
+                                          samples.bootstrap_value, c.gamma, c.gae_lambda)
+        obs = samples.observation.flatten(0, 1)
+        action = samples.action.flatten(0, 1)
+        adv, ret = adv.flatten(), ret.flatten()
+        if c.normalize_advantage:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        self.agent.train_mode()
+        logp, entropy, value = self.agent.evaluate(obs, action)
+        policy_loss = -(adv * logp).mean()
+        value_loss = (ret - value).pow(2).mean()
+        entropy_mean = entropy.mean()
+        loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
+        grad_norm = gradient_step(self.optimizer, self.params, loss, c.max_grad_norm)
+        return {
+            "train/policy_loss": float(policy_loss), "train/value_loss": float(value_loss),
+            "train/entropy": float(entropy_mean), "train/grad_norm": grad_norm,
+            "train/learning_rate": lr,
+            "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
+        }
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])

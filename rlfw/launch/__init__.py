@@ -1,0 +1,1 @@
+"""Launching runs: checkpoints, run assembly from a config."""
