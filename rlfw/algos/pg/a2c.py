@@ -69,8 +69,8 @@ class A2C:
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
         grad_norm = gradient_step(self.optimizer, self.params, loss, c.max_grad_norm)
         return {
-            "train/policy_loss": float(policy_loss), "train/value_loss": float(value_loss),
-            "train/entropy": float(entropy_mean), "train/grad_norm": grad_norm,
+            "train/policy_loss": policy_loss.item(), "train/value_loss": value_loss.item(),
+            "train/entropy": entropy_mean.item(), "train/grad_norm": grad_norm,
             "train/learning_rate": lr,
             "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
         }

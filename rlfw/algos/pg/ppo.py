@@ -118,8 +118,8 @@ class PPO:
         with torch.no_grad():
             approx_kl = ((ratio - 1) - log_ratio).mean()  # Schulman's low-variance estimator
             clip_fraction = ((ratio - 1).abs() > clip).float().mean()
-        return {"policy_loss": float(policy_loss), "value_loss": float(value_loss),
-                "entropy": float(entropy_mean), "approx_kl": float(approx_kl),
+        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
+                "entropy": entropy_mean.item(), "approx_kl": float(approx_kl),
                 "clip_fraction": float(clip_fraction), "grad_norm": grad_norm}
 
     def state_dict(self) -> dict:
