@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.pg.common import (check_config, explained_variance, gradient_step, linear_lr,
+from rlfw.algos.pg.common import (OPTIMIZERS, check_config, explained_variance, gradient_step, linear_lr,
                                   make_optimizer, set_lr)
 from rlfw.algos.pg.gae import generalized_advantages
 from rlfw.buffers import Samples
@@ -30,6 +30,7 @@ class A2CConfig:
         check_config(
             "A2CConfig",
             learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
+            optimizer=(self.optimizer, self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
             gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
             gae_lambda=(self.gae_lambda, 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
             max_grad_norm=(self.max_grad_norm,

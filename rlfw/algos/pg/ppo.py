@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.pg.common import (check_config, explained_variance, gradient_step, linear_lr,
+from rlfw.algos.pg.common import (OPTIMIZERS, check_config, explained_variance, gradient_step, linear_lr,
                                   make_optimizer, set_lr)
 from rlfw.algos.pg.gae import generalized_advantages
 from rlfw.buffers import Samples
@@ -35,6 +35,7 @@ class PPOConfig:
         check_config(
             "PPOConfig",
             learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
+            optimizer=(self.optimizer, self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
             gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
             gae_lambda=(self.gae_lambda, 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
             epochs=(self.epochs, isinstance(self.epochs, int) and self.epochs > 0,

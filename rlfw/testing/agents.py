@@ -1,0 +1,63 @@
+"""A fake agent whose every output is a known function of its inputs, for sampler tests."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rlfw.agents.actor_critic import AgentStep
+from rlfw.buffers import AgentInfo
+
+
+class CountingAgent:
+    """For ``CountingEnv`` observations ``[tag, episode, t]``:
+
+    - action = floor(u * n_actions) where u is the slot's uniform noise (so the samples show
+      which noise stream each slot got), or ``t % n_actions`` when greedy;
+    - ``info.logp`` = u (the noise itself), ``info.value`` = V(obs) = 10 * episode + t.
+    """
+
+    noise_shape: tuple[int, ...] = ()
+    noise_kind = "uniform"
+
+    def __init__(self, n_actions: int = 3):
+        self.n_actions = n_actions
+        self.greedy = False
+        self.model = torch.nn.Linear(1, 1)  # something to checkpoint
+
+    @staticmethod
+    def value_of(obs: np.ndarray | torch.Tensor) -> torch.Tensor:
+        obs = torch.as_tensor(obs, dtype=torch.float32)
+        return 10 * obs[..., 1] + obs[..., 2]
+
+    def step(self, obs, noise) -> AgentStep:
+        obs = torch.as_tensor(obs, dtype=torch.float32)
+        u = torch.as_tensor(noise, dtype=torch.float32)
+        if self.greedy:
+            action = obs[..., 2].long() % self.n_actions
+        else:
+            action = (u * self.n_actions).long()
+        return AgentStep(action, AgentInfo(u.clone(), self.value_of(obs)))
+
+    def value(self, obs) -> torch.Tensor:
+        return self.value_of(obs)
+
+    def env_action(self, action: torch.Tensor) -> np.ndarray:
+        return action.numpy()
+
+    def sample_mode(self) -> None:
+        self.greedy = False
+
+    def eval_mode(self) -> None:
+        self.greedy = True
+
+    def train_mode(self) -> None:
+        self.greedy = False
+
+    def parameters(self):
+        return self.model.parameters()
+
+    def state_dict(self) -> dict:
+        return self.model.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state)

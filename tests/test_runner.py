@@ -1,0 +1,107 @@
+"""Sync runner: run folder contents, checkpoints, bitwise resume, Ctrl-C."""
+import glob
+import json
+import os
+
+import pytest
+import torch
+
+from conftest import bits
+from rlfw.launch.checkpoint import latest_checkpoint, list_checkpoints, save_checkpoint
+from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.runners import RunSchedule
+
+
+def small_config(algo="ppo", itrs=6, seed=0) -> RunConfig:
+    config = apply_overrides(RunConfig(algo=algo, seed=seed), preset(algo, "CartPole-v1"))
+    per_itr = config.n_envs * config.batch_T
+    config.schedule = RunSchedule(n_steps=itrs * per_itr, eval_every=2 * per_itr,
+                                  eval_episodes=2, log_every=per_itr,
+                                  checkpoint_every=3 * per_itr, keep_checkpoints=2)
+    return config
+
+
+def snapshot(runner) -> dict:
+    out = dict(runner.agent.state_dict())
+    for i, s in runner.algo.optimizer.state_dict()["state"].items():
+        out.update({f"opt{i}/{k}": v for k, v in s.items() if isinstance(v, torch.Tensor)})
+    return out
+
+
+def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
+    run = tmp_path / "run"
+    result = build_runner(small_config(), str(run), progress=False, stdout=False).train()
+    assert result.env_steps == 6 * 256 and not result.interrupted
+    config = json.loads((run / "config.json").read_text())
+    assert config["algo"] == "ppo" and config["env"] == "CartPole-v1"
+    assert json.loads(json.dumps(RunConfig.from_dict(config).to_dict())) == config
+    header = (run / "progress.csv").read_text().splitlines()[0].split(",")
+    for key in ("step", "eval/return_mean", "rollout/return_mean", "train/policy_loss",
+                "time/sample", "time/learn", "time/steps_per_second"):
+        assert key in header
+    assert glob.glob(str(run / "events.out.tfevents.*"))
+    assert (run / "learning_curve.png").stat().st_size > 1000
+    assert [os.path.basename(p) for p in list_checkpoints(str(run))] == [
+        "ckpt_000000000768.pt", "ckpt_000000001536.pt"]
+
+
+def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch):
+    whole = build_runner(small_config(), str(tmp_path / "whole"), progress=False, stdout=False)
+    whole.train()
+
+    part = build_runner(small_config(), str(tmp_path / "part"), progress=False, stdout=False)
+    real = type(part.sampler).obtain_samples
+
+    def interrupt_at_4(self, itr):
+        if itr == 4:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of iteration 4
+        return real(self, itr)
+
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", interrupt_at_4)
+    result = part.train()
+    assert result.interrupted and result.iterations == 4
+    assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
+
+    resumed = build_runner(small_config(), str(tmp_path / "part"), resume=True,
+                           progress=False, stdout=False)
+    final = resumed.train()
+    assert final.env_steps == 6 * 256
+    a, b = snapshot(whole), snapshot(resumed)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a), "resumed run diverged"
+    assert final.eval_history[-1] == pytest.approx(
+        build_history_tail(tmp_path / "whole"))
+
+
+def build_history_tail(run_dir):
+    state = torch.load(latest_checkpoint(str(run_dir)), weights_only=False)
+    return state["result"]["eval_history"][-1]
+
+
+def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint in"):
+        build_runner(small_config(), str(tmp_path), resume=True)
+
+
+def test_checkpoints_are_atomic_and_only_newest_kept(tmp_path):
+    for step in (10, 20, 30, 40):
+        save_checkpoint(str(tmp_path), step, {"step": step}, keep=2)
+    names = sorted(os.listdir(tmp_path / "checkpoints"))
+    assert names == ["ckpt_000000000030.pt", "ckpt_000000000040.pt"]  # no temp files left
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        save_checkpoint(str(tmp_path), 50, {"bad": Unpicklable()}, keep=2)
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == names  # nothing half-written
+
+
+def test_stop_at_return_ends_the_run_early(tmp_path):
+    config = small_config(itrs=20)
+    config.schedule.stop_at_return = 0.0  # any evaluation reaches it
+    result = build_runner(config, str(tmp_path), progress=False, stdout=False).train()
+    assert result.iterations == 2 and result.env_steps == 512
+    assert latest_checkpoint(str(tmp_path)).endswith("ckpt_000000000512.pt")
