@@ -26,6 +26,8 @@ setup(
         "numpy",
         "psutil",
         "tqdm",
+        # gymnasium's AtariPreprocessing resizes frames with OpenCV (headless: no GUI libs).
+        "opencv-python-headless",
     ],
     extras_require=extras,
     entry_points={"console_scripts": ["rlfw=rlfw.cli:main"]},

@@ -39,6 +39,9 @@ class CnnActorCritic(nn.Module):
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0):
         super().__init__()
+        if len(obs_shape) != 3:
+            raise ValueError(f"model 'cnn' needs [C, H, W] image observations, got shape "
+                             f"{tuple(obs_shape)}; use model 'mlp' or 'auto'")
         channels, height, width = obs_shape
         if height != width:
             raise ValueError(f"CNN expects square frames, got observation shape {tuple(obs_shape)}")

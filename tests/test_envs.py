@@ -1,0 +1,84 @@
+"""Env layer: ids by name, Atari Nature preprocessing, real-episode statistics."""
+import numpy as np
+import pytest
+
+from rlfw.envs import AtariOptions, EnvFactory, make_env
+from rlfw.envs.atari import EpisodicLife, FireReset
+
+
+def test_any_gymnasium_id_by_name():
+    env = make_env("CartPole-v1")
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (4,)
+    env.close()
+
+
+def test_unknown_env_id_names_it_and_suggests():
+    with pytest.raises(ValueError, match=r"unknown env id 'CartPol-v1'.*CartPole-v1"):
+        make_env("CartPol-v1")
+    with pytest.raises(ValueError, match=r"'ALE/Pongg-v5'.*ALE/Pong-v5"):
+        EnvFactory("ALE/Pongg-v5").validate()
+
+
+def test_atari_observations_are_stacked_uint8_frames():
+    env = EnvFactory("ALE/Pong-v5")(train=True)
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    assert env.observation_space.shape == (4, 84, 84)
+    obs, *_ = env.step(0)
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    # Pong needs FIRE to serve; the training env has fire-reset and no-op starts.
+    names = []
+    wrapper = env
+    while hasattr(wrapper, "env"):
+        names.append(type(wrapper).__name__)
+        wrapper = wrapper.env
+    assert {"FireReset", "AtariPreprocessing", "EpisodicLife", "TransformReward",
+            "RecordEpisodeStatistics", "FrameStackObservation"} <= set(names)
+    env.close()
+
+
+def test_training_env_ends_on_life_loss_with_clipped_rewards_but_stats_are_real_games():
+    env = EnvFactory("ALE/SpaceInvaders-v5")(train=True)
+    rng = np.random.default_rng(0)
+    env.reset(seed=3)
+    life_ends, rewards, game = 0, set(), None
+    for _ in range(20_000):
+        _, reward, terminated, truncated, info = env.step(int(rng.integers(6)))
+        rewards.add(reward)
+        if "episode" in info:
+            game = info["episode"]
+            break
+        if terminated or truncated:
+            life_ends += 1
+            env.reset()
+    assert game is not None, "no game finished"
+    assert rewards <= {0.0, 1.0}                  # clipped for training
+    assert life_ends >= 2                         # SpaceInvaders: 3 lives, each ends an episode
+    assert float(game["r"]) >= 5 and float(game["r"]) % 5 == 0   # real, unclipped score
+    env.close()
+
+
+def test_eval_env_plays_whole_games_unclipped():
+    env = EnvFactory("ALE/SpaceInvaders-v5")(train=False)
+    kinds = set()
+    wrapper = env
+    while hasattr(wrapper, "env"):
+        kinds.add(type(wrapper))
+        wrapper = wrapper.env
+    assert EpisodicLife not in kinds and FireReset in kinds
+    env.reset(seed=0)
+    seen = set()
+    for _ in range(300):
+        _, reward, terminated, truncated, _ = env.step(1)  # FIRE
+        seen.add(reward)
+        if terminated or truncated:
+            break
+    assert any(r > 1 for r in seen)
+    env.close()
+
+
+def test_sticky_actions_are_configurable():
+    env = EnvFactory("ALE/Pong-v5", atari=AtariOptions(sticky_action_prob=0.25))(train=True)
+    assert env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
+    env.close()
