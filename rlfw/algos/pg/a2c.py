@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rlfw.algos.flat_params import FlatParameters
 from rlfw.algos.pg.common import (OPTIMIZERS, check_config, explained_variance, gradient_step, linear_lr,
                                   make_optimizer, set_lr)
 from rlfw.algos.pg.gae import generalized_advantages
@@ -46,9 +47,9 @@ class A2C:
     def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
         self.agent = agent
         self.n_itr = n_itr
-        self.params = list(agent.parameters())
+        self.flat = FlatParameters(agent.parameters())
         c = self.config
-        self.optimizer = make_optimizer(self.params, c.optimizer, c.learning_rate, c.optimizer_eps)
+        self.optimizer = make_optimizer(self.flat, c.optimizer, c.learning_rate, c.optimizer_eps)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
@@ -68,7 +69,7 @@ class A2C:
         value_loss = (ret - value).pow(2).mean()
         entropy_mean = entropy.mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
-        grad_norm = gradient_step(self.optimizer, self.params, loss, c.max_grad_norm)
+        grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         return {
             "train/policy_loss": policy_loss.item(), "train/value_loss": value_loss.item(),
             "train/entropy": entropy_mean.item(), "train/grad_norm": grad_norm,

@@ -1,21 +1,21 @@
 """Pieces PPO and A2C share: optimizer, LR schedule, gradient step, diagnostics."""
 from __future__ import annotations
 
-from typing import Iterable
-
 import torch
-from torch import nn
+
+from rlfw.algos.flat_params import FlatParameters
 
 OPTIMIZERS = ("adam", "rmsprop")
 
 
-def make_optimizer(params: Iterable[nn.Parameter], name: str, lr: float,
+def make_optimizer(flat: FlatParameters, name: str, lr: float,
                    eps: float) -> torch.optim.Optimizer:
+    """An optimizer over the single flat parameter (fused kernels where torch has them)."""
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, eps=eps, foreach=True)
+        return torch.optim.Adam([flat.flat], lr=lr, eps=eps, fused=True)
     if name == "rmsprop":
         # alpha/eps as in the A3C paper and SB3's A2C (TF-style RMSprop settings).
-        return torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=eps, foreach=True)
+        return torch.optim.RMSprop([flat.flat], lr=lr, alpha=0.99, eps=eps, foreach=False)
     raise ValueError(f"optimizer {name!r} unknown; choose from {OPTIMIZERS}")
 
 
@@ -32,18 +32,14 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
-def gradient_step(optimizer: torch.optim.Optimizer, params: list[nn.Parameter],
+def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
                   loss: torch.Tensor, max_grad_norm: float | None) -> float:
     """Backward, optional grad-norm clip, step; returns the pre-clip gradient norm."""
-    optimizer.zero_grad(set_to_none=True)
+    flat.zero_grad()
     loss.backward()
-    if max_grad_norm is not None:
-        norm = float(nn.utils.clip_grad_norm_(params, max_grad_norm, foreach=True))
-    else:
-        norm = float(torch.linalg.vector_norm(
-            torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None])))
+    norm = flat.clip_grad_norm(max_grad_norm)
     optimizer.step()
-    return norm
+    return norm.item()
 
 
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rlfw.algos.flat_params import FlatParameters
 from rlfw.algos.pg.common import (OPTIMIZERS, check_config, explained_variance, gradient_step, linear_lr,
                                   make_optimizer, set_lr)
 from rlfw.algos.pg.gae import generalized_advantages
@@ -59,9 +60,9 @@ class PPO:
     def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
         self.agent = agent
         self.n_itr = n_itr
-        self.params = list(agent.parameters())
+        self.flat = FlatParameters(agent.parameters())
         c = self.config
-        self.optimizer = make_optimizer(self.params, c.optimizer, c.learning_rate, c.optimizer_eps)
+        self.optimizer = make_optimizer(self.flat, c.optimizer, c.learning_rate, c.optimizer_eps)
         # Minibatch order has its own stream: reproducible, and saved with checkpoints.
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -115,7 +116,7 @@ class PPO:
             value_loss = (value - ret).pow(2).mean()
         entropy_mean = entropy.mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
-        grad_norm = gradient_step(self.optimizer, self.params, loss, c.max_grad_norm)
+        grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         with torch.no_grad():
             approx_kl = ((ratio - 1) - log_ratio).mean()  # Schulman's low-variance estimator
             clip_fraction = ((ratio - 1).abs() > clip).float().mean()
