@@ -55,6 +55,10 @@ def main() -> None:
     parser.add_argument("--only", choices=("ppo", "a2c"))
     args = parser.parse_args()
     torch.set_num_threads(1)  # both frameworks alike; tiny MLPs gain nothing from threads
+    # Warm-up: one-time imports (torch's optimizer machinery, SB3) stay out of both timings.
+    for algo in ("ppo", "a2c"):
+        rlfw_run(algo, 16 * 8, args.seed)
+        sb3_run(algo, 16 * 8, args.seed)
     rows = []
     for algo, steps in (("ppo", PPO_STEPS), ("a2c", A2C_STEPS)):
         if args.only and algo != args.only:

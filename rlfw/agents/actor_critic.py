@@ -107,15 +107,19 @@ class ActorCriticAgent:
 
     def sample_mode(self) -> None:
         self.greedy = False
-        self.model.eval()
+        self._set_training(False)
 
     def eval_mode(self) -> None:
         self.greedy = True
-        self.model.eval()
+        self._set_training(False)
 
     def train_mode(self) -> None:
         self.greedy = False
-        self.model.train()
+        self._set_training(True)
+
+    def _set_training(self, training: bool) -> None:
+        if self.model.training != training:  # walking every submodule each batch adds up
+            self.model.train(training)
 
     def parameters(self):
         return self.model.parameters()
