@@ -16,7 +16,9 @@ $(STAMP): setup.py
 
 venv: $(STAMP)
 
+# The demo run starts afresh each time (a real run folder is never overwritten: rlfw refuses).
 run: $(STAMP)
+	rm -rf runs/ppo-cartpole
 	$(BIN)/python -m rlfw train --algo ppo --env CartPole-v1 --log-dir runs/ppo-cartpole
 
 test: $(STAMP)

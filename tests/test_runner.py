@@ -84,6 +84,12 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
         build_runner(small_config(), str(tmp_path), resume=True)
 
 
+def test_a_run_folder_with_checkpoints_is_never_overwritten(tmp_path):
+    build_runner(small_config(itrs=1), str(tmp_path), progress=False, stdout=False).train()
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        build_runner(small_config(itrs=1), str(tmp_path), progress=False, stdout=False)
+
+
 def test_checkpoints_are_atomic_and_only_newest_kept(tmp_path):
     for step in (10, 20, 30, 40):
         save_checkpoint(str(tmp_path), step, {"step": step}, keep=2)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from rlfw.launch.checkpoint import (capture_rng, latest_checkpoint, load_checkpoint,
-                                    restore_rng, save_checkpoint)
+from rlfw.launch.checkpoint import (capture_rng, latest_checkpoint, list_checkpoints,
+                                    load_checkpoint, restore_rng, save_checkpoint)
 from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
                           plot_learning_curve, tensorboard_available)
 from rlfw.samplers.base import EpisodeInfo, check_positive
@@ -75,6 +75,9 @@ class SyncRunner:
             raise ValueError("resume=True needs the log_dir of the run to continue")
         if resume:
             self._resume_path = latest_checkpoint(log_dir)  # fails early if there is none
+        elif log_dir is not None and list_checkpoints(log_dir):
+            raise ValueError(f"run folder {log_dir!r} already holds checkpoints; resume it "
+                             "(--resume) or choose another log dir")
 
     def train(self) -> TrainResult:
         s = self.schedule
