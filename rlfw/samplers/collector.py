@@ -1,0 +1,58 @@
+"""The rollout loop: a group of env slots, their noise streams, an agent, and the buffer
+columns they fill. The serial sampler runs one; each parallel-CPU worker runs its own."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rlfw.buffers import Samples
+from rlfw.envs.seeding import ACTION_NOISE
+from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.env_group import EnvGroup
+from rlfw.samplers.noise import SlotNoise
+
+
+class Collector:
+    """Fills ``buf`` (this collector's ``[T, b]`` columns) with ``T`` steps per call."""
+
+    def __init__(self, group: EnvGroup, agent, buf: Samples, seed: int):
+        self.group, self.agent, self.buf = group, agent, buf
+        self.obs = group.reset().copy()
+        self.noise = SlotNoise(seed, ACTION_NOISE, group.slots, agent.noise_shape,
+                               agent.noise_kind)
+
+    def collect(self) -> list[EpisodeInfo]:
+        buf, agent, group = self.buf, self.agent, self.group
+        agent.sample_mode()
+        episodes: list[EpisodeInfo] = []
+        buf.bootstrap_value.zero_()
+        for t in range(len(buf.reward)):
+            buf.observation[t] = torch.from_numpy(self.obs)
+            step = agent.step(buf.observation[t], self.noise.draw())
+            buf.action[t] = step.action
+            buf.agent_info[t] = step.info
+            result = group.step(agent.env_action(step.action))
+            buf.reward[t] = torch.from_numpy(result.reward)
+            buf.terminated[t] = torch.from_numpy(result.terminated)
+            buf.truncated[t] = torch.from_numpy(result.truncated)
+            if result.final_obs:
+                idx = sorted(result.final_obs)
+                final = np.stack([result.final_obs[i] for i in idx])
+                buf.bootstrap_value[t, idx] = agent.value(final).float()
+            episodes.extend(result.episodes)
+            self.obs[:] = result.next_obs
+        last = len(buf.reward) - 1
+        open_end = ~(buf.terminated[last] | buf.truncated[last])
+        if open_end.any():
+            buf.bootstrap_value[last] = torch.where(open_end, agent.value(self.obs).float(),
+                                                    buf.bootstrap_value[last])
+        return episodes
+
+    def state_dict(self) -> dict:
+        return {"group": self.group.state_dict(), "obs": self.obs.copy(),
+                "noise": self.noise.state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.group.load_state_dict(state["group"])
+        self.obs[:] = state["obs"]
+        self.noise.set_state(state["noise"])

@@ -1,0 +1,163 @@
+"""Process plumbing shared by the parallel samplers: start, command, watch, stop.
+
+Each worker runs ``serve(conn, handler)``: it waits on its pipe for ``(command, payload)``
+and answers ``("ok", result)`` or ``("error", traceback)``. The parent never waits without
+a timeout: while blocked it keeps checking that every worker is alive, so a worker that
+raises or is killed surfaces as ``WorkerError`` within about ``POLL_S`` seconds.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Sequence
+
+import torch
+
+POLL_S = 0.2          # liveness check period while waiting on workers
+JOIN_S = 3.0          # grace period for workers to exit on close before they are killed
+
+
+class WorkerError(RuntimeError):
+    """A sampler worker raised (the message carries its traceback) or died."""
+
+
+def worker_setup(cpu: int | None) -> None:
+    """Run first in every worker: the parent decides about Ctrl-C, one torch thread per
+    process (B/N envs each; more threads only contend), optional pinning to one core."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    if cpu is not None:
+        import psutil
+
+        psutil.Process().cpu_affinity([cpu])
+
+
+def serve(conn: Connection, handler: Callable[[str, Any], Any]) -> None:
+    """The worker's command loop; returns on 'close' or when the parent goes away."""
+    while True:
+        try:
+            command, payload = conn.recv()
+        except (EOFError, OSError):  # parent gone: nothing left to serve
+            return
+        if command == "close":
+            conn.send(("ok", None))
+            return
+        try:
+            result = handler(command, payload)
+        except BaseException:
+            conn.send(("error", f"worker pid {os.getpid()} failed in {command!r}:\n"
+                                f"{traceback.format_exc()}"))
+            return
+        conn.send(("ok", result))
+
+
+def usable_cpus() -> list[int]:
+    import psutil
+
+    try:
+        return sorted(psutil.Process().cpu_affinity())
+    except (AttributeError, NotImplementedError):
+        return list(range(os.cpu_count() or 1))
+
+
+class WorkerPool:
+    """``n`` processes each running ``target(conn, *args_i)``; commands go over pipes."""
+
+    def __init__(self, target: Callable, args_per_worker: Sequence[tuple],
+                 start_method: str = "spawn"):
+        if start_method not in mp.get_all_start_methods():
+            raise ValueError(f"start method {start_method!r} unknown; choose from "
+                             f"{mp.get_all_start_methods()}")
+        self.ctx = mp.get_context(start_method)
+        self.conns: list[Connection] = []
+        self.procs: list[mp.process.BaseProcess] = []
+        self.closed = False
+        try:
+            for i, args in enumerate(args_per_worker):
+                parent, child = self.ctx.Pipe()
+                proc = self.ctx.Process(target=target, args=(child, *args), daemon=True,
+                                        name=f"rlfw-sampler-worker-{i}")
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
+        except BaseException:
+            self.close()
+            raise
+
+    def __len__(self) -> int:
+        return len(self.procs)
+
+    def send(self, command: str, payloads: Sequence[Any] | None = None) -> None:
+        for i, conn in enumerate(self.conns):
+            conn.send((command, None if payloads is None else payloads[i]))
+
+    def receive(self, worker: int) -> Any:
+        """Block (with liveness checks) for worker ``worker``'s answer."""
+        conn = self.conns[worker]
+        while not conn.poll(POLL_S):
+            self.check_alive()
+        try:
+            status, result = conn.recv()
+        except (EOFError, OSError):
+            self._raise_dead(worker)
+        if status == "error":
+            self.close()
+            raise WorkerError(result)
+        return result
+
+    def wait(self, semaphore: Any) -> None:
+        """Acquire a per-step semaphore, checking worker liveness while blocked."""
+        while not semaphore.acquire(timeout=POLL_S):
+            self.check_alive()
+
+    def call(self, command: str, payloads: Sequence[Any] | None = None) -> list[Any]:
+        self.send(command, payloads)
+        return [self.receive(i) for i in range(len(self))]
+
+    def check_alive(self) -> None:
+        """Raise ``WorkerError`` if any worker has exited (a worker that raised sends its
+        traceback and then exits, so an exit covers both cases)."""
+        for i, proc in enumerate(self.procs):
+            if proc.exitcode is not None:
+                self._raise_dead(i)
+
+    def _raise_dead(self, worker: int) -> None:
+        proc, conn = self.procs[worker], self.conns[worker]
+        proc.join(timeout=1.0)
+        report = None
+        try:
+            while conn.poll():
+                status, result = conn.recv()
+                if status == "error":
+                    report = result
+        except (EOFError, OSError):
+            pass
+        code = proc.exitcode
+        self.close()
+        if report is not None:
+            raise WorkerError(report)
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        raise WorkerError(f"sampler worker {worker} (pid {proc.pid}) died: {how}")
+
+    def close(self) -> None:
+        """Idempotent: ask workers to exit, then kill any that did not; close pipes."""
+        if self.closed:
+            return
+        self.closed = True
+        for conn, proc in zip(self.conns, self.procs):
+            if proc.is_alive():
+                try:
+                    conn.send(("close", None))
+                except (OSError, ValueError):
+                    pass
+        for proc in self.procs:
+            proc.join(timeout=JOIN_S)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=JOIN_S)
+        for conn in self.conns:
+            conn.close()
