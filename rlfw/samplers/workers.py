@@ -7,7 +7,9 @@ raises or is killed surfaces as ``WorkerError`` within about ``POLL_S`` seconds.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
+import multiprocessing as mp  # start methods, process types
+
+import torch.multiprocessing as tmp  # its contexts share tensors by handle
 import os
 import signal
 import traceback
@@ -35,23 +37,31 @@ def worker_setup(cpu: int | None) -> None:
         psutil.Process().cpu_affinity([cpu])
 
 
-def serve(conn: Connection, handler: Callable[[str, Any], Any]) -> None:
-    """The worker's command loop; returns on 'close' or when the parent goes away."""
-    while True:
+def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any], Any],
+                                                          Callable[[], None]]]) -> None:
+    """The worker's main: build the handler (envs, agent...), then answer commands until
+    'close' or until the parent goes away. A failure while building or handling is sent to
+    the parent as a traceback, after which the worker exits."""
+    cleanup: Callable[[], None] = lambda: None
+    try:
+        handler, cleanup = make_handler()
+        while True:
+            try:
+                command, payload = conn.recv()
+            except (EOFError, OSError):  # parent gone: nothing left to serve
+                return
+            if command == "close":
+                conn.send(("ok", None))
+                return
+            conn.send(("ok", handler(command, payload)))
+    except BaseException:
         try:
-            command, payload = conn.recv()
-        except (EOFError, OSError):  # parent gone: nothing left to serve
-            return
-        if command == "close":
-            conn.send(("ok", None))
-            return
-        try:
-            result = handler(command, payload)
-        except BaseException:
-            conn.send(("error", f"worker pid {os.getpid()} failed in {command!r}:\n"
+            conn.send(("error", f"sampler worker pid {os.getpid()} failed:\n"
                                 f"{traceback.format_exc()}"))
-            return
-        conn.send(("ok", result))
+        except (OSError, ValueError):
+            pass
+    finally:
+        cleanup()
 
 
 def usable_cpus() -> list[int]:
@@ -71,7 +81,7 @@ class WorkerPool:
         if start_method not in mp.get_all_start_methods():
             raise ValueError(f"start method {start_method!r} unknown; choose from "
                              f"{mp.get_all_start_methods()}")
-        self.ctx = mp.get_context(start_method)
+        self.ctx = tmp.get_context(start_method)
         self.conns: list[Connection] = []
         self.procs: list[mp.process.BaseProcess] = []
         self.closed = False
