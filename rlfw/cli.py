@@ -21,6 +21,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default CartPole-v1)")
     p.add_argument("--sampler", default="serial", help=f"one of {SAMPLERS} (default serial)")
     p.add_argument("--n-envs", type=int, help="parallel envs B per batch (preset: 8)")
+    p.add_argument("--n-workers", type=int,
+                   help="worker processes of parallel samplers (default: usable cores)")
+    p.add_argument("--pin-cpus", action="store_true", help="pin sampler worker i to core i")
     p.add_argument("--batch-T", type=int, help="steps per env per batch T (preset)")
     p.add_argument("--steps", type=int, help="total env steps (default 120k; Atari 10M)")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
@@ -80,6 +83,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                                  "model": args.model, "device": args.device}
     if args.n_envs is not None:
         overrides["n_envs"] = args.n_envs
+    if args.n_workers is not None:
+        overrides["n_workers"] = args.n_workers
+    overrides["pin_cpus"] = args.pin_cpus
     if args.batch_T is not None:
         overrides["batch_T"] = args.batch_T
     algo_overrides = {}

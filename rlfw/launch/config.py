@@ -11,10 +11,11 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.algos import A2C, ALGOS, PPO, A2CConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import RunSchedule, SyncRunner
-from rlfw.samplers import SerialSampler
+from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
+                           SerialSampler)
 from rlfw.samplers.base import check_positive
 
-SAMPLERS = ("serial",)
+SAMPLERS = ("serial", "cpu", "gpu", "alternating")
 
 
 @dataclass
@@ -31,6 +32,9 @@ class RunConfig:
     hidden: tuple[int, ...] = (64, 64)
     device: str = "cpu"
     n_eval_envs: int = 4
+    n_workers: int | None = None     # parallel samplers; None: number of usable cores
+    pin_cpus: bool = False           # pin sampler worker i to usable core i (psutil)
+    start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))
     atari: AtariOptions = field(default_factory=AtariOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -43,6 +47,8 @@ class RunConfig:
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler {self.sampler!r} unknown; choose from {SAMPLERS}")
         check_positive(n_envs=self.n_envs, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs)
+        if self.n_workers is not None:
+            check_positive(n_workers=self.n_workers)
         self.schedule.validate()
         self.algo_config().validate()
         self.env_factory().validate()
@@ -122,8 +128,16 @@ def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent:
 
 
 def build_sampler(config: RunConfig, env_factory: EnvFactory):
-    return SerialSampler(env_factory, config.batch_T, config.n_envs, config.seed,
-                         n_eval_envs=config.n_eval_envs)
+    """The sampler named by ``config.sampler``; every kind fills the same ``Samples``."""
+    common = dict(batch_T=config.batch_T, batch_B=config.n_envs, seed=config.seed,
+                  n_eval_envs=config.n_eval_envs)
+    if config.sampler == "serial":
+        return SerialSampler(env_factory, **common)
+    parallel = dict(n_workers=config.n_workers, pin_cpus=config.pin_cpus,
+                    start_method=config.start_method)
+    kinds = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,
+             "alternating": AlternatingSampler}
+    return kinds[config.sampler](env_factory, **common, **parallel)
 
 
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,

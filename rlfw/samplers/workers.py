@@ -53,6 +53,9 @@ def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any]
             if command == "close":
                 conn.send(("ok", None))
                 return
+            if command == "ping":  # startup barrier: the handler (envs, reset) is built
+                conn.send(("ok", None))
+                continue
             conn.send(("ok", handler(command, payload)))
     except BaseException:
         try:
@@ -94,6 +97,7 @@ class WorkerPool:
                 child.close()
                 self.conns.append(parent)
                 self.procs.append(proc)
+            self.call("ping")  # envs built and reset everywhere; startup errors surface here
         except BaseException:
             self.close()
             raise
@@ -121,8 +125,12 @@ class WorkerPool:
 
     def wait(self, semaphore: Any) -> None:
         """Acquire a per-step semaphore, checking worker liveness while blocked."""
-        while not semaphore.acquire(timeout=POLL_S):
-            self.check_alive()
+        try:
+            while not semaphore.acquire(timeout=POLL_S):
+                self.check_alive()
+        except WorkerError:
+            del semaphore  # a kept traceback must not keep a named semaphore in /dev/shm
+            raise
 
     def call(self, command: str, payloads: Sequence[Any] | None = None) -> list[Any]:
         self.send(command, payloads)
@@ -138,6 +146,7 @@ class WorkerPool:
     def _raise_dead(self, worker: int) -> None:
         proc, conn = self.procs[worker], self.conns[worker]
         proc.join(timeout=1.0)
+        pid = proc.pid
         report = None
         try:
             while conn.poll():
@@ -147,11 +156,12 @@ class WorkerPool:
         except (EOFError, OSError):
             pass
         code = proc.exitcode
+        del proc, conn
         self.close()
         if report is not None:
             raise WorkerError(report)
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        raise WorkerError(f"sampler worker {worker} (pid {proc.pid}) died: {how}")
+        raise WorkerError(f"sampler worker {worker} (pid {pid}) died: {how}")
 
     def close(self) -> None:
         """Idempotent: ask workers to exit, then kill any that did not; close pipes."""
@@ -171,3 +181,7 @@ class WorkerPool:
                 proc.join(timeout=JOIN_S)
         for conn in self.conns:
             conn.close()
+        # Process objects keep their args (shared tensors, named semaphores) alive; an
+        # exception traceback holding this pool must not keep them from being freed.
+        self.procs_exit = [(proc.pid, proc.exitcode) for proc in self.procs]
+        self.procs, self.conns = [], []

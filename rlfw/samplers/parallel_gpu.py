@@ -1,0 +1,217 @@
+"""ParallelGpuSampler and AlternatingSampler: workers only step envs; the master runs the
+batched forward pass (on the agent's device: cuda where there is one) through a
+shared-memory step buffer, with blocking semaphores per worker — no spin loops.
+
+With two worker groups (alternating), env stepping of one group overlaps inference for the
+other: after releasing group 0 the master already computes group 1's actions.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlfw.buffers import Samples, allocate, tree_map
+from rlfw.buffers.tree import LeafIndexing
+from rlfw.envs.seeding import ACTION_NOISE
+from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.env_group import EnvGroup
+from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.parallel_cpu import split_slots
+from rlfw.samplers.serial import SamplerBase, allocate_samples
+from rlfw.samplers.workers import POLL_S, WorkerPool, serve, usable_cpus, worker_setup
+
+
+class StepBuffer(NamedTuple):
+    """One env step for all B slots, in shared memory between master and workers."""
+
+    observation: torch.Tensor   # next observation (after same-step reset)
+    action: torch.Tensor        # what env.step receives
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_observation: torch.Tensor  # true last observation where truncated
+    __getitem__ = LeafIndexing.getitem
+    __setitem__ = LeafIndexing.setitem
+
+
+def _wait_for_master(semaphore, parent_pid: int) -> None:
+    while not semaphore.acquire(timeout=1.0):
+        if os.getppid() != parent_pid:  # master gone: do not linger as an orphan
+            raise SystemExit(0)
+
+
+def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer,
+                act_ready, step_done, parent_pid: int, cpu: int | None) -> None:
+    worker_setup(cpu)
+
+    def make_handler():
+        group = EnvGroup(env_factory, slots, seed, train=True)
+        mine = step_buf[slots.start:slots.stop]
+        mine.observation[:] = torch.from_numpy(group.reset())
+
+        def handle(command: str, payload):
+            if command == "steps":
+                episodes: list[EpisodeInfo] = []
+                for _ in range(payload):
+                    _wait_for_master(act_ready, parent_pid)
+                    result = group.step(mine.action.numpy())
+                    mine.reward[:] = torch.from_numpy(result.reward)
+                    mine.terminated[:] = torch.from_numpy(result.terminated)
+                    mine.truncated[:] = torch.from_numpy(result.truncated)
+                    for i, final in result.final_obs.items():
+                        mine.final_observation[i] = torch.from_numpy(final)
+                    mine.observation[:] = torch.from_numpy(result.next_obs)
+                    episodes.extend(result.episodes)
+                    step_done.release()
+                return episodes
+            if command == "state":
+                return group.state_dict()
+            if command == "load":
+                group.load_state_dict(payload)
+                mine.observation[:] = torch.from_numpy(group.result.next_obs)
+                return None
+            raise ValueError(f"unknown command {command!r}")
+
+        return handle, group.close
+
+    serve(conn, make_handler)
+
+
+class ParallelGpuSampler(SamplerBase):
+    """Env-stepping workers plus batched master-side inference (``n_groups=1``)."""
+
+    n_groups = 1
+
+    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
+                 seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
+                 pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False):
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug)
+        n_workers = n_workers if n_workers is not None else min(len(usable_cpus()), batch_B)
+        if n_workers % self.n_groups:
+            raise ValueError(f"n_workers={n_workers} must be a multiple of {self.n_groups} "
+                             f"for {type(self).__name__}")
+        self.worker_slots = split_slots(batch_B, n_workers)
+        per_group = n_workers // self.n_groups
+        self.groups = [range(w * per_group, (w + 1) * per_group) for w in range(self.n_groups)]
+        self.pin_cpus = pin_cpus
+        self.start_method = start_method
+        self.pool: WorkerPool | None = None
+        self.act_ready: list = []
+        self.step_done: list = []
+
+    def _group_slots(self, g: int) -> slice:
+        workers = self.groups[g]
+        return slice(self.worker_slots[workers[0]].start, self.worker_slots[workers[-1]].stop)
+
+    def initialize(self, agent) -> Samples:
+        self.agent = agent
+        probe = self.env_factory(True)
+        obs_space = probe.observation_space
+        probe.close()
+        self.samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B,
+                                        debug=self.debug)
+        example_action = agent.env_action(self.samples.action[0, :1])[0]
+        obs = torch.zeros(obs_space.shape, dtype=self.samples.observation.dtype)
+        example = StepBuffer(obs, torch.as_tensor(example_action), torch.zeros(()),
+                             torch.zeros((), dtype=torch.bool), torch.zeros((), dtype=torch.bool),
+                             obs)
+        self.step_buf = allocate(example, (self.batch_B,), shared=True)
+        self.noise = [SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B)[self._group_slots(g)],
+                                agent.noise_shape, agent.noise_kind)
+                      for g in range(self.n_groups)]
+        ctx = torch.multiprocessing.get_context(self.start_method)
+        n = len(self.worker_slots)
+        self.act_ready = [ctx.Semaphore(0) for _ in range(n)]
+        self.step_done = [ctx.Semaphore(0) for _ in range(n)]
+        cpus = usable_cpus()
+        args = [(self.env_factory, slots, self.seed, self.step_buf, self.act_ready[w],
+                 self.step_done[w], os.getpid(), cpus[w % len(cpus)] if self.pin_cpus else None)
+                for w, slots in enumerate(self.worker_slots)]
+        self.pool = WorkerPool(_env_worker, args, self.start_method)
+        return self.samples
+
+    def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        if self.pool is None:
+            raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
+        self.agent.sample_mode()
+        self.samples.bootstrap_value.zero_()
+        T = self.batch_T
+        self.pool.send("steps", [T] * len(self.pool))
+        for t in range(T):
+            for g in range(self.n_groups):
+                if t > 0:
+                    self._finish_step(t - 1, g)
+                self._act(t, g)
+        for g in range(self.n_groups):
+            self._finish_step(T - 1, g)
+        episodes = [ep for w in range(len(self.pool)) for ep in self.pool.receive(w)]
+        self._bootstrap_batch_end()
+        return self.samples, episodes
+
+    def _act(self, t: int, g: int) -> None:
+        """Inference for group g at step t, then let its workers step."""
+        sl = self._group_slots(g)
+        buf = self.samples
+        buf.observation[t, sl] = self.step_buf.observation[sl]
+        step = self.agent.step(buf.observation[t, sl], self.noise[g].draw())
+        action = step.action.cpu()
+        buf.action[t, sl] = action
+        buf.agent_info[t, sl] = tree_map(torch.Tensor.cpu, step.info)
+        self.step_buf.action[sl] = torch.as_tensor(self.agent.env_action(action))
+        for w in self.groups[g]:
+            self.act_ready[w].release()
+
+    def _finish_step(self, t: int, g: int) -> None:
+        """Wait for group g's workers, then copy their step results into the batch."""
+        for w in self.groups[g]:
+            self.pool.wait(self.step_done[w])
+        sl = self._group_slots(g)
+        buf, step = self.samples, self.step_buf
+        buf.reward[t, sl] = step.reward[sl]
+        buf.terminated[t, sl] = step.terminated[sl]
+        buf.truncated[t, sl] = step.truncated[sl]
+        truncated = torch.nonzero(step.truncated[sl]).flatten() + sl.start
+        if len(truncated):
+            values = self.agent.value(step.final_observation[truncated]).float().cpu()
+            buf.bootstrap_value[t, truncated] = values
+
+    def _bootstrap_batch_end(self) -> None:
+        buf, last = self.samples, self.batch_T - 1
+        open_end = ~(buf.terminated[last] | buf.truncated[last])
+        if open_end.any():
+            values = self.agent.value(self.step_buf.observation).float().cpu()
+            buf.bootstrap_value[last] = torch.where(open_end, values, buf.bootstrap_value[last])
+
+    def state_dict(self) -> dict:
+        assert self.pool is not None
+        return {"workers": self.pool.call("state"), "noise": [n.state() for n in self.noise],
+                "eval_calls": self._eval_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        assert self.pool is not None
+        if len(state["workers"]) != len(self.pool):
+            raise ValueError(f"checkpoint has {len(state['workers'])} sampler workers, this "
+                             f"sampler {len(self.pool)}: resume with the same n_workers")
+        self.pool.call("load", state["workers"])
+        for noise, s in zip(self.noise, state["noise"]):
+            noise.set_state(s)
+        self._load_eval_state(state["eval_calls"])
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        # Under spawn, semaphores are named in /dev/shm until their last reference is gone.
+        self.act_ready, self.step_done = [], []
+        self._close_evaluator()
+
+
+class AlternatingSampler(ParallelGpuSampler):
+    """Two worker groups: while one group steps its envs, the master runs inference for the
+    other (rlpyt's alternating GPU sampler). Needs an even number of workers, at least 2."""
+
+    n_groups = 2

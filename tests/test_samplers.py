@@ -1,0 +1,142 @@
+"""Every sampler against the serial one: exact arrays, determinism, faults, learning."""
+import os
+import time
+
+import psutil
+import pytest
+import torch
+
+from conftest import trees_equal
+from rlfw.agents import ActorCriticAgent
+from rlfw.buffers import tree_map
+from rlfw.envs import EnvFactory, EnvSpaces
+from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
+                           SerialSampler, WorkerError)
+from rlfw.testing import CountingAgent, CountingEnv, RaisingEnv, SelfKillingEnv
+
+PARALLEL = {
+    "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),
+    "gpu": lambda f, T, B, seed: ParallelGpuSampler(f, T, B, seed, n_workers=2),
+    "alternating": lambda f, T, B, seed: AlternatingSampler(f, T, B, seed, n_workers=2),
+}
+ALL = {"serial": lambda f, T, B, seed: SerialSampler(f, T, B, seed), **PARALLEL}
+
+
+def collect(sampler, agent, n_batches):
+    sampler.initialize(agent)
+    out = []
+    for itr in range(n_batches):
+        samples, episodes = sampler.obtain_samples(itr)
+        out.append((tree_map(torch.clone, samples), sorted(episodes)))
+    return out
+
+
+@pytest.mark.parametrize("kind", list(PARALLEL))
+def test_counting_env_samples_equal_the_serial_samplers_exactly(kind):
+    factory = EnvFactory("counting", entry=CountingEnv)
+    # B=5 over 2 workers: uneven split; T=7 crosses terminated and truncated episode ends.
+    with SerialSampler(factory, 7, 5, seed=11, debug=True) as reference:
+        expected = collect(reference, CountingAgent(), 3)
+    with ALL[kind](factory, 7, 5, 11) as sampler:
+        got = collect(sampler, CountingAgent(), 3)
+    for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
+        assert trees_equal(exp_samples, got_samples)
+        assert exp_eps == got_eps
+    assert all(any(getattr(s, end).any() for s, _ in expected)
+               for end in ("terminated", "truncated"))
+    assert sum(s.bootstrap_value.abs().sum() for s, _ in expected) > 0
+
+
+@pytest.mark.parametrize("kind", list(ALL))
+def test_same_seed_twice_is_bitwise_identical_with_a_stochastic_agent(kind):
+    factory = EnvFactory("CartPole-v1")
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        agent = ActorCriticAgent.build(EnvSpaces.of(factory))
+        with ALL[kind](factory, 32, 4, 5) as sampler:
+            runs.append(collect(sampler, agent, 3))
+    for (a, eps_a), (b, eps_b) in zip(*runs):
+        assert trees_equal(a, b) and eps_a == eps_b
+    assert runs[0][0][0].done.any()  # episodes did end inside the batches
+
+
+def children() -> list[psutil.Process]:
+    """Live child processes, except Python's own resource tracker (one per parent process,
+    started by the spawn machinery, and it exits with the parent)."""
+    alive = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
+                    p.cmdline()):
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def shm_entries() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu", "alternating"])
+@pytest.mark.parametrize("env_cls,message", [
+    (RaisingEnv, "RaisingEnv: deliberate failure at step 9"),
+    (SelfKillingEnv, "killed by signal 9"),
+])
+def test_worker_fault_surfaces_fast_with_cleanup(kind, env_cls, message):
+    shm_before = shm_entries()
+    key = "raise_at" if env_cls is RaisingEnv else "kill_at"
+    factory = EnvFactory("faulty", entry=env_cls, kwargs=((key, 9),))
+    sampler = ALL[kind](factory, 8, 4, 0)
+    sampler.initialize(CountingAgent())
+    assert len(children()) >= 2
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=message) as err:
+        for itr in range(3):  # the failing step (9) lies inside the second batch
+            sampler.obtain_samples(itr)
+    assert time.monotonic() - start < 5.0
+    if env_cls is RaisingEnv:
+        assert "Traceback" in str(err.value) and "testing/envs.py" in str(err.value)
+    deadline = time.monotonic() + 5
+    while children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children() == [], "worker processes left behind"
+    sampler.close()
+    sampler.close()  # idempotent
+    assert shm_entries() <= shm_before, "shared memory leaked"
+
+
+def test_close_is_idempotent_and_leaves_nothing():
+    factory = EnvFactory("counting", entry=CountingEnv)
+    sampler = ParallelCpuSampler(factory, 4, 2, 0, n_workers=2)
+    sampler.initialize(CountingAgent())
+    sampler.obtain_samples(0)
+    sampler.close()
+    sampler.close()
+    assert children() == []
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(n_workers=3, batch_B=2), "n_workers=3 exceeds batch_B=2"),
+    (dict(n_workers=0, batch_B=2), "n_workers must be a positive integer"),
+])
+def test_bad_worker_counts(kwargs, message):
+    factory = EnvFactory("counting", entry=CountingEnv)
+    with pytest.raises(ValueError, match=message):
+        ParallelCpuSampler(factory, 4, **kwargs)
+
+
+def test_alternating_needs_an_even_number_of_workers():
+    factory = EnvFactory("counting", entry=CountingEnv)
+    with pytest.raises(ValueError, match="n_workers=3 must be a multiple of 2"):
+        AlternatingSampler(factory, 4, 6, n_workers=3)
+
+
+def test_worker_startup_failure_reports_the_traceback():
+    factory = EnvFactory("counting", entry=CountingEnv, kwargs=(("no_such_arg", 1),))
+    sampler = ParallelCpuSampler(factory, 4, 2, 0, n_workers=2)
+    with pytest.raises((WorkerError, TypeError), match="no_such_arg"):
+        sampler.initialize(CountingAgent())
+    sampler.close()
+    assert children() == []
