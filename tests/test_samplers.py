@@ -140,3 +140,34 @@ def test_worker_startup_failure_reports_the_traceback():
         sampler.initialize(CountingAgent())
     sampler.close()
     assert children() == []
+
+
+def test_native_atari_layout_determinism_and_real_episode_statistics():
+    from rlfw.samplers import NativeAtariSampler
+
+    factory = EnvFactory("ALE/SpaceInvaders-v5")
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        agent = ActorCriticAgent.build(EnvSpaces.of(factory))
+        with NativeAtariSampler(factory, 128, 2, seed=4) as sampler:
+            runs.append(collect(sampler, agent, 6))
+    for (a, eps_a), (b, eps_b) in zip(*runs):
+        assert trees_equal(a, b) and eps_a == eps_b
+    samples = [s for s, _ in runs[0]]
+    episodes = [e for _, eps in runs[0] for e in eps]
+    assert samples[0].observation.shape == (128, 2, 4, 84, 84)
+    assert samples[0].observation.dtype == torch.uint8
+    assert set(torch.cat([s.reward.flatten() for s in samples]).tolist()) <= {0.0, 1.0}
+    # Lives are lost (training episodes end) more often than whole games end...
+    life_ends = sum(int(s.terminated.sum()) for s in samples)
+    assert episodes and life_ends > len(episodes)
+    # ...and the statistics report whole games with real (unclipped) scores.
+    assert all(e.ret % 5 == 0 for e in episodes) and max(e.ret for e in episodes) > 1
+
+
+def test_native_sampler_refuses_non_atari_ids():
+    from rlfw.samplers import NativeAtariSampler
+
+    with pytest.raises(ValueError, match="ALE games only"):
+        NativeAtariSampler(EnvFactory("CartPole-v1"), 4, 2)

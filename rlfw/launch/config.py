@@ -11,11 +11,11 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.algos import A2C, ALGOS, PPO, A2CConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import RunSchedule, SyncRunner
-from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
-                           SerialSampler)
+from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
+                           ParallelGpuSampler, SerialSampler)
 from rlfw.samplers.base import check_positive
 
-SAMPLERS = ("serial", "cpu", "gpu", "alternating")
+SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
 
 
 @dataclass
@@ -52,6 +52,9 @@ class RunConfig:
         self.schedule.validate()
         self.algo_config().validate()
         self.env_factory().validate()
+        if self.sampler == "native" and not is_atari(self.env):
+            raise ValueError(f"sampler 'native' runs ALE games only ('ALE/<Game>-v5'), got env "
+                             f"{self.env!r}; use serial, cpu, gpu or alternating")
 
     def algo_config(self) -> PPOConfig | A2CConfig:
         return self.ppo if self.algo == "ppo" else self.a2c
@@ -133,6 +136,8 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory):
                   n_eval_envs=config.n_eval_envs)
     if config.sampler == "serial":
         return SerialSampler(env_factory, **common)
+    if config.sampler == "native":
+        return NativeAtariSampler(env_factory, n_threads=config.n_workers, **common)
     parallel = dict(n_workers=config.n_workers, pin_cpus=config.pin_cpus,
                     start_method=config.start_method)
     kinds = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,

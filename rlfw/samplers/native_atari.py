@@ -1,0 +1,139 @@
+"""NativeAtariSampler: ale-py's ``AtariVectorEnv`` (C++ threads do stepping and the Nature
+preprocessing) driven like the GPU sampler: one batched forward pass per step in this
+process, observations laid out exactly as on the Python Atari path (``[4, 84, 84]`` uint8).
+
+Training-only parts are applied here so that episode statistics stay real: the native env
+plays whole games with unclipped rewards; the sampler clips rewards into the buffer and
+marks a lost life as ``terminated`` (episodic life) without resetting the game, while the
+statistics add up the real score over all lives.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import torch
+
+from rlfw.buffers import Samples
+from rlfw.envs import EnvFactory, is_atari
+from rlfw.envs.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
+from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.serial import SamplerBase, allocate_samples
+
+
+def rom_name(env_id: str) -> str:
+    """'ALE/SpaceInvaders-v5' -> 'space_invaders' (ale-py's ROM naming)."""
+    game = env_id.split("/", 1)[1].rsplit("-v", 1)[0]
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", game).lower()
+
+
+class NativeAtariSampler(SamplerBase):
+    """All ``batch_B`` games in one ``AtariVectorEnv``; ``n_threads`` native threads step
+    them (default: one per usable core)."""
+
+    def __init__(self, env_factory: EnvFactory, batch_T: int, batch_B: int, seed: int = 0,
+                 n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False):
+        if not isinstance(env_factory, EnvFactory) or not is_atari(env_factory.env_id):
+            got = getattr(env_factory, "env_id", env_factory)
+            raise ValueError(f"the native sampler runs ALE games only ('ALE/<Game>-v5'), "
+                             f"got {got!r}")
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug)
+        self.n_threads = n_threads
+        self.envs = None
+
+    def _make_envs(self):
+        from ale_py.vector_env import AtariVectorEnv
+        from rlfw.samplers.workers import usable_cpus
+
+        o = self.env_factory.atari
+        return AtariVectorEnv(
+            rom_name(self.env_factory.env_id), self.batch_B,
+            num_threads=self.n_threads or min(len(usable_cpus()), self.batch_B),
+            autoreset_mode="SameStep", max_num_frames_per_episode=o.max_episode_frames,
+            repeat_action_probability=o.sticky_action_prob, img_height=o.screen_size,
+            img_width=o.screen_size, grayscale=True, stack_num=o.frame_stack,
+            frameskip=o.frame_skip, maxpool=True, noop_max=o.noop_max,
+            episodic_life=False, reward_clipping=False, use_fire_reset=True)
+
+    def initialize(self, agent) -> Samples:
+        self.agent = agent
+        self.envs = self._make_envs()
+        self.samples = allocate_samples(agent, self.envs.single_observation_space,
+                                        self.batch_T, self.batch_B, debug=self.debug)
+        self.noise = SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B), agent.noise_shape,
+                               agent.noise_kind)
+        self._reset(round_index=0)
+        return self.samples
+
+    def _reset(self, round_index: int) -> None:
+        seeds = np.array([derive_seed(self.seed, TRAIN_ENV, round_index, b)
+                          for b in range(self.batch_B)], dtype=np.int64)
+        obs, info = self.envs.reset(seed=seeds)
+        self.obs = obs[np.argsort(info["env_id"])].copy()
+        self.lives = np.asarray(info["lives"])[np.argsort(info["env_id"])].copy()
+        self.ep_return = np.zeros(self.batch_B, np.float64)
+        self.ep_length = np.zeros(self.batch_B, np.int64)
+
+    def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        if self.envs is None:
+            raise RuntimeError("NativeAtariSampler.initialize(agent) must be called first")
+        buf, agent, options = self.samples, self.agent, self.env_factory.atari
+        agent.sample_mode()
+        buf.bootstrap_value.zero_()
+        episodes: list[EpisodeInfo] = []
+        for t in range(self.batch_T):
+            buf.observation[t] = torch.from_numpy(self.obs)
+            step = agent.step(buf.observation[t], self.noise.draw())
+            buf.action[t] = step.action
+            buf.agent_info[t] = step.info
+            obs, reward, terminated, truncated, info = self.envs.step(
+                agent.env_action(step.action).astype(np.int64))
+            order = np.argsort(info["env_id"])
+            obs, reward = obs[order], reward[order].astype(np.float64)
+            terminated, truncated = terminated[order], truncated[order] & ~terminated[order]
+            lives = np.asarray(info["lives"])[order]
+            game_over = terminated | truncated
+            life_lost = (lives < self.lives) & ~game_over
+            self.ep_return += reward
+            self.ep_length += 1
+            for b in np.flatnonzero(game_over):
+                episodes.append(EpisodeInfo(float(self.ep_return[b]), int(self.ep_length[b]),
+                                            int(b)))
+            self.ep_return[game_over] = 0.0
+            self.ep_length[game_over] = 0
+            train_reward = np.sign(reward) if options.clip_reward else reward
+            buf.reward[t] = torch.from_numpy(train_reward.astype(np.float32))
+            ends = terminated | (life_lost if options.episodic_life else False)
+            buf.terminated[t] = torch.from_numpy(ends)
+            buf.truncated[t] = torch.from_numpy(truncated & ~ends)
+            cut = np.flatnonzero(truncated & ~ends)
+            if len(cut):
+                final = np.asarray(info["final_obs"])[order][cut]
+                buf.bootstrap_value[t, cut] = agent.value(final).float().cpu()
+            self.obs, self.lives = obs, lives
+        last = self.batch_T - 1
+        open_end = ~(buf.terminated[last] | buf.truncated[last])
+        if open_end.any():
+            buf.bootstrap_value[last] = torch.where(
+                open_end, agent.value(self.obs).float().cpu(), buf.bootstrap_value[last])
+        return buf, episodes
+
+    def state_dict(self) -> dict:
+        # The native emulators' states cannot be exported: a resumed run restarts games.
+        return {"native": True, "noise": self.noise.state(), "eval_calls": self._eval_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        warnings.warn("resuming with the native ALE sampler restarts every game (its "
+                      "emulator state is not exportable): the run is not bitwise identical "
+                      "to an uninterrupted one", stacklevel=2)
+        self.noise.set_state(state["noise"])
+        self._reset(round_index=1 + state["eval_calls"])
+        self._load_eval_state(state["eval_calls"])
+
+    def close(self) -> None:
+        if self.envs is not None:
+            self.envs.close()
+            self.envs = None
+        self._close_evaluator()
