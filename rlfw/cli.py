@@ -19,7 +19,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", default="ppo", help=f"algorithm, one of {ALGOS} (default ppo)")
     p.add_argument("--env", default="CartPole-v1",
                    help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default CartPole-v1)")
-    p.add_argument("--sampler", default="serial", help=f"one of {SAMPLERS} (default serial)")
+    p.add_argument("--sampler", default="serial",
+                   help=f"one of {SAMPLERS} (default serial; native: ALE ids only)")
     p.add_argument("--n-envs", type=int, help="parallel envs B per batch (preset: 8)")
     p.add_argument("--n-workers", type=int,
                    help="worker processes of parallel samplers (default: usable cores)")
@@ -64,11 +65,24 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
                    help="evaluation seed (default 12345, unlike any training seed)")
 
 
+def _bench_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench-sampler", help="env steps/s of a sampler with a random agent",
+                       description="Measure a sampler's env steps per second with a uniform-"
+                                   "random agent, to pick the fastest sampler for a machine.")
+    p.add_argument("--env", default="ALE/Pong-v5", help="gymnasium id (default ALE/Pong-v5)")
+    p.add_argument("--sampler", default="cpu", help=f"one of {SAMPLERS} (default cpu)")
+    p.add_argument("--n-envs", type=int, default=8, help="envs B (default 8)")
+    p.add_argument("--n-workers", type=int, help="worker processes (default: usable cores)")
+    p.add_argument("--batch-T", type=int, default=64, help="steps per batch (default 64)")
+    p.add_argument("--seconds", type=float, default=10.0, help="timed duration (default 10)")
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlfw", description="rlfw: modular deep RL")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _eval_parser(sub)
+    _bench_parser(sub)
     return parser
 
 
@@ -143,12 +157,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_sampler(args: argparse.Namespace) -> int:
+    from rlfw.agents.random_agent import RandomAgent
+    from rlfw.envs import EnvSpaces
+    from rlfw.launch.config import build_sampler
+    from rlfw.samplers.throughput import measure_steps_per_second
+
+    if args.seconds <= 0:
+        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
+    config = RunConfig(env=args.env, sampler=args.sampler, n_envs=args.n_envs,
+                       batch_T=args.batch_T, n_workers=args.n_workers)
+    config.validate()
+    env_factory = config.env_factory()
+    agent = RandomAgent(EnvSpaces.of(env_factory).action)
+    rate = measure_steps_per_second(build_sampler(config, env_factory), agent, args.seconds)
+    print(f"{args.sampler} sampler on {args.env}: {rate:,.0f} env steps/s "
+          f"({args.n_envs} envs, {args.n_workers or 'default'} workers, T={args.batch_T})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "bench-sampler":
+            return cmd_bench_sampler(args)
         return cmd_eval(args)
     except (ValueError, FileNotFoundError) as err:
         parser.exit(2, f"rlfw: error: {err}\n")

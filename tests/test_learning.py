@@ -5,8 +5,9 @@ from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.runners import RunSchedule
 
 
-def train(algo: str, seed: int, budget: int, target: float = 475.0):
-    config = apply_overrides(RunConfig(algo=algo, seed=seed), preset(algo, "CartPole-v1"))
+def train(algo: str, seed: int, budget: int, target: float = 475.0, sampler: str = "serial"):
+    config = apply_overrides(RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2),
+                             preset(algo, "CartPole-v1"))
     config.schedule = RunSchedule(n_steps=budget, eval_every=10_000, eval_episodes=10,
                                   log_every=budget, stop_at_return=target)
     return build_runner(config, None, progress=False, stdout=False).train()
@@ -25,3 +26,10 @@ def test_a2c_solves_cartpole_within_300k_steps():
     result = train("a2c", 0, 300_000)
     assert result.best_eval_return >= 475, result.eval_history
     assert result.env_steps <= 300_000 + 40
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["cpu", "gpu"])
+def test_ppo_with_parallel_samplers_solves_cartpole(sampler):
+    result = train("ppo", 0, 120_000, sampler=sampler)
+    assert result.best_eval_return >= 475, result.eval_history

@@ -12,8 +12,9 @@ from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.runners import RunSchedule
 
 
-def small_config(algo="ppo", itrs=6, seed=0) -> RunConfig:
-    config = apply_overrides(RunConfig(algo=algo, seed=seed), preset(algo, "CartPole-v1"))
+def small_config(algo="ppo", itrs=6, seed=0, sampler="serial") -> RunConfig:
+    config = apply_overrides(RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2),
+                             preset(algo, "CartPole-v1"))
     per_itr = config.n_envs * config.batch_T
     config.schedule = RunSchedule(n_steps=itrs * per_itr, eval_every=2 * per_itr,
                                   eval_episodes=2, log_every=per_itr,
@@ -45,11 +46,14 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
         "ckpt_000000000768.pt", "ckpt_000000001536.pt"]
 
 
-def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch):
-    whole = build_runner(small_config(), str(tmp_path / "whole"), progress=False, stdout=False)
+@pytest.mark.parametrize("sampler", ["serial", "cpu", "alternating"])
+def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch, sampler):
+    whole = build_runner(small_config(sampler=sampler), str(tmp_path / "whole"), progress=False,
+                         stdout=False)
     whole.train()
 
-    part = build_runner(small_config(), str(tmp_path / "part"), progress=False, stdout=False)
+    part = build_runner(small_config(sampler=sampler), str(tmp_path / "part"), progress=False,
+                        stdout=False)
     real = type(part.sampler).obtain_samples
 
     def interrupt_at_4(self, itr):
@@ -63,7 +67,7 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
     assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
 
-    resumed = build_runner(small_config(), str(tmp_path / "part"), resume=True,
+    resumed = build_runner(small_config(sampler=sampler), str(tmp_path / "part"), resume=True,
                            progress=False, stdout=False)
     final = resumed.train()
     assert final.env_steps == 6 * 256

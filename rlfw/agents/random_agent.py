@@ -1,0 +1,55 @@
+"""A uniform-random agent: the trivial policy for sampler throughput measurements."""
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlfw.agents.actor_critic import AgentStep
+from rlfw.buffers import AgentInfo
+
+
+class RandomAgent:
+    """Discrete actions uniform from the sampler's per-slot noise (so the work and the
+    determinism are those of a real agent, minus the network); logp is log(1/n), value 0."""
+
+    noise_shape: tuple[int, ...] = ()
+    noise_kind = "uniform"
+
+    def __init__(self, action_space: gym.Space):
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise ValueError(f"RandomAgent supports Discrete action spaces, got {action_space}")
+        self.n = int(action_space.n)
+        self.greedy = False
+        self._logp = -math.log(self.n)
+
+    def step(self, obs, noise) -> AgentStep:
+        u = torch.as_tensor(noise, dtype=torch.float32)
+        action = (u * self.n).long().clamp_(max=self.n - 1)
+        return AgentStep(action, AgentInfo(torch.full_like(u, self._logp), torch.zeros_like(u)))
+
+    def value(self, obs) -> torch.Tensor:
+        return torch.zeros(len(obs))
+
+    def env_action(self, action: torch.Tensor) -> np.ndarray:
+        return action.numpy()
+
+    def sample_mode(self) -> None:
+        self.greedy = False
+
+    def eval_mode(self) -> None:
+        self.greedy = True
+
+    def train_mode(self) -> None:
+        self.greedy = False
+
+    def parameters(self):
+        return iter(())
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
