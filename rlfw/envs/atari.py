@@ -93,6 +93,7 @@ def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
     env = gym.make(
         env_id,
         frameskip=1,  # AtariPreprocessing does the skipping and the max-pool
+        obs_type="grayscale",  # it reads gray frames itself; the base env's RGB copy is waste
         repeat_action_probability=options.sticky_action_prob,
         full_action_space=False,
         max_num_frames_per_episode=options.max_episode_frames,

@@ -21,6 +21,7 @@ from rlfw.envs.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
 from rlfw.samplers.base import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.serial import SamplerBase, allocate_samples
+from rlfw.samplers.workers import torch_threads, usable_cpus
 
 
 def rom_name(env_id: str) -> str:
@@ -45,7 +46,6 @@ class NativeAtariSampler(SamplerBase):
 
     def _make_envs(self):
         from ale_py.vector_env import AtariVectorEnv
-        from rlfw.samplers.workers import usable_cpus
 
         o = self.env_factory.atari
         return AtariVectorEnv(
@@ -79,46 +79,70 @@ class NativeAtariSampler(SamplerBase):
     def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         if self.envs is None:
             raise RuntimeError("NativeAtariSampler.initialize(agent) must be called first")
-        buf, agent, options = self.samples, self.agent, self.env_factory.atari
+        with torch_threads(1):
+            return self._collect()
+
+    def _collect(self) -> tuple[Samples, list[EpisodeInfo]]:
+        buf, agent = self.samples, self.agent
         agent.sample_mode()
         buf.bootstrap_value.zero_()
         episodes: list[EpisodeInfo] = []
+        pending = None
         for t in range(self.batch_T):
             buf.observation[t] = torch.from_numpy(self.obs)
             step = agent.step(buf.observation[t], self.noise.draw())
             buf.action[t] = step.action
             buf.agent_info[t] = step.info
-            obs, reward, terminated, truncated, info = self.envs.step(
-                agent.env_action(step.action).astype(np.int64))
-            order = np.argsort(info["env_id"])
-            obs, reward = obs[order], reward[order].astype(np.float64)
-            terminated, truncated = terminated[order], truncated[order] & ~terminated[order]
-            lives = np.asarray(info["lives"])[order]
-            game_over = terminated | truncated
-            life_lost = (lives < self.lives) & ~game_over
-            self.ep_return += reward
-            self.ep_length += 1
-            for b in np.flatnonzero(game_over):
-                episodes.append(EpisodeInfo(float(self.ep_return[b]), int(self.ep_length[b]),
-                                            int(b)))
-            self.ep_return[game_over] = 0.0
-            self.ep_length[game_over] = 0
-            train_reward = np.sign(reward) if options.clip_reward else reward
-            buf.reward[t] = torch.from_numpy(train_reward.astype(np.float32))
-            ends = terminated | (life_lost if options.episodic_life else False)
-            buf.terminated[t] = torch.from_numpy(ends)
-            buf.truncated[t] = torch.from_numpy(truncated & ~ends)
-            cut = np.flatnonzero(truncated & ~ends)
-            if len(cut):
-                final = np.asarray(info["final_obs"])[order][cut]
-                buf.bootstrap_value[t, cut] = agent.value(final).float().cpu()
-            self.obs, self.lives = obs, lives
+            self.envs.send(agent.env_action(step.action).astype(np.int64))
+            if pending is not None:  # book-keeping of step t-1 overlaps the native stepping
+                self._record(t - 1, *pending, episodes)
+            pending = self._receive()
+        self._record(self.batch_T - 1, *pending, episodes)
         last = self.batch_T - 1
         open_end = ~(buf.terminated[last] | buf.truncated[last])
         if open_end.any():
             buf.bootstrap_value[last] = torch.where(
                 open_end, agent.value(self.obs).float().cpu(), buf.bootstrap_value[last])
         return buf, episodes
+
+    def _receive(self):
+        """Results of the step in flight, in slot order; ``self.obs`` becomes the next obs."""
+        obs, reward, terminated, truncated, info = self.envs.recv()
+        env_id = info["env_id"]
+        if np.any(env_id[1:] < env_id[:-1]):  # only a permutation is worth a copy
+            order = np.argsort(env_id)
+            obs, reward, terminated, truncated = (obs[order], reward[order], terminated[order],
+                                                  truncated[order])
+            info = {"lives": info["lives"][order], "final_obs": info["final_obs"][order]}
+        self.obs = obs
+        return reward, terminated, truncated & ~terminated, info
+
+    def _record(self, t: int, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                info: dict, episodes: list[EpisodeInfo]) -> None:
+        buf, options = self.samples, self.env_factory.atari
+        lives = np.asarray(info["lives"])
+        game_over = terminated | truncated
+        self.ep_return += reward
+        self.ep_length += 1
+        if game_over.any():
+            for b in np.flatnonzero(game_over):
+                episodes.append(EpisodeInfo(float(self.ep_return[b]), int(self.ep_length[b]),
+                                            int(b)))
+            self.ep_return[game_over] = 0.0
+            self.ep_length[game_over] = 0
+        ends = terminated
+        if options.episodic_life:
+            ends = terminated | ((lives < self.lives) & ~game_over)
+        self.lives = lives
+        train_reward = np.sign(reward) if options.clip_reward else reward
+        buf.reward[t] = torch.from_numpy(train_reward.astype(np.float32))
+        buf.terminated[t] = torch.from_numpy(ends)
+        cut = truncated & ~ends
+        buf.truncated[t] = torch.from_numpy(cut)
+        if cut.any():
+            idx = np.flatnonzero(cut)
+            final = np.asarray(info["final_obs"])[idx]
+            buf.bootstrap_value[t, idx] = self.agent.value(final).float().cpu()
 
     def state_dict(self) -> dict:
         # The native emulators' states cannot be exported: a resumed run restarts games.

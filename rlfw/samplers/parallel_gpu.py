@@ -22,7 +22,8 @@ from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_cpu import split_slots
 from rlfw.samplers.serial import SamplerBase, allocate_samples
-from rlfw.samplers.workers import POLL_S, WorkerPool, serve, usable_cpus, worker_setup
+from rlfw.samplers.workers import (WorkerPool, serve, torch_threads, usable_cpus,
+                                  worker_setup)
 
 
 class StepBuffer(NamedTuple):
@@ -137,6 +138,10 @@ class ParallelGpuSampler(SamplerBase):
     def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         if self.pool is None:
             raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
+        with torch_threads(1):
+            return self._collect()
+
+    def _collect(self) -> tuple[Samples, list[EpisodeInfo]]:
         self.agent.sample_mode()
         self.samples.bootstrap_value.zero_()
         T = self.batch_T

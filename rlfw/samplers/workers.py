@@ -14,7 +14,8 @@ import os
 import signal
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -185,3 +186,19 @@ class WorkerPool:
         # exception traceback holding this pool must not keep them from being freed.
         self.procs_exit = [(proc.pid, proc.exitcode) for proc in self.procs]
         self.procs, self.conns = [], []
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run a block with ``n`` torch intra-op threads. Samplers whose env stepping happens in
+    other threads or processes sample with one: idle OpenMP threads spin-wait after each op
+    and steal the cores the envs need (measured: native Pong 2,030 vs 1,440 steps/s)."""
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
