@@ -63,3 +63,27 @@ def test_module_entry_point_help_documents_flags():
     for flag in ("--algo", "--env", "--sampler", "--n-envs", "--steps", "--seed", "--log-dir",
                  "--resume", "--stop-at-return"):
         assert flag in out
+
+
+def test_parallel_sampler_from_the_cli_and_bad_worker_count(tmp_path, capsys):
+    run = str(tmp_path / "run")
+    assert main(["train", "--sampler", "cpu", "--n-workers", "2", "--log-dir", run, *FAST]) == 0
+    assert "sampler cpu" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--sampler", "cpu", "--n-envs", "2", "--n-workers", "3",
+              "--log-dir", str(tmp_path / "bad")])
+    assert exc.value.code == 2 and "n_workers=3 exceeds batch_B=2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "--sampler", "native", "--env", "CartPole-v1",
+              "--log-dir", str(tmp_path / "bad2")])
+    assert "sampler 'native' runs ALE games only" in capsys.readouterr().err
+
+
+def test_bench_sampler_prints_steps_per_second(capsys):
+    assert main(["bench-sampler", "--env", "CartPole-v1", "--sampler", "serial", "--n-envs", "4",
+                 "--seconds", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "serial sampler on CartPole-v1:" in out and "env steps/s" in out
+    with pytest.raises(SystemExit):
+        main(["bench-sampler", "--seconds", "0"])
+    assert "--seconds must be > 0, got 0.0" in capsys.readouterr().err

@@ -86,3 +86,38 @@ class ContinuousCountingEnv(CountingEnv):
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+class FrameCountingEnv(gym.Env):
+    """2x2 uint8 frames whose every pixel is ``16 * (episode % 16) + t``, so a stack of
+    frames tells exactly which episode and steps it came from. Episode ``k`` lasts
+    ``lengths[k % len(lengths)]`` steps; even episodes terminate, odd ones truncate."""
+
+    metadata: dict[str, Any] = {}
+
+    def __init__(self, lengths: tuple[int, ...] = (5, 2, 7, 3)):
+        self.lengths = tuple(lengths)
+        self.observation_space = gym.spaces.Box(0, 255, (2, 2), np.uint8)
+        self.action_space = gym.spaces.Discrete(2)
+        self._episode, self._t = -1, 0
+
+    def _frame(self) -> np.ndarray:
+        return np.full((2, 2), 16 * (self._episode % 16) + self._t, np.uint8)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._episode += 1
+        self._t = 0
+        return self._frame(), {}
+
+    def step(self, action: Any):
+        self._t += 1
+        ended = self._t >= self.lengths[self._episode % len(self.lengths)]
+        odd = self._episode % 2 == 1
+        return self._frame(), 0.0, ended and not odd, ended and odd, {}
+
+
+def stacked_frame_counting_env(stack: int = 4, **kwargs: Any) -> gym.Env:
+    """``FrameCountingEnv`` behind gymnasium's ``FrameStackObservation`` (reset padding),
+    exactly as Atari frames are stacked."""
+    return gym.wrappers.FrameStackObservation(FrameCountingEnv(**kwargs), stack)

@@ -1,0 +1,193 @@
+"""Replay = storage + sampling rule + n-step view; appends ``[T, B]`` sampler batches."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from rlfw.buffers.replay.storage import RowStorage
+from rlfw.buffers.replay.sum_tree import SumTree
+from rlfw.buffers.samples import Samples
+
+
+class ReplayBatch(NamedTuple):
+    """A sampled batch; the TD target is ``n_step_return + bootstrap_discount *
+    (next_value if next_value_known else V_target(next_observation))``."""
+
+    observation: torch.Tensor
+    action: torch.Tensor
+    n_step_return: torch.Tensor
+    bootstrap_discount: torch.Tensor   # gamma^k, or 0 after a termination
+    next_observation: torch.Tensor
+    next_value_known: torch.Tensor     # truncated: V(true final obs) stored by the sampler
+    next_value: torch.Tensor
+    weight: torch.Tensor               # importance weight (1 for uniform sampling)
+    index: np.ndarray                  # flat ids, for priority updates
+
+
+class UniformSampling:
+    """Every valid transition equally likely."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def on_append(self, replay: "Replay", rows: np.ndarray) -> None:
+        pass
+
+    def sample(self, replay: "Replay", batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        offsets = replay.valid_offsets()
+        picks = self.rng.integers(len(offsets) * replay.storage.B, size=batch_size)
+        rows = (replay.oldest_row + offsets[picks // replay.storage.B]) % replay.storage.T
+        ids = rows * replay.storage.B + picks % replay.storage.B
+        return ids, np.ones(batch_size, np.float32)
+
+    def update(self, ids: np.ndarray, td_errors: np.ndarray) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+
+class PrioritizedSampling:
+    """Proportional prioritization (Schaul et al., 2016): P(i) ∝ p_i^α, importance weights
+    (N P(i))^-β normalised by the batch maximum; new transitions get the max priority."""
+
+    def __init__(self, alpha: float = 0.6, beta: float = 0.4, eps: float = 1e-6, seed: int = 0):
+        if not 0 <= alpha <= 1 or not 0 <= beta <= 1:
+            raise ValueError(f"alpha and beta must be in [0, 1], got alpha={alpha}, beta={beta}")
+        self.alpha, self.beta, self.eps = alpha, beta, eps
+        self.rng = np.random.default_rng(seed)
+        self.tree: SumTree | None = None
+        self.max_priority = 1.0
+
+    def on_append(self, replay: "Replay", rows: np.ndarray) -> None:
+        s = replay.storage
+        if self.tree is None:
+            self.tree = SumTree(s.T * s.B)
+        cols = np.arange(s.B)
+        # Rows not (yet or any more) sampleable get priority 0: the newest n (no n-step
+        # lookahead) and, for frame storage, the oldest whose history was overwritten.
+        valid = np.zeros(s.T, bool)
+        valid[(replay.oldest_row + replay.valid_offsets()) % s.T] = True
+        touched = np.unique(np.concatenate([rows, (rows - replay.n_step) % s.T,
+                                            (rows[-1] + 1 + np.arange(s.history)) % s.T]))
+        ids = (touched[:, None] * s.B + cols[None, :]).reshape(-1)
+        now_valid = np.repeat(valid[touched], s.B)
+        was_zero = self.tree.get(ids) == 0
+        new = np.where(now_valid, np.where(was_zero, self.max_priority ** self.alpha,
+                                           self.tree.get(ids)), 0.0)
+        self.tree.update(ids, new)
+
+    def sample(self, replay: "Replay", batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        assert self.tree is not None
+        ids = self.tree.sample(batch_size, self.rng)
+        probs = self.tree.get(ids) / self.tree.total
+        n_valid = len(replay.valid_offsets()) * replay.storage.B
+        weights = (n_valid * probs) ** (-self.beta)
+        return ids, (weights / weights.max()).astype(np.float32)
+
+    def update(self, ids: np.ndarray, td_errors: np.ndarray) -> None:
+        assert self.tree is not None
+        priorities = np.abs(td_errors) + self.eps
+        self.max_priority = max(self.max_priority, float(priorities.max()))
+        self.tree.update(ids, priorities ** self.alpha)
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "beta": self.beta,
+                "max_priority": self.max_priority,
+                "tree": None if self.tree is None else self.tree.nodes.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.beta, self.max_priority = state["beta"], state["max_priority"]
+        if state["tree"] is not None:
+            self.tree = SumTree((len(state["tree"]) // 2))
+            self.tree.nodes[:] = state["tree"]
+
+
+class Replay:
+    """``append_samples([T, B] Samples)`` and ``sample(batch_size) -> ReplayBatch`` with
+    n-step returns computed at sample time: a termination stops the sum with no bootstrap,
+    a truncation stops it and bootstraps from the sampler's V(true final observation)."""
+
+    def __init__(self, storage: RowStorage, sampling: UniformSampling | PrioritizedSampling,
+                 n_step: int = 1, gamma: float = 0.99):
+        if not isinstance(n_step, int) or n_step < 1:
+            raise ValueError(f"n_step must be an integer >= 1, got {n_step!r}")
+        if n_step >= storage.T:
+            raise ValueError(f"n_step={n_step} needs a replay of more than {n_step} rows")
+        self.storage, self.sampling = storage, sampling
+        self.n_step, self.gamma = n_step, gamma
+
+    @property
+    def oldest_row(self) -> int:
+        s = self.storage
+        return s.cursor if s.rows_written >= s.T else 0
+
+    def valid_offsets(self) -> np.ndarray:
+        """Offsets from ``oldest_row`` of rows that can be sampled."""
+        s = self.storage
+        skip_old = s.history if s.rows_written > s.T else 0
+        return np.arange(skip_old, max(s.filled - self.n_step, skip_old))
+
+    def __len__(self) -> int:
+        return len(self.valid_offsets()) * self.storage.B
+
+    def append_samples(self, samples: Samples) -> None:
+        rows = self.storage.append(samples)
+        self.sampling.on_append(self, rows)
+
+    def sample(self, batch_size: int) -> ReplayBatch:
+        if len(self) == 0:
+            raise ValueError("replay holds no sampleable transitions yet (each needs "
+                             f"{self.n_step} later steps stored)")
+        ids, weights = self.sampling.sample(self, batch_size)
+        return self.batch(ids, weights)
+
+    def batch(self, ids: np.ndarray, weights: np.ndarray | None = None) -> ReplayBatch:
+        s = self.storage
+        rows, cols = ids // s.B, ids % s.B
+        n = len(ids)
+        ret = np.zeros(n, np.float64)
+        discount = np.ones(n, np.float64)
+        open_ = np.ones(n, bool)           # still summing rewards
+        known = np.zeros(n, bool)
+        known_value = np.zeros(n, np.float32)
+        next_rows = rows + self.n_step
+        for k in range(self.n_step):
+            r = (rows + k) % s.T
+            ret += np.where(open_, discount * s.reward[r, cols], 0.0)
+            term = open_ & s.terminated[r, cols]
+            trunc = open_ & s.truncated[r, cols]
+            discount = np.where(open_, discount * self.gamma, discount)
+            discount[term] = 0.0
+            known |= trunc
+            known_value = np.where(trunc, s.bootstrap_value[r, cols], known_value)
+            next_rows = np.where(term | trunc, rows, next_rows)  # any valid row; unused
+            open_ &= ~(term | trunc)
+        weights = np.ones(n, np.float32) if weights is None else weights
+        return ReplayBatch(
+            observation=torch.from_numpy(s.observations(rows, cols)),
+            action=torch.from_numpy(s.action[rows, cols]),
+            n_step_return=torch.from_numpy(ret.astype(np.float32)),
+            bootstrap_discount=torch.from_numpy(discount.astype(np.float32)),
+            next_observation=torch.from_numpy(s.observations(next_rows % s.T, cols)),
+            next_value_known=torch.from_numpy(known),
+            next_value=torch.from_numpy(known_value),
+            weight=torch.from_numpy(np.asarray(weights, np.float32)),
+            index=ids,
+        )
+
+    def update_priorities(self, ids: np.ndarray, td_errors: np.ndarray) -> None:
+        self.sampling.update(ids, td_errors)
+
+    def state_dict(self) -> dict:
+        return {"storage": self.storage.state_dict(), "sampling": self.sampling.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.storage.load_state_dict(state["storage"])
+        self.sampling.load_state_dict(state["sampling"])

@@ -1,0 +1,140 @@
+"""Ring-buffer storage of ``[T, B]`` sampler rows for replay, full or frame-deduplicated."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import psutil
+
+from rlfw.buffers.samples import Samples
+
+
+class RowStorage:
+    """``capacity`` transitions kept as ``capacity // B`` rows of the sampler's B columns.
+
+    Rows are written in time order, so the successor of row t is row t+1 of the same column
+    and n-step returns can be read off without storing next observations twice.
+    ``observations(rows, cols)`` gives what the agent saw at those rows.
+    """
+
+    def __init__(self, capacity: int, batch_B: int, obs_shape: tuple[int, ...],
+                 obs_dtype: np.dtype, action_shape: tuple[int, ...], action_dtype: np.dtype):
+        if capacity < batch_B:
+            raise ValueError(f"replay capacity {capacity} is smaller than batch_B={batch_B}")
+        self.T = capacity // batch_B
+        self.B = batch_B
+        self.capacity = self.T * batch_B
+        frame_bytes = self._observation_bytes(obs_shape, np.dtype(obs_dtype))
+        warn_if_too_big(frame_bytes + self.capacity * (4 + 3 + 8), "replay buffer")
+        self._allocate_observations(obs_shape, np.dtype(obs_dtype))
+        self.action = np.zeros((self.T, batch_B) + tuple(action_shape), action_dtype)
+        self.reward = np.zeros((self.T, batch_B), np.float32)
+        self.terminated = np.zeros((self.T, batch_B), bool)
+        self.truncated = np.zeros((self.T, batch_B), bool)
+        self.bootstrap_value = np.zeros((self.T, batch_B), np.float32)
+        self.cursor = 0        # next row to write
+        self.rows_written = 0  # total, ever
+
+    # Observations: full copies here; FrameStorage overrides these three.
+    def _observation_bytes(self, shape: tuple[int, ...], dtype: np.dtype) -> int:
+        return self.capacity * int(np.prod(shape)) * dtype.itemsize
+
+    def _allocate_observations(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.obs = np.zeros((self.T, self.B) + shape, dtype)
+
+    def _write_observations(self, rows: np.ndarray, obs: np.ndarray) -> None:
+        self.obs[rows] = obs
+
+    def observations(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return self.obs[rows % self.T, cols]
+
+    @property
+    def history(self) -> int:
+        """Rows before a sampled row that must still be intact (0 for full observations)."""
+        return 0
+
+    @property
+    def filled(self) -> int:
+        return min(self.rows_written, self.T)
+
+    def append(self, samples: Samples) -> np.ndarray:
+        """Copy a ``[T, B]`` batch in at the cursor (wrapping); returns the rows written."""
+        T = samples.reward.shape[0]
+        if samples.reward.shape[1] != self.B:
+            raise ValueError(f"samples have B={samples.reward.shape[1]}, storage B={self.B}")
+        if T > self.T:
+            raise ValueError(f"a batch of T={T} rows does not fit a replay of {self.T} rows")
+        rows = (self.cursor + np.arange(T)) % self.T
+        self._write_observations(rows, samples.observation.numpy())
+        self.action[rows] = samples.action.numpy()
+        self.reward[rows] = samples.reward.numpy()
+        self.terminated[rows] = samples.terminated.numpy()
+        self.truncated[rows] = samples.truncated.numpy()
+        self.bootstrap_value[rows] = samples.bootstrap_value.numpy()
+        self.cursor = (self.cursor + T) % self.T
+        self.rows_written += T
+        return rows
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            current = getattr(self, key, None)
+            if isinstance(current, np.ndarray):
+                current[...] = value
+            else:
+                setattr(self, key, value)
+
+
+class FrameStorage(RowStorage):
+    """For stacked frames ``[S, H, W]``: stores each row's newest frame once and rebuilds
+    the stack at sample time, so 1M Atari transitions take ~1M x 84 x 84 bytes, not 4x.
+
+    An episode's first observation is its reset frame repeated S times (gymnasium's
+    ``FrameStackObservation`` padding), so a stack never reaches back past an episode start.
+    """
+
+    def _observation_bytes(self, shape: tuple[int, ...], dtype: np.dtype) -> int:
+        return self.capacity * int(np.prod(shape[1:])) * dtype.itemsize
+
+    def _allocate_observations(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.stack = shape[0]
+        self.frames = np.zeros((self.T, self.B) + tuple(shape[1:]), dtype)
+        self.episode_start = np.zeros((self.T, self.B), bool)
+        self._previous_done = np.ones(self.B, bool)  # the very first row starts an episode
+
+    def _write_observations(self, rows: np.ndarray, obs: np.ndarray) -> None:
+        self.frames[rows] = obs[:, :, -1]
+
+    def append(self, samples: Samples) -> np.ndarray:
+        rows = super().append(samples)
+        done = (samples.terminated | samples.truncated).numpy()
+        self.episode_start[rows[0]] = self._previous_done
+        self.episode_start[rows[1:]] = done[:-1]
+        self._previous_done = done[-1].copy()
+        return rows
+
+    @property
+    def history(self) -> int:
+        return self.stack - 1
+
+    def observations(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        S = self.stack
+        window = rows[:, None] - np.arange(S - 1, -1, -1)[None, :]  # oldest .. newest
+        starts = self.episode_start[window % self.T, cols[:, None]]
+        # The newest episode start inside the window: frames before it are replaced by it.
+        has_start = starts.any(axis=1)
+        last_start = S - 1 - np.argmax(starts[:, ::-1], axis=1)
+        first_valid = np.where(has_start, window[np.arange(len(rows)), last_start], window[:, 0])
+        window = np.maximum(window, first_valid[:, None])
+        return self.frames[window % self.T, cols[:, None]]
+
+
+def warn_if_too_big(n_bytes: int, what: str) -> None:
+    """Warn, before allocating, when ``n_bytes`` exceeds the memory available now."""
+    available = psutil.virtual_memory().available
+    if n_bytes > available:
+        warnings.warn(f"{what} needs {n_bytes / 2**30:.1f} GiB but only "
+                      f"{available / 2**30:.1f} GiB is available: expect swapping or an "
+                      "out-of-memory kill; lower the capacity", ResourceWarning, stacklevel=3)
