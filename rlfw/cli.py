@@ -14,7 +14,7 @@ from rlfw.launch.config import SAMPLERS, RunConfig, apply_overrides, build_runne
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an agent", description=(
-        "Train PPO or A2C. Unset flags take the tuned preset for the algorithm and env "
+        "Train PPO, A2C or DQN. Unset flags take the tuned preset for the algorithm and env "
         "family (classic control or Atari); see rlfw.launch.config.preset."))
     p.add_argument("--algo", default="ppo", help=f"algorithm, one of {ALGOS} (default ppo)")
     p.add_argument("--env", default="CartPole-v1",
@@ -46,6 +46,15 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="newest checkpoints kept (default 3)")
     p.add_argument("--stop-at-return", type=float,
                    help="stop early once an evaluation's mean return reaches this")
+    p.add_argument("--save-replay", action="store_true",
+                   help="dqn: also checkpoint the replay buffer so a resumed run is bitwise "
+                        "identical (large on Atari)")
+    p.add_argument("--dueling", action="store_true", help="dqn: dueling Q head")
+    p.add_argument("--double", action="store_true", help="dqn: double-DQN targets")
+    p.add_argument("--apex-epsilon", action="store_true",
+                   help="dqn: fixed per-slot exploration 0.4^(1 + 7 i/(B-1)), as in Ape-X")
+    p.add_argument("--n-step", type=int, help="dqn: n-step returns (default 1)")
+    p.add_argument("--prioritized", action="store_true", help="dqn: prioritized replay")
     p.add_argument("--sticky-actions", type=float,
                    help="Atari sticky-action probability (default 0.0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -107,6 +116,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         algo_overrides["learning_rate"] = args.lr
     if args.entropy_coef is not None:
         algo_overrides["entropy_coef"] = args.entropy_coef
+    if args.algo == "dqn":
+        algo_overrides.update(save_replay=args.save_replay, dueling=args.dueling,
+                              prioritized=args.prioritized, double_dqn=args.double,
+                              apex_epsilon=args.apex_epsilon)
+        if args.n_step is not None:
+            algo_overrides["n_step"] = args.n_step
     if algo_overrides:
         overrides[args.algo] = algo_overrides
     steps = args.steps if args.steps is not None else (10_000_000 if is_atari(args.env) else 120_000)

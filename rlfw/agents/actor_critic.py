@@ -78,7 +78,10 @@ class ActorCriticAgent:
         return torch.as_tensor(obs, device=self.device)
 
     @torch.no_grad()
-    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor) -> AgentStep:
+    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
+             slots: Sequence[int] | None = None) -> AgentStep:
+        """Actions for ``obs`` from the slots' ``noise``; ``slots`` (which env slots the rows
+        are) matters only to agents with per-slot behaviour, such as Ape-X exploration."""
         params, value = self.model(self._obs(obs))
         if self.greedy:
             action = self.distribution.greedy(params)

@@ -25,7 +25,7 @@ class RandomAgent:
         self.greedy = False
         self._logp = -math.log(self.n)
 
-    def step(self, obs, noise) -> AgentStep:
+    def step(self, obs, noise, slots=None) -> AgentStep:
         u = torch.as_tensor(noise, dtype=torch.float32)
         action = (u * self.n).long().clamp_(max=self.n - 1)
         return AgentStep(action, AgentInfo(torch.full_like(u, self._logp), torch.zeros_like(u)))

@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlfw.agents import ActorCriticAgent
-from rlfw.algos import A2C, ALGOS, PPO, A2CConfig, PPOConfig
+from rlfw.agents.dqn_agent import DqnAgent
+from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
@@ -39,6 +40,7 @@ class RunConfig:
     atari: AtariOptions = field(default_factory=AtariOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     a2c: A2CConfig = field(default_factory=A2CConfig)
+    dqn: DQNConfig = field(default_factory=DQNConfig)
 
     def validate(self) -> None:
         """Every check that can fail before work starts, each naming the bad value."""
@@ -56,8 +58,8 @@ class RunConfig:
             raise ValueError(f"sampler 'native' runs ALE games only ('ALE/<Game>-v5'), got env "
                              f"{self.env!r}; use serial, cpu, gpu or alternating")
 
-    def algo_config(self) -> PPOConfig | A2CConfig:
-        return self.ppo if self.algo == "ppo" else self.a2c
+    def algo_config(self) -> PPOConfig | A2CConfig | DQNConfig:
+        return getattr(self, self.algo)
 
     def env_factory(self) -> EnvFactory:
         return EnvFactory(self.env, atari=self.atari)
@@ -68,7 +70,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
         nested = {"schedule": RunSchedule, "atari": AtariOptions, "ppo": PPOConfig,
-                  "a2c": A2CConfig}
+                  "a2c": A2CConfig, "dqn": DQNConfig}
         kwargs = {}
         for f in dataclasses.fields(cls):
             if f.name not in data:
@@ -111,6 +113,18 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     if algo == "a2c" and atari:
         return {"n_envs": 16, "batch_T": 5, "a2c": dict(
             learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25)}
+    if algo == "dqn" and not atari:
+        # zoo CartPole: train every 256 steps with 128 gradient steps (replay ratio 0.5).
+        return {"n_envs": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
+            learning_rate=2.3e-3, batch_size=64, replay_capacity=100_000,
+            learning_starts=1000, gamma=0.99, target_update_interval=10, replay_ratio=0.5,
+            exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0)}
+    if algo == "dqn" and atari:
+        # zoo Atari: train every 4 steps per env, target every 1000 steps, 100k replay.
+        return {"n_envs": 8, "batch_T": 4, "dqn": dict(
+            learning_rate=1e-4, batch_size=32, replay_capacity=100_000,
+            learning_starts=100_000, target_update_interval=1000, replay_ratio=0.25,
+            exploration_fraction=0.1, epsilon_final=0.01, optimizer_eps=1.5e-4)}
     return {}
 
 
@@ -125,9 +139,17 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     return config
 
 
-def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent:
+def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent | DqnAgent:
+    if config.algo == "dqn":
+        return DqnAgent.build(spaces, config.n_envs, config.model, config.hidden,
+                              config.dqn.dueling, device=config.device)
     return ActorCriticAgent.build(spaces, config.model, config.hidden, device=config.device,
                                   algo=config.algo)
+
+
+def build_algo(config: RunConfig) -> PPO | A2C | DQN:
+    kinds = {"ppo": PPO, "a2c": A2C, "dqn": DQN}
+    return kinds[config.algo](config.algo_config())
 
 
 def build_sampler(config: RunConfig, env_factory: EnvFactory):
@@ -155,7 +177,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
     agent = build_agent(config, spaces)
-    algo = PPO(config.ppo) if config.algo == "ppo" else A2C(config.a2c)
+    algo = build_algo(config)
     sampler = build_sampler(config, env_factory)
     return SyncRunner(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=config.seed,
                       config=config.to_dict(), resume=resume, progress=progress, stdout=stdout)

@@ -28,7 +28,7 @@ class Collector:
         buf.bootstrap_value.zero_()
         for t in range(len(buf.reward)):
             buf.observation[t] = torch.from_numpy(self.obs)
-            step = agent.step(buf.observation[t], self.noise.draw())
+            step = agent.step(buf.observation[t], self.noise.draw(), group.slots)
             buf.action[t] = step.action
             buf.agent_info[t] = step.info
             result = group.step(agent.env_action(step.action))

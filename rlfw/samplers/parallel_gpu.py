@@ -162,7 +162,8 @@ class ParallelGpuSampler(SamplerBase):
         sl = self._group_slots(g)
         buf = self.samples
         buf.observation[t, sl] = self.step_buf.observation[sl]
-        step = self.agent.step(buf.observation[t, sl], self.noise[g].draw())
+        step = self.agent.step(buf.observation[t, sl], self.noise[g].draw(),
+                               range(self.batch_B)[sl])
         action = step.action.cpu()
         buf.action[t, sl] = action
         buf.agent_info[t, sl] = tree_map(torch.Tensor.cpu, step.info)

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlfw.buffers import AgentInfo, Samples, allocate
+from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.samplers.base import EpisodeInfo, check_positive
 from rlfw.samplers.collector import Collector
 from rlfw.samplers.env_group import EnvGroup
@@ -20,13 +20,14 @@ def allocate_samples(agent, obs_space: gym.Space, batch_T: int, batch_B: int,
     example_obs = np.zeros((1,) + obs_space.shape, obs_space.dtype)
     noise = np.zeros((1,) + agent.noise_shape, np.float32)
     step = agent.step(example_obs, noise)
+    # The agent's info tree (AgentInfo for actor-critics, QInfo for DQN) sets the leaves.
     example = Samples(
         observation=torch.from_numpy(example_obs[0]),
         action=step.action[0],
         reward=torch.zeros((), dtype=torch.float32),
         terminated=torch.zeros((), dtype=torch.bool),
         truncated=torch.zeros((), dtype=torch.bool),
-        agent_info=AgentInfo(*(x[0] for x in step.info)),
+        agent_info=tree_map(lambda x: x[0], step.info),
         bootstrap_value=torch.zeros((), dtype=torch.float32),
     )
     return allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)

@@ -29,7 +29,7 @@ class CountingAgent:
         obs = torch.as_tensor(obs, dtype=torch.float32)
         return 10 * obs[..., 1] + obs[..., 2]
 
-    def step(self, obs, noise) -> AgentStep:
+    def step(self, obs, noise, slots=None) -> AgentStep:
         obs = torch.as_tensor(obs, dtype=torch.float32)
         u = torch.as_tensor(noise, dtype=torch.float32)
         if self.greedy:

@@ -1,0 +1,216 @@
+"""DQN (Mnih et al., 2015) with double-Q, dueling, n-step and prioritized replay options.
+
+The runner hands over each ``[T, B]`` batch from whatever sampler it uses; the batch goes
+into replay unchanged and ``replay_ratio x T x B`` gradient updates follow (once
+``learning_starts`` env steps have been collected).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rlfw.algos.flat_params import FlatParameters
+from rlfw.algos.pg.common import OPTIMIZERS, check_config, make_optimizer
+from rlfw.buffers import Samples
+from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
+                                 RowStorage, UniformSampling)
+
+
+@dataclass
+class DQNConfig:
+    """DQN hyper-parameters (defaults: SB3's DQN)."""
+
+    learning_rate: float = 1e-4
+    optimizer: str = "adam"
+    optimizer_eps: float = 1e-8
+    gamma: float = 0.99
+    batch_size: int = 32
+    replay_capacity: int = 1_000_000       # transitions
+    learning_starts: int = 100             # env steps before the first update
+    replay_ratio: float = 0.25             # gradient updates per env step (train_freq 4)
+    target_update_interval: int = 10_000   # env steps between target-network updates
+    tau: float = 1.0                       # 1: hard copy; < 1: Polyak averaging
+    double_dqn: bool = False              # SB3's default; --double turns it on
+    dueling: bool = False
+    n_step: int = 1
+    prioritized: bool = False
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.4             # annealed linearly to 1 over the run
+    huber_delta: float = 1.0
+    max_grad_norm: float | None = 10.0
+    epsilon_start: float = 1.0
+    epsilon_final: float = 0.05
+    exploration_fraction: float = 0.1      # of the run, for the linear ε decay
+    apex_epsilon: bool = False             # fixed ε_i = 0.4^(1 + 7 i/(B-1)) per env slot
+    frame_dedup: bool = True               # store stacked uint8 frames once (Atari)
+    save_replay: bool = False              # put the replay into checkpoints (bitwise resume)
+
+    def validate(self) -> None:
+        check_config(
+            "DQNConfig",
+            learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
+            optimizer=(self.optimizer, self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
+            gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
+            batch_size=(self.batch_size, isinstance(self.batch_size, int) and self.batch_size > 0,
+                        "must be a positive int"),
+            replay_capacity=(self.replay_capacity, self.replay_capacity >= self.batch_size,
+                             f"must be >= batch_size ({self.batch_size})"),
+            replay_ratio=(self.replay_ratio, self.replay_ratio > 0,
+                          "must be > 0 (gradient updates per env step)"),
+            n_step=(self.n_step, isinstance(self.n_step, int) and self.n_step >= 1,
+                    "must be an int >= 1"),
+            tau=(self.tau, 0 < self.tau <= 1, "must be in (0, 1]"),
+            target_update_interval=(self.target_update_interval,
+                                    self.target_update_interval > 0, "must be > 0"),
+            learning_starts=(self.learning_starts, self.learning_starts >= 0, "must be >= 0"),
+            exploration_fraction=(self.exploration_fraction,
+                                  0 <= self.exploration_fraction <= 1, "must be in [0, 1]"),
+        )
+
+
+class DQN:
+    def __init__(self, config: DQNConfig | None = None):
+        self.config = config or DQNConfig()
+        self.config.validate()
+        self.replay: Replay | None = None
+        self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
+
+    def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
+        c = self.config
+        self.agent, self.n_itr, self.seed = agent, n_itr, seed
+        self.target = copy.deepcopy(agent.q)
+        self.target.requires_grad_(False)
+        self.flat = FlatParameters(agent.q.parameters())
+        self.optimizer = make_optimizer(self.flat, c.optimizer, c.learning_rate, c.optimizer_eps)
+        self.updates = 0
+        self.update_budget = 0.0
+        self.last_target_step = 0
+        self.steps_per_itr = 0
+        self._set_epsilon(0)
+
+    # -- exploration ---------------------------------------------------------------------
+    def _set_epsilon(self, env_steps: int) -> None:
+        c = self.config
+        n_slots = len(self.agent.model.epsilon)
+        if c.apex_epsilon:
+            from rlfw.agents.dqn_agent import apex_epsilons
+
+            self.agent.set_epsilon(apex_epsilons(n_slots))
+            return
+        total = max(self.n_itr * self.steps_per_itr, 1)
+        frac = min(env_steps / max(c.exploration_fraction * total, 1e-9), 1.0)
+        self.agent.set_epsilon(c.epsilon_start + frac * (c.epsilon_final - c.epsilon_start))
+
+    # -- replay --------------------------------------------------------------------------
+    def _make_replay(self, samples: Samples) -> Replay:
+        c = self.config
+        obs = samples.observation
+        B = obs.shape[1]
+        obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
+        action_shape = tuple(samples.action.shape[2:])
+        action_dtype = samples.action.numpy().dtype
+        stacked_frames = len(obs_shape) == 3 and obs_dtype == np.uint8
+        storage_cls = FrameStorage if (c.frame_dedup and stacked_frames) else RowStorage
+        storage = storage_cls(c.replay_capacity, B, obs_shape, obs_dtype, action_shape,
+                              action_dtype)
+        sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=self.seed)
+                    if c.prioritized else UniformSampling(self.seed))
+        return Replay(storage, sampling, c.n_step, c.gamma)
+
+    # -- learning ------------------------------------------------------------------------
+    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
+        c = self.config
+        if self.replay is None:
+            self.replay = self._make_replay(samples)
+            if self._pending_replay is not None:
+                self.replay.load_state_dict(self._pending_replay)
+                self._pending_replay = None
+        self.steps_per_itr = samples.reward.numel()
+        self.replay.append_samples(samples)
+        env_steps = (itr + 1) * self.steps_per_itr
+        stats: dict[str, list[float]] = {"loss": [], "q": [], "grad_norm": [], "td_abs": []}
+        if env_steps >= c.learning_starts:
+            self.update_budget += c.replay_ratio * self.steps_per_itr
+            if isinstance(self.replay.sampling, PrioritizedSampling):
+                self.replay.sampling.beta = c.priority_beta + (1 - c.priority_beta) * min(
+                    itr / max(self.n_itr - 1, 1), 1.0)
+            if env_steps - self.last_target_step >= c.target_update_interval:
+                self._update_target()
+                self.last_target_step = env_steps
+            self.agent.train_mode()
+            while self.update_budget >= 1.0:
+                self.update_budget -= 1.0
+                self._learn(self.replay.sample(c.batch_size), stats)
+        self._set_epsilon(env_steps)
+        out = {f"train/{k}": float(np.mean(v)) for k, v in stats.items() if v}
+        out.update({"train/epsilon": float(self.agent.model.epsilon.mean()),
+                    "train/updates": float(self.updates),
+                    "train/replay_size": float(len(self.replay))})
+        return out
+
+    def _learn(self, batch: ReplayBatch, stats: dict[str, list[float]]) -> None:
+        c = self.config
+        n = len(batch.action)
+        if c.double_dqn:
+            # One pass over [obs; next_obs]: the online net both evaluates and picks a*.
+            q_both = self.agent.q(torch.cat([batch.observation, batch.next_observation]))
+            q_all, next_best = q_both[:n], q_both[n:].detach().argmax(-1, keepdim=True)
+        else:
+            q_all, next_best = self.agent.q(batch.observation), None
+        q_taken = q_all.gather(-1, batch.action.long().unsqueeze(-1)).squeeze(-1)
+        with torch.no_grad():
+            next_q = self.target(batch.next_observation)
+            next_v = (next_q.gather(-1, next_best).squeeze(-1) if next_best is not None
+                      else next_q.max(-1).values)
+            next_v = torch.where(batch.next_value_known, batch.next_value, next_v)
+            y = batch.n_step_return + batch.bootstrap_discount * next_v
+        if isinstance(self.replay.sampling, PrioritizedSampling):
+            loss = (batch.weight * F.huber_loss(q_taken, y, reduction="none",
+                                                delta=c.huber_delta)).mean()
+        else:  # all weights are 1
+            loss = F.huber_loss(q_taken, y, delta=c.huber_delta)
+        self.flat.zero_grad()
+        loss.backward()
+        norm = self.flat.clip_grad_norm(c.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
+        td_abs = (q_taken.detach() - y).abs()
+        self.replay.update_priorities(batch.index, td_abs.numpy())
+        stats["loss"].append(loss.item())
+        stats["q"].append(q_taken.detach().mean().item())
+        stats["grad_norm"].append(norm.item())
+        stats["td_abs"].append(td_abs.mean().item())
+
+    @torch.no_grad()
+    def _update_target(self) -> None:
+        tau = self.config.tau
+        for target, online in zip(self.target.parameters(), self.agent.q.parameters()):
+            target.lerp_(online, tau) if tau < 1 else target.copy_(online)
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = {"optimizer": self.optimizer.state_dict(), "target": self.target.state_dict(),
+                 "updates": self.updates, "update_budget": self.update_budget,
+                 "last_target_step": self.last_target_step,
+                 "steps_per_itr": self.steps_per_itr, "replay": None}
+        if self.config.save_replay and self.replay is not None:
+            state["replay"] = self.replay.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.target.load_state_dict(state["target"])
+        self.updates, self.update_budget = state["updates"], state["update_budget"]
+        self.last_target_step = state["last_target_step"]
+        self.steps_per_itr = state["steps_per_itr"]
+        self._pending_replay = state["replay"]
+        if state["replay"] is None:
+            import warnings
+
+            warnings.warn("checkpoint holds no replay buffer (save_replay=False): the resumed "
+                          "run refills replay from empty and is not bitwise identical",
+                          stacklevel=2)

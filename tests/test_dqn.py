@@ -1,0 +1,163 @@
+"""DQN: exploration, targets, determinism, resume, bad input, Atari smoke, learning."""
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from conftest import bits
+from rlfw.agents.dqn_agent import DqnAgent, apex_epsilons
+from rlfw.algos import DQN, DQNConfig
+from rlfw.envs import AtariOptions, EnvSpaces
+from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.runners import RunSchedule
+
+CARTPOLE = EnvSpaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+
+
+def small_config(seed=0, itrs=8, **dqn) -> RunConfig:
+    config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
+    config.batch_T, config.n_envs = 32, 2
+    apply_overrides(config, {"dqn": dict(learning_starts=64, replay_ratio=0.25,
+                                         target_update_interval=64, **dqn)})
+    per_itr = 64
+    config.schedule = RunSchedule(n_steps=itrs * per_itr, eval_every=4 * per_itr,
+                                  eval_episodes=2, log_every=per_itr,
+                                  checkpoint_every=4 * per_itr)
+    return config
+
+
+def test_epsilon_greedy_follows_the_slot_noise_and_per_slot_epsilon():
+    torch.manual_seed(0)
+    agent = DqnAgent.build(CARTPOLE, n_slots=3)
+    agent.set_epsilon(np.array([0.0, 1.0, 0.5]))
+    obs = torch.zeros(3, 4)
+    greedy = agent.model(obs).argmax(-1)
+    noise = torch.tensor([[0.3, 0.9], [0.3, 0.9], [0.6, 0.1]])
+    action = agent.step(obs, noise, slots=[0, 1, 2]).action
+    # slot 0: ε=0 -> greedy; slot 1: u=0.3 < 1 -> random floor(0.9*2)=1; slot 2: 0.6 > 0.5.
+    assert action.tolist() == [greedy[0].item(), 1, greedy[2].item()]
+    # The same rows presented as slots [1, 1, 1] all explore.
+    assert agent.step(obs, noise, slots=[1, 1, 1]).action.tolist() == [1, 1, 0]
+    agent.eval_mode()
+    assert torch.equal(agent.step(obs, noise).action, greedy)
+    np.testing.assert_allclose(apex_epsilons(3), [0.4, 0.4 ** 4.5, 0.4 ** 8])
+
+
+def test_epsilon_travels_in_the_state_dict_to_worker_copies():
+    agent = DqnAgent.build(CARTPOLE, n_slots=2)
+    agent.set_epsilon(0.25)
+    copy = DqnAgent.build(CARTPOLE, n_slots=2)
+    copy.load_state_dict(agent.state_dict())
+    assert copy.model.epsilon.tolist() == [0.25, 0.25]
+
+
+def test_linear_epsilon_schedule_and_hard_and_soft_target_updates():
+    runner = build_runner(small_config(exploration_fraction=0.5, epsilon_final=0.1), None,
+                          progress=False, stdout=False)
+    result = runner.train()
+    assert result.iterations == 8
+    assert runner.agent.model.epsilon.tolist() == pytest.approx([0.1, 0.1])
+    algo = runner.algo
+    with torch.no_grad():  # after a hard update the target equals the online net
+        algo._update_target()
+    assert all(torch.equal(t, o) for t, o in zip(algo.target.parameters(),
+                                                 runner.agent.q.parameters()))
+    soft = DQN(DQNConfig(tau=0.5))
+    soft.agent, soft.config = runner.agent, DQNConfig(tau=0.5)
+    soft.target = type(algo.target)(CARTPOLE.observation.shape, np.float32, 2, (256, 256))
+    before = [p.clone() for p in soft.target.parameters()]
+    soft._update_target()
+    for b, t, o in zip(before, soft.target.parameters(), runner.agent.q.parameters()):
+        assert torch.allclose(t, 0.5 * b + 0.5 * o)
+
+
+@pytest.mark.parametrize("options", [{}, {"double_dqn": True, "dueling": True, "n_step": 3,
+                                           "prioritized": True}])
+def test_same_seed_twice_gives_bitwise_identical_parameters(options):
+    params = []
+    for _ in range(2):
+        runner = build_runner(small_config(itrs=3, **options), None, progress=False,
+                              stdout=False)
+        runner.train()
+        assert runner.algo.updates >= 3
+        params.append(dict(runner.agent.state_dict()))
+    assert all(torch.equal(bits(params[0][k]), bits(params[1][k])) for k in params[0])
+
+
+def test_resume_with_saved_replay_is_bitwise_identical(tmp_path, monkeypatch):
+    whole = build_runner(small_config(save_replay=True, prioritized=True), str(tmp_path / "a"),
+                         progress=False, stdout=False)
+    whole.train()
+    part = build_runner(small_config(save_replay=True, prioritized=True), str(tmp_path / "b"),
+                        progress=False, stdout=False)
+    real = type(part.sampler).obtain_samples
+
+    def interrupt(self, itr):
+        if itr == 6:
+            raise KeyboardInterrupt
+        return real(self, itr)
+
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", interrupt)
+    assert part.train().interrupted
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
+    resumed = build_runner(small_config(save_replay=True, prioritized=True),
+                           str(tmp_path / "b"), resume=True, progress=False, stdout=False)
+    resumed.train()
+    a, b = whole.agent.state_dict(), resumed.agent.state_dict()
+    assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a)
+    ta, tb = whole.algo.target.state_dict(), resumed.algo.target.state_dict()
+    assert all(torch.equal(bits(ta[k]), bits(tb[k])) for k in ta)
+
+
+@pytest.mark.parametrize("config,message", [
+    (DQNConfig(replay_capacity=16, batch_size=32), "replay_capacity = 16 is invalid"),
+    (DQNConfig(n_step=0), "n_step = 0 is invalid"),
+    (DQNConfig(replay_ratio=0.0), "replay_ratio = 0.0 is invalid"),
+    (DQNConfig(tau=0.0), "tau = 0.0 is invalid"),
+])
+def test_bad_dqn_config_is_a_clear_error(config, message):
+    with pytest.raises(ValueError, match=message):
+        DQN(config)
+
+
+def test_box_action_space_is_refused():
+    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))
+    with pytest.raises(ValueError, match="not supported by dqn: DQN needs a Discrete"):
+        DqnAgent.build(spaces, n_slots=1)
+
+
+def test_cli_refuses_dqn_on_a_box_action_env(capsys, tmp_path):
+    from rlfw.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--algo", "dqn", "--env", "Pendulum-v1", "--log-dir", str(tmp_path)])
+    assert "not supported by dqn" in capsys.readouterr().err
+
+
+def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
+    config = apply_overrides(RunConfig(algo="dqn", env="ALE/Pong-v5"), preset("dqn", "ALE/Pong-v5"))
+    config.n_envs, config.batch_T, config.n_eval_envs = 2, 16, 1
+    apply_overrides(config, {"dqn": dict(learning_starts=32, replay_capacity=1000,
+                                         batch_size=8)})
+    config.atari = AtariOptions(max_episode_frames=400)
+    config.schedule = RunSchedule(n_steps=96, eval_every=10_000, eval_episodes=1)
+    runner = build_runner(config, str(tmp_path), progress=False, stdout=False)
+    result = runner.train()
+    assert result.iterations == 3 and runner.algo.updates > 0
+    assert type(runner.algo.replay.storage).__name__ == "FrameStorage"
+    batch = runner.algo.replay.sample(4)
+    assert batch.observation.shape == (4, 4, 84, 84) and batch.observation.dtype == torch.uint8
+
+
+@pytest.mark.slow
+def test_dqn_solves_cartpole_within_60k_steps_for_two_of_three_seeds():
+    solved = []
+    for seed in (0, 1, 2):
+        config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
+        config.schedule = RunSchedule(n_steps=60_000, eval_every=5_000, eval_episodes=10,
+                                      log_every=60_000, stop_at_return=475)
+        result = build_runner(config, None, progress=False, stdout=False).train()
+        solved.append(result.best_eval_return >= 475)
+        if sum(solved) >= 2:
+            break
+    assert sum(solved) >= 2, solved
