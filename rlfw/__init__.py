@@ -1,13 +1,16 @@
 """rlfw: modular deep RL with interchangeable samplers over one [T, B] buffer."""
 from rlfw.agents import ActorCriticAgent
-from rlfw.algos import A2C, PPO, A2CConfig, PPOConfig
+from rlfw.agents.dqn_agent import DqnAgent
+from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.buffers import AgentInfo, Samples
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
 from rlfw.runners import RunSchedule, SyncRunner
-from rlfw.samplers import SerialSampler
+from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
+                           ParallelGpuSampler, SerialSampler)
 
 __version__ = "0.1.0"
 
-__all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "AgentInfo", "AtariOptions", "EnvFactory",
-           "EnvSpaces", "PPO", "PPOConfig", "RunSchedule", "Samples", "SerialSampler",
-           "SyncRunner", "make_env"]
+__all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "AgentInfo", "AlternatingSampler",
+           "AtariOptions", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
+           "NativeAtariSampler", "PPO", "PPOConfig", "ParallelCpuSampler", "ParallelGpuSampler",
+           "RunSchedule", "Samples", "SerialSampler", "SyncRunner", "make_env"]
