@@ -10,7 +10,7 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["train", "--algo", "sac"], "algorithm 'sac' unknown; choose from ('ppo', 'a2c')"),
+    (["train", "--algo", "sac"], "algorithm 'sac' unknown; choose from ('ppo', 'a2c', 'dqn')"),
     (["train", "--sampler", "warp"], "sampler 'warp' unknown; choose from"),
     (["train", "--env", "NoSuchEnv-v0"], "unknown env id 'NoSuchEnv-v0'"),
     (["train", "--n-envs", "0"], "n_envs must be a positive integer, got 0"),

@@ -1,6 +1,7 @@
 """DQN: exploration, targets, determinism, resume, bad input, Atari smoke, learning."""
 import gymnasium as gym
 import numpy as np
+import psutil
 import pytest
 import torch
 
@@ -161,3 +162,20 @@ def test_dqn_solves_cartpole_within_60k_steps_for_two_of_three_seeds():
         if sum(solved) >= 2:
             break
     assert sum(solved) >= 2, solved
+
+
+def test_dqn_runs_with_a_parallel_sampler_and_workers_see_epsilon():
+    config = small_config(itrs=3, exploration_fraction=0.5, epsilon_final=0.1)
+    config.sampler, config.n_workers = "cpu", 2
+    runner = build_runner(config, None, progress=False, stdout=False)
+    result = runner.train()
+    assert result.iterations == 3 and runner.algo.updates > 0
+    assert runner.sampler.weights["epsilon"].tolist() == pytest.approx(
+        runner.agent.model.epsilon.tolist())  # what the workers loaded before the last batch
+
+
+def test_replay_warns_before_allocating_more_than_available_memory():
+    from rlfw.buffers.replay.storage import warn_if_too_big
+
+    with pytest.warns(ResourceWarning, match="needs .* GiB but only"):
+        warn_if_too_big(psutil.virtual_memory().available * 2, "replay buffer")

@@ -29,6 +29,7 @@ class RunSchedule:
     checkpoint_every: int = 50_000
     keep_checkpoints: int = 3
     stop_at_return: float | None = None  # stop once an evaluation mean reaches this
+    evaluate: bool = True                # False: no evaluation at all (throughput runs)
 
     def validate(self) -> None:
         check_positive(n_steps=self.n_steps, eval_every=self.eval_every,
@@ -111,7 +112,7 @@ class SyncRunner:
                 bar.update(per_itr)
                 last = itr + 1 == n_itr
                 stop = False
-                if (itr + 1) % eval_every == 0 or last:
+                if s.evaluate and ((itr + 1) % eval_every == 0 or last):
                     with timing.add_time("eval"):
                         stop = self._evaluate(logger, result)
                 if (itr + 1) % log_every == 0 or last or stop:

@@ -18,10 +18,9 @@ import torch
 from rlfw.buffers import Samples
 from rlfw.envs import EnvFactory, is_atari
 from rlfw.envs.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
-from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.base import EpisodeInfo, SamplerBase, allocate_samples
 from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.serial import SamplerBase, allocate_samples
-from rlfw.samplers.workers import torch_threads, usable_cpus
+from rlfw.samplers.workers import default_workers, torch_threads
 
 
 def rom_name(env_id: str) -> str:
@@ -50,7 +49,7 @@ class NativeAtariSampler(SamplerBase):
         o = self.env_factory.atari
         return AtariVectorEnv(
             rom_name(self.env_factory.env_id), self.batch_B,
-            num_threads=self.n_threads or min(len(usable_cpus()), self.batch_B),
+            num_threads=self.n_threads or default_workers(self.batch_B),
             autoreset_mode="SameStep", max_num_frames_per_episode=o.max_episode_frames,
             repeat_action_probability=o.sticky_action_prob, img_height=o.screen_size,
             img_width=o.screen_size, grayscale=True, stack_num=o.frame_stack,

@@ -8,11 +8,11 @@ import gymnasium as gym
 import torch
 
 from rlfw.buffers import Samples
-from rlfw.samplers.base import EpisodeInfo, check_positive
+from rlfw.samplers.base import EpisodeInfo, SamplerBase, allocate_samples, check_positive
 from rlfw.samplers.collector import Collector
 from rlfw.samplers.env_group import EnvGroup
-from rlfw.samplers.serial import SamplerBase, allocate_samples
-from rlfw.samplers.workers import WorkerPool, serve, usable_cpus, worker_setup
+from rlfw.samplers.workers import (WorkerPool, default_workers, serve, worker_cpus,
+                                  worker_setup)
 
 
 def split_slots(batch_B: int, n_workers: int) -> list[range]:
@@ -65,7 +65,7 @@ class ParallelCpuSampler(SamplerBase):
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
                  pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug)
-        self.n_workers = n_workers if n_workers is not None else min(len(usable_cpus()), batch_B)
+        self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
         self.slots = split_slots(batch_B, self.n_workers)
         self.pin_cpus = pin_cpus
         self.start_method = start_method
@@ -73,16 +73,12 @@ class ParallelCpuSampler(SamplerBase):
 
     def initialize(self, agent) -> Samples:
         self.agent = agent
-        probe = self.env_factory(True)
-        obs_space = probe.observation_space
-        probe.close()
-        self.samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B,
-                                        shared=True, debug=self.debug)
+        self.samples = allocate_samples(agent, self.observation_space(), self.batch_T,
+                                        self.batch_B, shared=True, debug=self.debug)
         self.weights = {k: v.detach().clone().share_memory_()
                         for k, v in agent.state_dict().items()}
-        cpus = usable_cpus()
-        args = [(self.env_factory, slots, self.seed, agent, self.samples, self.weights,
-                 cpus[w % len(cpus)] if self.pin_cpus else None)
+        cpus = worker_cpus(len(self.slots), self.pin_cpus)
+        args = [(self.env_factory, slots, self.seed, agent, self.samples, self.weights, cpus[w])
                 for w, slots in enumerate(self.slots)]
         self.pool = WorkerPool(_cpu_worker, args, self.start_method)
         return self.samples
@@ -101,10 +97,7 @@ class ParallelCpuSampler(SamplerBase):
 
     def load_state_dict(self, state: dict) -> None:
         assert self.pool is not None
-        if len(state["workers"]) != len(self.pool):
-            raise ValueError(f"checkpoint has {len(state['workers'])} sampler workers, this "
-                             f"sampler {len(self.pool)}: resume with the same n_workers")
-        self.pool.call("load", state["workers"])
+        self.pool.load_states(state["workers"])
         self._load_eval_state(state["eval_calls"])
 
     def close(self) -> None:

@@ -17,13 +17,12 @@ import torch
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.buffers.tree import LeafIndexing
 from rlfw.envs.seeding import ACTION_NOISE
-from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.base import EpisodeInfo, SamplerBase, allocate_samples
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_cpu import split_slots
-from rlfw.samplers.serial import SamplerBase, allocate_samples
-from rlfw.samplers.workers import (WorkerPool, serve, torch_threads, usable_cpus,
-                                  worker_setup)
+from rlfw.samplers.workers import (WorkerPool, default_workers, serve, torch_threads,
+                                  worker_cpus, worker_setup)
 
 
 class StepBuffer(NamedTuple):
@@ -91,7 +90,7 @@ class ParallelGpuSampler(SamplerBase):
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
                  pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug)
-        n_workers = n_workers if n_workers is not None else min(len(usable_cpus()), batch_B)
+        n_workers = n_workers if n_workers is not None else default_workers(batch_B)
         if n_workers % self.n_groups:
             raise ValueError(f"n_workers={n_workers} must be a multiple of {self.n_groups} "
                              f"for {type(self).__name__}")
@@ -110,9 +109,7 @@ class ParallelGpuSampler(SamplerBase):
 
     def initialize(self, agent) -> Samples:
         self.agent = agent
-        probe = self.env_factory(True)
-        obs_space = probe.observation_space
-        probe.close()
+        obs_space = self.observation_space()
         self.samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B,
                                         debug=self.debug)
         example_action = agent.env_action(self.samples.action[0, :1])[0]
@@ -128,9 +125,9 @@ class ParallelGpuSampler(SamplerBase):
         n = len(self.worker_slots)
         self.act_ready = [ctx.Semaphore(0) for _ in range(n)]
         self.step_done = [ctx.Semaphore(0) for _ in range(n)]
-        cpus = usable_cpus()
+        cpus = worker_cpus(n, self.pin_cpus)
         args = [(self.env_factory, slots, self.seed, self.step_buf, self.act_ready[w],
-                 self.step_done[w], os.getpid(), cpus[w % len(cpus)] if self.pin_cpus else None)
+                 self.step_done[w], os.getpid(), cpus[w])
                 for w, slots in enumerate(self.worker_slots)]
         self.pool = WorkerPool(_env_worker, args, self.start_method)
         return self.samples
@@ -199,10 +196,7 @@ class ParallelGpuSampler(SamplerBase):
 
     def load_state_dict(self, state: dict) -> None:
         assert self.pool is not None
-        if len(state["workers"]) != len(self.pool):
-            raise ValueError(f"checkpoint has {len(state['workers'])} sampler workers, this "
-                             f"sampler {len(self.pool)}: resume with the same n_workers")
-        self.pool.call("load", state["workers"])
+        self.pool.load_states(state["workers"])
         for noise, s in zip(self.noise, state["noise"]):
             noise.set_state(s)
         self._load_eval_state(state["eval_calls"])

@@ -77,6 +77,19 @@ def usable_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def default_workers(batch_B: int) -> int:
+    """One worker per usable core, never more than there are envs."""
+    return min(len(usable_cpus()), batch_B)
+
+
+def worker_cpus(n_workers: int, pin: bool) -> list[int | None]:
+    """The core each worker is pinned to (round-robin over usable cores), or None each."""
+    if not pin:
+        return [None] * n_workers
+    cpus = usable_cpus()
+    return [cpus[w % len(cpus)] for w in range(n_workers)]
+
+
 class WorkerPool:
     """``n`` processes each running ``target(conn, *args_i)``; commands go over pipes."""
 
@@ -136,6 +149,13 @@ class WorkerPool:
     def call(self, command: str, payloads: Sequence[Any] | None = None) -> list[Any]:
         self.send(command, payloads)
         return [self.receive(i) for i in range(len(self))]
+
+    def load_states(self, states: Sequence[Any]) -> None:
+        """Send each worker its part of a checkpoint (one state per worker)."""
+        if len(states) != len(self):
+            raise ValueError(f"checkpoint has {len(states)} sampler workers, this sampler "
+                             f"{len(self)}: resume with the same n_workers")
+        self.call("load", states)
 
     def check_alive(self) -> None:
         """Raise ``WorkerError`` if any worker has exited (a worker that raised sends its

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 import torch
 
 from rlfw.algos.flat_params import FlatParameters
-from rlfw.algos.pg.common import (OPTIMIZERS, check_config, explained_variance, gradient_step, linear_lr,
-                                  make_optimizer, set_lr)
-from rlfw.algos.pg.gae import generalized_advantages
+from rlfw.algos.pg.common import (advantages, check_config, common_checks, explained_variance,
+                                  gradient_step, linear_lr, make_optimizer, set_lr)
 from rlfw.buffers import Samples
 
 
@@ -28,15 +27,7 @@ class A2CConfig:
     normalize_advantage: bool = False
 
     def validate(self) -> None:
-        check_config(
-            "A2CConfig",
-            learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
-            optimizer=(self.optimizer, self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
-            gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
-            gae_lambda=(self.gae_lambda, 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
-            max_grad_norm=(self.max_grad_norm,
-                           self.max_grad_norm is None or self.max_grad_norm > 0, "None or > 0"),
-        )
+        check_config("A2CConfig", **common_checks(self))
 
 
 class A2C:
@@ -55,12 +46,9 @@ class A2C:
         c = self.config
         lr = linear_lr(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
-        adv, ret = generalized_advantages(samples.reward, samples.agent_info.value,
-                                          samples.terminated, samples.truncated,
-                                          samples.bootstrap_value, c.gamma, c.gae_lambda)
+        adv, ret = advantages(samples, c)
         obs = samples.observation.flatten(0, 1)
         action = samples.action.flatten(0, 1)
-        adv, ret = adv.flatten(), ret.flatten()
         if c.normalize_advantage:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         self.agent.train_mode()

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 import torch
 
 from rlfw.algos.flat_params import FlatParameters
-from rlfw.algos.pg.common import (OPTIMIZERS, check_config, explained_variance, gradient_step, linear_lr,
-                                  make_optimizer, set_lr)
-from rlfw.algos.pg.gae import generalized_advantages
+from rlfw.algos.pg.common import (advantages, check_config, common_checks, explained_variance,
+                                  gradient_step, linear_lr, make_optimizer, set_lr)
 from rlfw.buffers import Samples
 
 
@@ -34,11 +33,7 @@ class PPOConfig:
 
     def validate(self) -> None:
         check_config(
-            "PPOConfig",
-            learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
-            optimizer=(self.optimizer, self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
-            gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
-            gae_lambda=(self.gae_lambda, 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
+            "PPOConfig", **common_checks(self),
             epochs=(self.epochs, isinstance(self.epochs, int) and self.epochs > 0,
                     "must be a positive int"),
             minibatch_size=(self.minibatch_size,
@@ -47,8 +42,6 @@ class PPOConfig:
             clip=(self.clip, self.clip > 0, "must be > 0"),
             value_clip=(self.value_clip, self.value_clip is None or self.value_clip > 0,
                         "None or > 0"),
-            max_grad_norm=(self.max_grad_norm,
-                           self.max_grad_norm is None or self.max_grad_norm > 0, "None or > 0"),
         )
 
 
@@ -71,14 +64,11 @@ class PPO:
         lr = linear_lr(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
         clip = linear_lr(c.clip, itr, self.n_itr, c.anneal_clip)
-        adv, ret = generalized_advantages(samples.reward, samples.agent_info.value,
-                                          samples.terminated, samples.truncated,
-                                          samples.bootstrap_value, c.gamma, c.gae_lambda)
+        adv, ret = advantages(samples, c)
         obs = samples.observation.flatten(0, 1)
         action = samples.action.flatten(0, 1)
         old_logp = samples.agent_info.logp.flatten()
         old_value = samples.agent_info.value.flatten()
-        adv, ret = adv.flatten(), ret.flatten()
         n = len(adv)
         mb = min(c.minibatch_size, n)
         self.agent.train_mode()
