@@ -1,0 +1,25 @@
+"""Models: actor-critic MLP structure, CNN input handling."""
+import torch
+
+from rlfw.models import MlpActorCritic, NatureCNN
+
+
+def test_mlp_actor_critic_has_separate_policy_and_value_networks():
+    torch.manual_seed(0)
+    model = MlpActorCritic((4,), 2, hidden=(64, 64))
+    params, value = model(torch.zeros(5, 4))
+    assert params.shape == (5, 2) and value.shape == (5,)
+    # Initial policy close to uniform (output gain 0.01), value head unscaled (gain 1).
+    assert model.pi[-1].weight.abs().max() < 0.05 < model.v[-1].weight.abs().max()
+    model.v[-1].bias.data += 1.0  # the value net changes without touching the policy
+    assert torch.equal(model(torch.zeros(5, 4))[0], params)
+
+
+def test_nature_cnn_scales_uint8_frames_and_keeps_leading_dims():
+    torch.manual_seed(0)
+    cnn = NatureCNN(4, 84)
+    frames = torch.randint(0, 256, (2, 3, 4, 84, 84), dtype=torch.uint8)
+    out = cnn(frames)
+    assert out.shape == (2, 3, 512)
+    manual = cnn.fc(cnn.convs(frames.reshape(6, 4, 84, 84).float() / 255.0)).reshape(2, 3, 512)
+    assert torch.allclose(out, manual, atol=1e-6)
