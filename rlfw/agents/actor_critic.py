@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlfw.agents.base import ModelAgent
 from rlfw.agents.distributions import Categorical, DiagGaussian
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
@@ -30,12 +31,9 @@ def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
         f"action space {action_space} is not supported by {algo}: use Discrete or a 1-d Box")
 
 
-class ActorCriticAgent:
+class ActorCriticAgent(ModelAgent):
     """``step(obs, noise)`` samples actions without grad; ``evaluate`` is the training pass.
-
-    Modes: ``sample_mode()`` (stochastic, used while collecting), ``eval_mode()`` (greedy:
-    argmax / Gaussian mean), ``train_mode()`` (module in training mode for the optimizer).
-    """
+    Greedy (``eval_mode``) means argmax / Gaussian mean."""
 
     def __init__(self, model: nn.Module, distribution: Any, action_space: gym.Space,
                  device: str | torch.device = "cpu"):
@@ -107,28 +105,3 @@ class ActorCriticAgent:
         if isinstance(self.action_space, gym.spaces.Box):
             act = np.clip(act, self.action_space.low, self.action_space.high)
         return act
-
-    def sample_mode(self) -> None:
-        self.greedy = False
-        self._set_training(False)
-
-    def eval_mode(self) -> None:
-        self.greedy = True
-        self._set_training(False)
-
-    def train_mode(self) -> None:
-        self.greedy = False
-        self._set_training(True)
-
-    def _set_training(self, training: bool) -> None:
-        if self.model.training != training:  # walking every submodule each batch adds up
-            self.model.train(training)
-
-    def parameters(self):
-        return self.model.parameters()
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return self.model.state_dict()
-
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.model.load_state_dict(state)

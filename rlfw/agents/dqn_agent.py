@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from rlfw.agents.actor_critic import AgentStep
+from rlfw.agents.base import ModelAgent
 from rlfw.buffers.tree import LeafIndexing
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.q_network import QNetwork
@@ -42,7 +43,7 @@ def apex_epsilons(n_slots: int, base: float = 0.4, alpha: float = 7.0) -> np.nda
     return base ** (1 + alpha * np.arange(n_slots) / (n_slots - 1))
 
 
-class DqnAgent:
+class DqnAgent(ModelAgent):
     """``step`` is ε-greedy from the sampler's noise ``[u_explore, u_action]`` per slot;
     greedy (``eval_mode``) takes the argmax."""
 
@@ -95,24 +96,3 @@ class DqnAgent:
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.cpu().numpy()
-
-    def sample_mode(self) -> None:
-        self.greedy = False
-        self.model.train(False)
-
-    def eval_mode(self) -> None:
-        self.greedy = True
-        self.model.train(False)
-
-    def train_mode(self) -> None:
-        self.greedy = False
-        self.model.train(True)
-
-    def parameters(self):
-        return self.model.parameters()
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return self.model.state_dict()
-
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.model.load_state_dict(state)

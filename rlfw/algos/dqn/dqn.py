@@ -13,8 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlfw.algos.flat_params import FlatParameters
-from rlfw.algos.pg.common import OPTIMIZERS, check_config, make_optimizer
+from rlfw.algos.optim import OPTIMIZERS, check_config, flat_optimizer
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
                                  RowStorage, UniformSampling)
@@ -84,8 +83,7 @@ class DQN:
         self.agent, self.n_itr, self.seed = agent, n_itr, seed
         self.target = copy.deepcopy(agent.q)
         self.target.requires_grad_(False)
-        self.flat = FlatParameters(agent.q.parameters())
-        self.optimizer = make_optimizer(self.flat, c.optimizer, c.learning_rate, c.optimizer_eps)
+        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c)
         self.updates = 0
         self.update_budget = 0.0
         self.last_target_step = 0

@@ -5,9 +5,8 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.flat_params import FlatParameters
-from rlfw.algos.pg.common import (advantages, check_config, common_checks, explained_variance,
-                                  gradient_step, linear_lr, make_optimizer, set_lr)
+from rlfw.algos.optim import check_config, flat_optimizer, gradient_step, set_lr
+from rlfw.algos.pg.common import advantages, common_checks, explained_variance, linear_lr
 from rlfw.buffers import Samples
 
 
@@ -38,9 +37,7 @@ class A2C:
     def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
         self.agent = agent
         self.n_itr = n_itr
-        self.flat = FlatParameters(agent.parameters())
-        c = self.config
-        self.optimizer = make_optimizer(self.flat, c.optimizer, c.learning_rate, c.optimizer_eps)
+        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config

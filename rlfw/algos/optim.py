@@ -1,0 +1,49 @@
+"""Optimisation pieces every algorithm shares: optimizer over flat parameters, gradient
+step with clipping, learning-rate setting, config checks."""
+from __future__ import annotations
+
+import torch
+
+from rlfw.algos.flat_params import FlatParameters
+
+OPTIMIZERS = ("adam", "rmsprop")
+
+
+def make_optimizer(flat: FlatParameters, name: str, lr: float,
+                   eps: float) -> torch.optim.Optimizer:
+    """An optimizer over the single flat parameter (fused kernels where torch has them)."""
+    if name == "adam":
+        return torch.optim.Adam([flat.flat], lr=lr, eps=eps, fused=True)
+    if name == "rmsprop":
+        # alpha/eps as in the A3C paper and SB3's A2C (TF-style RMSprop settings).
+        return torch.optim.RMSprop([flat.flat], lr=lr, alpha=0.99, eps=eps, foreach=False)
+    raise ValueError(f"optimizer {name!r} unknown; choose from {OPTIMIZERS}")
+
+
+def flat_optimizer(parameters, config) -> tuple[FlatParameters, torch.optim.Optimizer]:
+    """The flat parameter buffer and its optimizer, as every algorithm here sets them up."""
+    flat = FlatParameters(parameters)
+    return flat, make_optimizer(flat, config.optimizer, config.learning_rate,
+                                config.optimizer_eps)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
+                  loss: torch.Tensor, max_grad_norm: float | None) -> float:
+    """Backward, optional grad-norm clip, step; returns the pre-clip gradient norm."""
+    flat.zero_grad()
+    loss.backward()
+    norm = flat.clip_grad_norm(max_grad_norm)
+    optimizer.step()
+    return norm.item()
+
+
+def check_config(name: str, **checks: tuple[object, bool, str]) -> None:
+    """Raise ``ValueError`` for the first field whose check failed, with what is allowed."""
+    for field, (value, ok, allowed) in checks.items():
+        if not ok:
+            raise ValueError(f"{name}.{field} = {value!r} is invalid: {allowed}")
