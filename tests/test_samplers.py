@@ -171,3 +171,20 @@ def test_native_sampler_refuses_non_atari_ids():
 
     with pytest.raises(ValueError, match="ALE games only"):
         NativeAtariSampler(EnvFactory("CartPole-v1"), 4, 2)
+
+
+def test_unguarded_script_under_spawn_gets_a_hint(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from rlfw.envs import EnvFactory\n"
+        "from rlfw.samplers import ParallelCpuSampler\n"
+        "from rlfw.testing import CountingAgent, CountingEnv\n"
+        "sampler = ParallelCpuSampler(EnvFactory('c', entry=CountingEnv), 4, 2, n_workers=1)\n"
+        "sampler.initialize(CountingAgent())\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode != 0
+    assert "if __name__ == '__main__':" in run.stderr and "WorkerError" in run.stderr

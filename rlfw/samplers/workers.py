@@ -102,6 +102,7 @@ class WorkerPool:
         self.conns: list[Connection] = []
         self.procs: list[mp.process.BaseProcess] = []
         self.closed = False
+        self.starting = True
         try:
             for i, args in enumerate(args_per_worker):
                 parent, child = self.ctx.Pipe()
@@ -112,6 +113,7 @@ class WorkerPool:
                 self.conns.append(parent)
                 self.procs.append(proc)
             self.call("ping")  # envs built and reset everywhere; startup errors surface here
+            self.starting = False
         except BaseException:
             self.close()
             raise
@@ -182,7 +184,12 @@ class WorkerPool:
         if report is not None:
             raise WorkerError(report)
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        raise WorkerError(f"sampler worker {worker} (pid {pid}) died: {how}")
+        hint = ""
+        if self.starting and code == 1:
+            hint = ("; it failed while starting (see its traceback above). Under the 'spawn' "
+                    "start method the main script must guard its entry point with "
+                    "`if __name__ == '__main__':`")
+        raise WorkerError(f"sampler worker {worker} (pid {pid}) died: {how}{hint}")
 
     def close(self) -> None:
         """Idempotent: ask workers to exit, then kill any that did not; close pipes."""
