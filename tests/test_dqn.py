@@ -179,3 +179,12 @@ def test_replay_warns_before_allocating_more_than_available_memory():
 
     with pytest.warns(ResourceWarning, match="needs .* GiB but only"):
         warn_if_too_big(psutil.virtual_memory().available * 2, "replay buffer")
+
+
+def test_resume_without_saved_replay_warns_that_it_is_not_bitwise(tmp_path):
+    build_runner(small_config(itrs=4), str(tmp_path), progress=False, stdout=False).train()
+    config = small_config(itrs=6)
+    resumed = build_runner(config, str(tmp_path), resume=True, progress=False, stdout=False)
+    with pytest.warns(UserWarning, match="no replay buffer .* not bitwise identical"):
+        result = resumed.train()
+    assert result.iterations == 6 and resumed.algo.replay is not None

@@ -188,3 +188,19 @@ def test_unguarded_script_under_spawn_gets_a_hint(tmp_path):
                          timeout=60)
     assert run.returncode != 0
     assert "if __name__ == '__main__':" in run.stderr and "WorkerError" in run.stderr
+
+
+def test_native_sampler_resume_warns_and_restarts_games():
+    from rlfw.agents.random_agent import RandomAgent
+    from rlfw.samplers import NativeAtariSampler
+
+    factory = EnvFactory("ALE/Pong-v5")
+    agent = RandomAgent(EnvSpaces.of(factory).action)
+    with NativeAtariSampler(factory, 8, 2, seed=1) as sampler:
+        sampler.initialize(agent)
+        sampler.obtain_samples(0)
+        state = sampler.state_dict()
+        with pytest.warns(UserWarning, match="restarts every game"):
+            sampler.load_state_dict(state)
+        samples, _ = sampler.obtain_samples(1)
+        assert samples.observation.shape == (8, 2, 4, 84, 84)
