@@ -124,7 +124,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             algo_overrides["n_step"] = args.n_step
     if algo_overrides:
         overrides[args.algo] = algo_overrides
-    steps = args.steps if args.steps is not None else (10_000_000 if is_atari(args.env) else 120_000)
+    default_steps = 10_000_000 if is_atari(args.env) else 120_000
+    steps = args.steps if args.steps is not None else default_steps
     overrides["schedule"] = {
         "n_steps": steps, "eval_episodes": args.eval_episodes,
         "eval_greedy": not args.eval_sampled, "checkpoint_every": args.checkpoint_every,
@@ -140,7 +141,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def default_log_dir(config: RunConfig) -> str:
     env = re.sub(r"[^A-Za-z0-9_.-]+", "_", config.env)
-    return os.path.join("runs", f"{config.algo}-{env}-s{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{config.algo}-{env}-s{config.seed}-{stamp}")
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.envs.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
 from rlfw.samplers import SerialSampler
-from rlfw.testing import CountingAgent, CountingEnv
+from rlfw.testing import CountingAgent
 
 T, B, SEED = 8, 3, 7
 

@@ -103,7 +103,8 @@ def main() -> None:
           f"{args.repeats} x {args.seconds:.0f} s")
     print(f"{'':<26} {'steps/s':>9} {'vs Async':>9} {'vs bare native':>15}")
     for name, rate in med.items():
-        print(f"{name:<26} {rate:>9,.0f} {rate / ref:>8.2f}x {rate / med['bare AtariVectorEnv']:>14.2f}x")
+        bare = med["bare AtariVectorEnv"]
+        print(f"{name:<26} {rate:>9,.0f} {rate / ref:>8.2f}x {rate / bare:>14.2f}x")
     if not args.no_ppo:
         print(f"\nPPO on Pong, {args.ppo_steps} steps (Nature CNN on CPU), training steps/s:")
         for sampler in SAMPLERS:

@@ -24,7 +24,8 @@ class MLP(nn.Sequential):
     def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int | None = None,
                  activation: str = "tanh"):
         if activation not in ACTIVATIONS:
-            raise ValueError(f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}")
+            raise ValueError(f"activation {activation!r} unknown; choose from "
+                             f"{sorted(ACTIVATIONS)}")
         layers: list[nn.Module] = []
         last = in_dim
         for width in hidden:

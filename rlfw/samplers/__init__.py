@@ -7,5 +7,5 @@ from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.serial import SerialSampler
 from rlfw.samplers.workers import WorkerError
 
-__all__ = ["AlternatingSampler", "EpisodeInfo", "NativeAtariSampler", "ParallelCpuSampler", "ParallelGpuSampler",
-           "Sampler", "SerialSampler", "WorkerError", "allocate_samples"]
+__all__ = ["AlternatingSampler", "EpisodeInfo", "NativeAtariSampler", "ParallelCpuSampler",
+           "ParallelGpuSampler", "Sampler", "SerialSampler", "WorkerError", "allocate_samples"]

@@ -11,7 +11,6 @@ import os
 from typing import Callable, NamedTuple
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from rlfw.buffers import Samples, allocate, tree_map

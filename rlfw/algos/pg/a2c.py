@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 
 from rlfw.algos.optim import check_config, flat_optimizer, gradient_step, set_lr
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance, linear_lr
