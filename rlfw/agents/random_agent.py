@@ -6,12 +6,14 @@ import math
 import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
 from rlfw.agents.actor_critic import AgentStep
+from rlfw.agents.base import ModelAgent
 from rlfw.buffers import AgentInfo
 
 
-class RandomAgent:
+class RandomAgent(ModelAgent):
     """Discrete actions uniform from the sampler's per-slot noise (so the work and the
     determinism are those of a real agent, minus the network); logp is log(1/n), value 0."""
 
@@ -22,6 +24,7 @@ class RandomAgent:
         if not isinstance(action_space, gym.spaces.Discrete):
             raise ValueError(f"RandomAgent supports Discrete action spaces, got {action_space}")
         self.n = int(action_space.n)
+        self.model = nn.Module()  # no weights: nothing to train or to ship to workers
         self.greedy = False
         self._logp = -math.log(self.n)
 
@@ -35,21 +38,3 @@ class RandomAgent:
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.numpy()
-
-    def sample_mode(self) -> None:
-        self.greedy = False
-
-    def eval_mode(self) -> None:
-        self.greedy = True
-
-    def train_mode(self) -> None:
-        self.greedy = False
-
-    def parameters(self):
-        return iter(())
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass

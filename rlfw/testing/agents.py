@@ -5,10 +5,11 @@ import numpy as np
 import torch
 
 from rlfw.agents.actor_critic import AgentStep
+from rlfw.agents.base import ModelAgent
 from rlfw.buffers import AgentInfo
 
 
-class CountingAgent:
+class CountingAgent(ModelAgent):
     """For ``CountingEnv`` observations ``[tag, episode, t]``:
 
     - action = floor(u * n_actions) where u is the slot's uniform noise (so the samples show
@@ -43,21 +44,3 @@ class CountingAgent:
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.numpy()
-
-    def sample_mode(self) -> None:
-        self.greedy = False
-
-    def eval_mode(self) -> None:
-        self.greedy = True
-
-    def train_mode(self) -> None:
-        self.greedy = False
-
-    def parameters(self):
-        return self.model.parameters()
-
-    def state_dict(self) -> dict:
-        return self.model.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.model.load_state_dict(state)
