@@ -17,7 +17,7 @@ class Collector:
 
     def __init__(self, group: EnvGroup, agent, buf: Samples, seed: int):
         self.group, self.agent, self.buf = group, agent, buf
-        self.obs = group.reset().copy()
+        group.reset()  # the group's next_obs is the current observation from here on
         self.noise = SlotNoise(seed, ACTION_NOISE, group.slots, agent.noise_shape,
                                agent.noise_kind)
 
@@ -27,7 +27,7 @@ class Collector:
         episodes: list[EpisodeInfo] = []
         buf.bootstrap_value.zero_()
         for t in range(len(buf.reward)):
-            buf.observation[t] = torch.from_numpy(self.obs)
+            buf.observation[t] = torch.from_numpy(group.result.next_obs)
             step = agent.step(buf.observation[t], self.noise.draw(), group.slots)
             buf.action[t] = step.action
             buf.agent_info[t] = step.info
@@ -40,19 +40,16 @@ class Collector:
                 final = np.stack([result.final_obs[i] for i in idx])
                 buf.bootstrap_value[t, idx] = agent.value(final).float()
             episodes.extend(result.episodes)
-            self.obs[:] = result.next_obs
         last = len(buf.reward) - 1
         open_end = ~(buf.terminated[last] | buf.truncated[last])
         if open_end.any():
-            buf.bootstrap_value[last] = torch.where(open_end, agent.value(self.obs).float(),
-                                                    buf.bootstrap_value[last])
+            next_value = agent.value(group.result.next_obs).float()
+            buf.bootstrap_value[last] = torch.where(open_end, next_value, buf.bootstrap_value[last])
         return episodes
 
     def state_dict(self) -> dict:
-        return {"group": self.group.state_dict(), "obs": self.obs.copy(),
-                "noise": self.noise.state()}
+        return {"group": self.group.state_dict(), "noise": self.noise.state()}
 
     def load_state_dict(self, state: dict) -> None:
         self.group.load_state_dict(state["group"])
-        self.obs[:] = state["obs"]
         self.noise.set_state(state["noise"])

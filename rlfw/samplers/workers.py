@@ -211,7 +211,6 @@ class WorkerPool:
             conn.close()
         # Process objects keep their args (shared tensors, named semaphores) alive; an
         # exception traceback holding this pool must not keep them from being freed.
-        self.procs_exit = [(proc.pid, proc.exitcode) for proc in self.procs]
         self.procs, self.conns = [], []
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from rlfw.agents.dqn_agent import apex_epsilons
 from rlfw.algos.optim import OPTIMIZERS, check_config, flat_optimizer
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
@@ -95,8 +96,6 @@ class DQN:
         c = self.config
         n_slots = len(self.agent.model.epsilon)
         if c.apex_epsilon:
-            from rlfw.agents.dqn_agent import apex_epsilons
-
             self.agent.set_epsilon(apex_epsilons(n_slots))
             return
         total = max(self.n_itr * self.steps_per_itr, 1)

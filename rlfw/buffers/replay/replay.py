@@ -36,9 +36,9 @@ class UniformSampling:
         pass
 
     def sample(self, replay: "Replay", batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-        offsets = replay.valid_offsets()
-        picks = self.rng.integers(len(offsets) * replay.storage.B, size=batch_size)
-        rows = (replay.oldest_row + offsets[picks // replay.storage.B]) % replay.storage.T
+        first, stop = replay.valid_range()
+        picks = self.rng.integers((stop - first) * replay.storage.B, size=batch_size)
+        rows = (replay.oldest_row + first + picks // replay.storage.B) % replay.storage.T
         ids = rows * replay.storage.B + picks % replay.storage.B
         return ids, np.ones(batch_size, np.float32)
 
@@ -86,7 +86,7 @@ class PrioritizedSampling:
         assert self.tree is not None
         ids = self.tree.sample(batch_size, self.rng)
         probs = self.tree.get(ids) / self.tree.total
-        n_valid = len(replay.valid_offsets()) * replay.storage.B
+        n_valid = len(replay)
         weights = (n_valid * probs) ** (-self.beta)
         return ids, (weights / weights.max()).astype(np.float32)
 
@@ -128,14 +128,20 @@ class Replay:
         s = self.storage
         return s.cursor if s.rows_written >= s.T else 0
 
-    def valid_offsets(self) -> np.ndarray:
-        """Offsets from ``oldest_row`` of rows that can be sampled."""
+    def valid_range(self) -> tuple[int, int]:
+        """``[first, stop)`` offsets from ``oldest_row`` of the rows that can be sampled: not
+        the newest ``n_step`` (no lookahead yet), nor, once the ring wraps, the oldest rows
+        whose frame history was overwritten."""
         s = self.storage
-        skip_old = s.history if s.rows_written > s.T else 0
-        return np.arange(skip_old, max(s.filled - self.n_step, skip_old))
+        first = s.history if s.rows_written > s.T else 0
+        return first, max(s.filled - self.n_step, first)
+
+    def valid_offsets(self) -> np.ndarray:
+        return np.arange(*self.valid_range())
 
     def __len__(self) -> int:
-        return len(self.valid_offsets()) * self.storage.B
+        first, stop = self.valid_range()
+        return (stop - first) * self.storage.B
 
     def append_samples(self, samples: Samples) -> None:
         rows = self.storage.append(samples)
