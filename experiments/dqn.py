@@ -7,7 +7,7 @@ import argparse
 
 from rlfw import (DQN, DqnAgent, EnvFactory, EnvSpaces,
                   ParallelCpuSampler, RunSchedule, SerialSampler, SyncRunner)
-from rlfw.launch.checkpoint import seed_everything
+from rlfw.seeding import seed_everything
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 
 def main() -> None:
@@ -27,13 +27,13 @@ def main() -> None:
     seed_everything(args.seed)
 
     env = EnvFactory(args.env)
-    agent = DqnAgent.build(EnvSpaces.of(env), n_slots=config.n_envs, hidden=config.hidden,
+    agent = DqnAgent.build(EnvSpaces.of(env), batch_B=config.batch_B, hidden=config.hidden,
                            dueling=args.dueling)
     if args.workers:
-        sampler = ParallelCpuSampler(env, config.batch_T, config.n_envs, args.seed,
+        sampler = ParallelCpuSampler(env, config.batch_T, config.batch_B, args.seed,
                                      n_workers=args.workers)
     else:
-        sampler = SerialSampler(env, batch_T=config.batch_T, batch_B=config.n_envs, seed=args.seed)
+        sampler = SerialSampler(env, batch_T=config.batch_T, batch_B=config.batch_B, seed=args.seed)
     algo = DQN(config.dqn)
     schedule = RunSchedule(n_steps=args.steps, eval_every=max(args.steps // 10, 1),
                            log_every=max(args.steps // 20, 1))

@@ -7,7 +7,7 @@ import argparse
 
 from rlfw import (A2C, PPO, ActorCriticAgent, EnvFactory, EnvSpaces,
                   RunSchedule, SerialSampler, SyncRunner)
-from rlfw.launch.checkpoint import seed_everything
+from rlfw.seeding import seed_everything
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 
 
@@ -27,7 +27,7 @@ def main() -> None:
     env = EnvFactory(args.env)                         # Nature preprocessing for ALE/ ids
     agent = ActorCriticAgent.build(EnvSpaces.of(env))  # MLP, or Nature CNN for frames
     # The one line to swap, e.g. ParallelCpuSampler(env, ..., n_workers=2):
-    sampler = SerialSampler(env, batch_T=config.batch_T, batch_B=config.n_envs, seed=args.seed)
+    sampler = SerialSampler(env, batch_T=config.batch_T, batch_B=config.batch_B, seed=args.seed)
     algo = PPO(config.ppo) if args.algo == "ppo" else A2C(config.a2c)
     schedule = RunSchedule(n_steps=args.steps, eval_every=max(args.steps // 10, 1),
                            log_every=max(args.steps // 20, 1))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -9,58 +10,78 @@ import time
 from typing import Any, Sequence
 
 from rlfw.algos import ALGOS
-from rlfw.launch.config import SAMPLERS, RunConfig, apply_overrides, build_runner, preset
+from rlfw.checks import NonFiniteError
+from rlfw.launch.checkpoint import list_checkpoints
+from rlfw.launch.config import (SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
+                                schedule_for, set_field)
+from rlfw.samplers.workers import WorkerError
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an agent", description=(
         "Train PPO, A2C or DQN. Unset flags take the tuned preset for the algorithm and env "
-        "family (classic control or Atari); see rlfw.launch.config.preset."))
-    p.add_argument("--algo", default="ppo", help=f"algorithm, one of {ALGOS} (default ppo)")
-    p.add_argument("--env", default="CartPole-v1",
-                   help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default CartPole-v1)")
-    p.add_argument("--sampler", default="serial",
-                   help=f"one of {SAMPLERS} (default serial; native: ALE ids only)")
-    p.add_argument("--n-envs", type=int, help="parallel envs B per batch (preset: 8)")
+        "family (classic control or Atari); see rlfw.launch.config.preset. Any config field "
+        "can be set with --set KEY=VALUE (e.g. --set ppo.epochs=4)."))
+    p.add_argument("--algo", help=f"algorithm, one of {ALGOS} (default ppo)")
+    p.add_argument("--env", help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default "
+                                 "CartPole-v1)")
+    p.add_argument("--config", metavar="FILE.json",
+                   help="start from a saved config.json instead of the preset; flags and "
+                        "--set apply on top")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="set any config field, typed from the config dataclasses (repeatable), "
+                        "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25")
+    p.add_argument("--sampler", help=f"one of {SAMPLERS} (default serial; native: ALE ids only)")
+    p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
+                   help="envs stepped per batch, the B of [T, B] (preset: 8)")
     p.add_argument("--n-workers", type=int,
                    help="worker processes of parallel samplers (default: usable cores)")
-    p.add_argument("--pin-cpus", action="store_true", help="pin sampler worker i to core i")
+    p.add_argument("--pin-cpus", action="store_const", const=True,
+                   help="pin sampler worker i to core i")
     p.add_argument("--batch-T", type=int, help="steps per env per batch T (preset)")
-    p.add_argument("--steps", type=int, help="total env steps (default 120k; Atari 10M)")
-    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--steps", type=int, help="total env steps (default 120k; Atari 10M); with "
+                                             "--resume, extends the run to this many")
+    p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--log-dir", help="run folder (default runs/<algo>-<env>-s<seed>-<time>)")
     p.add_argument("--lr", type=float, help="learning rate (preset)")
     p.add_argument("--entropy-coef", type=float, help="entropy bonus coefficient (preset)")
-    p.add_argument("--model", choices=("auto", "mlp", "cnn"), default="auto",
-                   help="network: auto picks the Nature CNN for uint8 images, else an MLP")
-    p.add_argument("--device", default="cpu", help="torch device for the model (default cpu)")
-    p.add_argument("--eval-every", type=int, help="env steps between evaluations (default 10k)")
-    p.add_argument("--eval-episodes", type=int, default=10,
-                   help="episodes per evaluation (default 10)")
-    p.add_argument("--eval-sampled", action="store_true",
-                   help="evaluate with sampled actions instead of greedy ones")
-    p.add_argument("--checkpoint-every", type=int, default=50_000,
+    p.add_argument("--model", choices=("auto", "mlp", "cnn"),
+                   help="network: auto (default) picks the Nature CNN for uint8 images, else "
+                        "an MLP")
+    p.add_argument("--device", help="torch device for the model (default cpu)")
+    p.add_argument("--eval-every", type=int, help="env steps between evaluations (default: a "
+                                                  "tenth of the run, at most 250k)")
+    p.add_argument("--eval-episodes", type=int, help="episodes per evaluation (default 10)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--eval-sampled", dest="eval_greedy", action="store_const", const=False,
+                      help="evaluate with sampled (dqn: eval-ε-greedy) actions (Atari default)")
+    mode.add_argument("--eval-greedy", dest="eval_greedy", action="store_const", const=True,
+                      help="evaluate with greedy actions (classic-control default)")
+    p.add_argument("--checkpoint-every", type=int,
                    help="env steps between checkpoints (default 50k; one is always written "
                         "at the end)")
-    p.add_argument("--keep-checkpoints", type=int, default=3,
-                   help="newest checkpoints kept (default 3)")
+    p.add_argument("--keep-checkpoints", type=int, help="newest checkpoints kept (default 3)")
+    p.add_argument("--max-restarts", type=int,
+                   help="restart a sampler whose worker died from the newest checkpoint, up "
+                        "to this many times (default 0, as torchrun's)")
     p.add_argument("--stop-at-return", type=float,
                    help="stop early once an evaluation's mean return reaches this")
-    p.add_argument("--save-replay", action="store_true",
+    p.add_argument("--save-replay", action="store_const", const=True,
                    help="dqn: also checkpoint the replay buffer so a resumed run is bitwise "
                         "identical (large on Atari)")
-    p.add_argument("--dueling", action="store_true", help="dqn: dueling Q head")
-    p.add_argument("--double", action="store_true", help="dqn: double-DQN targets")
-    p.add_argument("--apex-epsilon", action="store_true",
+    p.add_argument("--dueling", action="store_const", const=True, help="dqn: dueling Q head")
+    p.add_argument("--double", action="store_const", const=True, help="dqn: double-DQN targets")
+    p.add_argument("--apex-epsilon", action="store_const", const=True,
                    help="dqn: fixed per-slot exploration 0.4^(1 + 7 i/(B-1)), as in Ape-X")
     p.add_argument("--n-step", type=int, help="dqn: n-step returns (default 1)")
-    p.add_argument("--prioritized", action="store_true", help="dqn: prioritized replay")
+    p.add_argument("--prioritized", action="store_const", const=True,
+                   help="dqn: prioritized replay")
     p.add_argument("--sticky-actions", type=float,
                    help="Atari sticky-action probability (default 0.0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--resume", metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR from its newest checkpoint, with its saved "
-                        "config (other flags are ignored)")
+                   help="continue the run in RUN_DIR from its newest checkpoint with its saved "
+                        "config (--steps and --max-restarts apply; other flags are ignored)")
 
 
 def _eval_parser(sub: argparse._SubParsersAction) -> None:
@@ -68,8 +89,15 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
                        description="Load RUN_DIR's config and newest checkpoint, play episodes "
                                    "on evaluation envs and print mean ± std return.")
     p.add_argument("run_dir", help="a folder written by `rlfw train`")
+    p.add_argument("--best", action="store_true",
+                   help="evaluate checkpoints/best.pt (highest evaluation mean) instead of the "
+                        "newest checkpoint")
     p.add_argument("--episodes", type=int, default=10, help="episodes to play (default 10)")
-    p.add_argument("--sampled", action="store_true", help="sample actions instead of greedy")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--sampled", dest="greedy", action="store_const", const=False,
+                      help="sample actions (dqn: eval-ε-greedy); default: as the run evaluated")
+    mode.add_argument("--greedy", dest="greedy", action="store_const", const=True,
+                      help="greedy actions")
     p.add_argument("--seed", type=int, default=12345,
                    help="evaluation seed (default 12345, unlike any training seed)")
 
@@ -80,7 +108,8 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
                                    "random agent, to pick the fastest sampler for a machine.")
     p.add_argument("--env", default="ALE/Pong-v5", help="gymnasium id (default ALE/Pong-v5)")
     p.add_argument("--sampler", default="cpu", help=f"one of {SAMPLERS} (default cpu)")
-    p.add_argument("--n-envs", type=int, default=8, help="envs B (default 8)")
+    p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int, default=8,
+                   help="envs B (default 8)")
     p.add_argument("--n-workers", type=int, help="worker processes (default: usable cores)")
     p.add_argument("--batch-T", type=int, default=64, help="steps per batch (default 64)")
     p.add_argument("--seconds", type=float, default=10.0, help="timed duration (default 10)")
@@ -95,48 +124,52 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """Preset for (algo, env family), then every flag the user set on top of it."""
-    from rlfw.envs import is_atari
+# flag -> dotted config key; DQN-only flags are applied only to dqn runs.
+FLAG_KEYS = {
+    "sampler": "sampler", "batch_B": "batch_B", "n_workers": "n_workers", "pin_cpus": "pin_cpus",
+    "batch_T": "batch_T", "seed": "seed", "model": "model", "device": "device",
+    "eval_episodes": "schedule.eval_episodes", "eval_greedy": "schedule.eval_greedy",
+    "eval_every": "schedule.eval_every", "checkpoint_every": "schedule.checkpoint_every",
+    "keep_checkpoints": "schedule.keep_checkpoints", "max_restarts": "schedule.max_restarts",
+    "stop_at_return": "schedule.stop_at_return",
+    "sticky_actions": "atari.sticky_action_prob",
+}
+DQN_FLAG_KEYS = {"save_replay": "save_replay", "dueling": "dueling", "double": "double_dqn",
+                 "apex_epsilon": "apex_epsilon", "n_step": "n_step",
+                 "prioritized": "prioritized"}
 
-    if args.algo not in ALGOS:
-        raise ValueError(f"algorithm {args.algo!r} unknown; choose from {ALGOS}")
-    config = apply_overrides(RunConfig(algo=args.algo, env=args.env), preset(args.algo, args.env))
-    overrides: dict[str, Any] = {"sampler": args.sampler, "seed": args.seed,
-                                 "model": args.model, "device": args.device}
-    if args.n_envs is not None:
-        overrides["n_envs"] = args.n_envs
-    if args.n_workers is not None:
-        overrides["n_workers"] = args.n_workers
-    overrides["pin_cpus"] = args.pin_cpus
-    if args.batch_T is not None:
-        overrides["batch_T"] = args.batch_T
-    algo_overrides = {}
-    if args.lr is not None:
-        algo_overrides["learning_rate"] = args.lr
-    if args.entropy_coef is not None:
-        algo_overrides["entropy_coef"] = args.entropy_coef
-    if args.algo == "dqn":
-        algo_overrides.update(save_replay=args.save_replay, dueling=args.dueling,
-                              prioritized=args.prioritized, double_dqn=args.double,
-                              apex_epsilon=args.apex_epsilon)
-        if args.n_step is not None:
-            algo_overrides["n_step"] = args.n_step
-    if algo_overrides:
-        overrides[args.algo] = algo_overrides
-    default_steps = 10_000_000 if is_atari(args.env) else 120_000
-    steps = args.steps if args.steps is not None else default_steps
-    overrides["schedule"] = {
-        "n_steps": steps, "eval_episodes": args.eval_episodes,
-        "eval_greedy": not args.eval_sampled, "checkpoint_every": args.checkpoint_every,
-        "keep_checkpoints": args.keep_checkpoints, "stop_at_return": args.stop_at_return,
-        "eval_every": args.eval_every if args.eval_every is not None else min(
-            max(steps // 10, 1), 250_000),
-        "log_every": min(max(steps // 20, 1), 100_000),
-    }
-    if args.sticky_actions is not None:
-        overrides["atari"] = {"sticky_action_prob": args.sticky_actions}
-    return apply_overrides(config, overrides)
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """A saved config (``--config``) or the preset for (algo, env family), then every flag
+    the user set, then every ``--set``, in that order."""
+    if args.config:
+        with open(args.config) as f:
+            config = RunConfig.from_dict(json.load(f))
+        if args.algo is not None or args.env is not None:
+            config.algo, config.env = args.algo or config.algo, args.env or config.env
+    else:
+        algo, env = args.algo or "ppo", args.env or "CartPole-v1"
+        if algo not in ALGOS:
+            raise ValueError(f"algorithm {algo!r} unknown; choose from {ALGOS}")
+        config = apply_overrides(RunConfig(algo=algo, env=env), preset(algo, env))
+    if args.steps is not None:
+        apply_overrides(config, {"schedule": schedule_for(args.steps)})
+    for flag, key in FLAG_KEYS.items():
+        if getattr(args, flag) is not None:
+            set_field(config, key, getattr(args, flag))
+    for flag, key in {"lr": "learning_rate", "entropy_coef": "entropy_coef"}.items():
+        if getattr(args, flag) is not None:
+            set_field(config, f"{config.algo}.{key}", getattr(args, flag))
+    if config.algo == "dqn":
+        for flag, key in DQN_FLAG_KEYS.items():
+            if getattr(args, flag) is not None:
+                set_field(config, f"dqn.{key}", getattr(args, flag))
+    for assignment in args.set:
+        key, sep, value = assignment.partition("=")
+        if not sep:
+            raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
+        set_field(config, key.strip(), value.strip())
+    return config
 
 
 def default_log_dir(config: RunConfig) -> str:
@@ -148,27 +181,54 @@ def default_log_dir(config: RunConfig) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         config = RunConfig.load(args.resume)
-        runner = build_runner(config, args.resume, resume=True, progress=not args.no_progress)
+        if args.steps is not None:  # extend (or shorten) the run; cadence stays as saved
+            set_field(config, "schedule.n_steps", args.steps)
+        if args.max_restarts is not None:
+            set_field(config, "schedule.max_restarts", args.max_restarts)
         log_dir = args.resume
+        runner = build_runner(config, log_dir, resume=True, progress=not args.no_progress)
     else:
         config = config_from_args(args)
         config.validate()
         log_dir = args.log_dir or default_log_dir(config)
         runner = build_runner(config, log_dir, progress=not args.no_progress)
     print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, "
-          f"{config.n_envs} envs x {config.batch_T} steps, {config.schedule.n_steps} steps -> "
+          f"{config.batch_B} envs x {config.batch_T} steps, {config.schedule.n_steps} steps -> "
           f"{log_dir}")
-    result = runner.train()
+    try:
+        with runner:
+            result = runner.train()
+    except (WorkerError, NonFiniteError) as err:
+        first, _, details = str(err).partition("\n")
+        print(f"rlfw: error: {first}", file=sys.stderr)
+        if details.strip():
+            print(details.rstrip(), file=sys.stderr)
+        print(f"rlfw: {_checkpoint_note(log_dir)}", file=sys.stderr)
+        return 1
     status = "interrupted" if result.interrupted else "done"
-    print(f"rlfw: {status} after {result.env_steps} env steps; last eval return "
-          f"{result.eval_return:.2f}, best {result.best_eval_return:.2f}; run folder {log_dir}")
+    if result.eval_return is None:
+        evals = "no evaluation yet"
+    else:
+        evals = f"last eval return {result.eval_return:.2f}, best {result.best_eval_return:.2f}"
+    restarts = f"; {result.restarts} sampler restart(s)" if result.restarts else ""
+    print(f"rlfw: {status} after {result.env_steps} env steps; {evals}{restarts}; run folder "
+          f"{log_dir}")
     return 130 if result.interrupted else 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from rlfw.launch.evaluate import evaluate_run
+def _checkpoint_note(log_dir: str) -> str:
+    found = list_checkpoints(log_dir)
+    if not found:
+        return f"no checkpoint was written in {log_dir}; start the run again"
+    return (f"newest checkpoint {found[-1]}; resume with: python -m rlfw train --resume "
+            f"{log_dir}")
 
-    returns = evaluate_run(args.run_dir, args.episodes, greedy=not args.sampled, seed=args.seed)
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rlfw.launch.evaluate import evaluate_checkpoint
+
+    returns = evaluate_checkpoint(args.run_dir, args.episodes, greedy=args.greedy,
+                                  seed=args.seed, best=args.best)
     print(f"{args.run_dir}: mean return {returns.mean():.2f} ± {returns.std():.2f} over "
           f"{len(returns)} episodes")
     return 0
@@ -182,14 +242,14 @@ def cmd_bench_sampler(args: argparse.Namespace) -> int:
 
     if args.seconds <= 0:
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    config = RunConfig(env=args.env, sampler=args.sampler, n_envs=args.n_envs,
+    config = RunConfig(env=args.env, sampler=args.sampler, batch_B=args.batch_B,
                        batch_T=args.batch_T, n_workers=args.n_workers)
     config.validate()
     env_factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(env_factory).action)
     rate = measure_steps_per_second(build_sampler(config, env_factory), agent, args.seconds)
     print(f"{args.sampler} sampler on {args.env}: {rate:,.0f} env steps/s "
-          f"({args.n_envs} envs, {args.n_workers or 'default'} workers, T={args.batch_T})")
+          f"({args.batch_B} envs, {args.n_workers or 'default'} workers, T={args.batch_T})")
     return 0
 
 
@@ -204,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_eval(args)
     except (ValueError, FileNotFoundError) as err:
         parser.exit(2, f"rlfw: error: {err}\n")
+    except RuntimeError as err:  # e.g. no checkpoint in the folder loads
+        parser.exit(1, f"rlfw: error: {err}\n")
     return 0
 
 

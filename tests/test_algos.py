@@ -14,7 +14,7 @@ from rlfw.testing import ContinuousCountingEnv
 
 def final_params(algo: str, seed: int) -> dict:
     config = apply_overrides(RunConfig(algo=algo, seed=seed), preset(algo, "CartPole-v1"))
-    per_itr = config.n_envs * config.batch_T
+    per_itr = config.batch_B * config.batch_T
     config.schedule = RunSchedule(n_steps=2 * per_itr, eval_every=per_itr, eval_episodes=2)
     runner = build_runner(config, None, progress=False, stdout=False)
     runner.train()

@@ -8,7 +8,7 @@ from rlfw.runners import RunSchedule
 
 def test_ppo_pong_two_iterations(tmp_path):
     config = apply_overrides(RunConfig(algo="ppo", env="ALE/Pong-v5"), preset("ppo", "ALE/Pong-v5"))
-    config.n_envs, config.batch_T, config.n_eval_envs = 2, 16, 1
+    config.batch_B, config.batch_T, config.n_eval_envs = 2, 16, 1
     config.schedule = RunSchedule(n_steps=64, eval_every=10_000, eval_episodes=1,
                                   checkpoint_every=10_000)
     config.atari = AtariOptions(max_episode_frames=400)  # keep the eval game short

@@ -13,7 +13,7 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
     (["train", "--algo", "sac"], "algorithm 'sac' unknown; choose from ('ppo', 'a2c', 'dqn')"),
     (["train", "--sampler", "warp"], "sampler 'warp' unknown; choose from"),
     (["train", "--env", "NoSuchEnv-v0"], "unknown env id 'NoSuchEnv-v0'"),
-    (["train", "--n-envs", "0"], "n_envs must be a positive integer, got 0"),
+    (["train", "--n-envs", "0"], "batch_B must be a positive integer, got 0"),
     (["train", "--batch-T", "-3"], "batch_T must be a positive integer, got -3"),
     (["train", "--steps", "0"], "n_steps must be a positive integer, got 0"),
     (["train", "--lr", "-1"], "learning_rate = -1.0 is invalid"),

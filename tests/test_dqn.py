@@ -17,7 +17,7 @@ CARTPOLE = EnvSpaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
 
 def small_config(seed=0, itrs=8, **dqn) -> RunConfig:
     config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
-    config.batch_T, config.n_envs = 32, 2
+    config.batch_T, config.batch_B = 32, 2
     apply_overrides(config, {"dqn": dict(learning_starts=64, replay_ratio=0.25,
                                          target_update_interval=64, **dqn)})
     per_itr = 64
@@ -29,7 +29,7 @@ def small_config(seed=0, itrs=8, **dqn) -> RunConfig:
 
 def test_epsilon_greedy_follows_the_slot_noise_and_per_slot_epsilon():
     torch.manual_seed(0)
-    agent = DqnAgent.build(CARTPOLE, n_slots=3)
+    agent = DqnAgent.build(CARTPOLE, batch_B=3)
     agent.set_epsilon(np.array([0.0, 1.0, 0.5]))
     obs = torch.zeros(3, 4)
     greedy = agent.model(obs).argmax(-1)
@@ -45,9 +45,9 @@ def test_epsilon_greedy_follows_the_slot_noise_and_per_slot_epsilon():
 
 
 def test_epsilon_travels_in_the_state_dict_to_worker_copies():
-    agent = DqnAgent.build(CARTPOLE, n_slots=2)
+    agent = DqnAgent.build(CARTPOLE, batch_B=2)
     agent.set_epsilon(0.25)
-    copy = DqnAgent.build(CARTPOLE, n_slots=2)
+    copy = DqnAgent.build(CARTPOLE, batch_B=2)
     copy.load_state_dict(agent.state_dict())
     assert copy.model.epsilon.tolist() == [0.25, 0.25]
 
@@ -124,7 +124,7 @@ def test_bad_dqn_config_is_a_clear_error(config, message):
 def test_box_action_space_is_refused():
     spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))
     with pytest.raises(ValueError, match="not supported by dqn: DQN needs a Discrete"):
-        DqnAgent.build(spaces, n_slots=1)
+        DqnAgent.build(spaces, batch_B=1)
 
 
 def test_cli_refuses_dqn_on_a_box_action_env(capsys, tmp_path):
@@ -137,7 +137,7 @@ def test_cli_refuses_dqn_on_a_box_action_env(capsys, tmp_path):
 
 def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
     config = apply_overrides(RunConfig(algo="dqn", env="ALE/Pong-v5"), preset("dqn", "ALE/Pong-v5"))
-    config.n_envs, config.batch_T, config.n_eval_envs = 2, 16, 1
+    config.batch_B, config.batch_T, config.n_eval_envs = 2, 16, 1
     apply_overrides(config, {"dqn": dict(learning_starts=32, replay_capacity=1000,
                                          batch_size=8)})
     config.atari = AtariOptions(max_episode_frames=400)

@@ -15,7 +15,7 @@ from rlfw.runners import RunSchedule
 def small_config(algo="ppo", itrs=6, seed=0, sampler="serial") -> RunConfig:
     config = apply_overrides(RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2),
                              preset(algo, "CartPole-v1"))
-    per_itr = config.n_envs * config.batch_T
+    per_itr = config.batch_B * config.batch_T
     config.schedule = RunSchedule(n_steps=itrs * per_itr, eval_every=2 * per_itr,
                                   eval_episodes=2, log_every=per_itr,
                                   checkpoint_every=3 * per_itr, keep_checkpoints=2)

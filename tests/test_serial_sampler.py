@@ -7,7 +7,7 @@ from conftest import trees_equal
 from rlfw.agents import ActorCriticAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.envs.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
+from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
 from rlfw.samplers import SerialSampler
 from rlfw.testing import CountingAgent
 

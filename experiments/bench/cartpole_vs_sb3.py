@@ -23,7 +23,7 @@ PPO_STEPS, A2C_STEPS = 114_688, 100_000
 
 
 def rlfw_run(algo: str, steps: int, seed: int) -> tuple[float, float]:
-    config = RunConfig(algo=algo, env="CartPole-v1", seed=seed, n_envs=8,
+    config = RunConfig(algo=algo, env="CartPole-v1", seed=seed, batch_B=8,
                        batch_T=2048 if algo == "ppo" else 5)
     config.ppo.optimizer_eps = 1e-5  # SB3 sets Adam's eps to 1e-5
     config.schedule = RunSchedule(n_steps=steps, eval_every=10 * steps, eval_episodes=10,

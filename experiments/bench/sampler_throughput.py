@@ -27,7 +27,7 @@ SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
 
 
 def rlfw_rate(sampler: str, seconds: float) -> float:
-    config = RunConfig(env=ENV, sampler=sampler, n_envs=N_ENVS, batch_T=BATCH_T,
+    config = RunConfig(env=ENV, sampler=sampler, batch_B=N_ENVS, batch_T=BATCH_T,
                        n_workers=N_WORKERS)
     factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(factory).action)

@@ -1,25 +1,20 @@
 """Agent = actor-critic model + action distribution, for PPO and A2C."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.base import ModelAgent
+from rlfw.agents.base import AgentStep, ModelAgent
 from rlfw.agents.distributions import Categorical, DiagGaussian
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
 
 MODELS = ("auto", "mlp", "cnn")
-
-
-class AgentStep(NamedTuple):
-    action: torch.Tensor
-    info: AgentInfo
 
 
 def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
@@ -32,7 +27,8 @@ def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
 
 
 class ActorCriticAgent(ModelAgent):
-    """``step(obs, noise)`` samples actions without grad; ``evaluate`` is the training pass.
+    """``step(obs, noise)`` samples actions without grad; ``evaluate_actions`` is the
+    training pass.
     Greedy (``eval_mode``) means argmax / Gaussian mean."""
 
     def __init__(self, model: nn.Module, distribution: Any, action_space: gym.Space,
@@ -93,7 +89,7 @@ class ActorCriticAgent(ModelAgent):
     def value(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
         return self.model(self._obs(obs))[1]
 
-    def evaluate(self, obs: torch.Tensor, action: torch.Tensor):
+    def evaluate_actions(self, obs: torch.Tensor, action: torch.Tensor):
         """(log-prob of ``action``, entropy, value), with grad, for the loss."""
         params, value = self.model(obs)
         logp, entropy = self.distribution.log_prob_and_entropy(params, action)

@@ -1,14 +1,66 @@
-"""What every model-backed agent shares: modes, parameters and weights of ``self.model``."""
+"""What samplers and algorithms may call on an agent (the ``Agent`` protocol), the record a
+step returns (``AgentStep``), and ``ModelAgent``, which implements the mode and weight parts
+for any agent whose parameters live in ``self.model``."""
 from __future__ import annotations
 
+from typing import Iterator, NamedTuple, Protocol, Sequence, runtime_checkable
+
+import numpy as np
 import torch
 from torch import nn
 
+from rlfw.buffers.samples import StepInfo
+
+
+class AgentStep(NamedTuple):
+    """One batched ``Agent.step``: the actions (buffer form) and the per-step info kept in
+    ``Samples.agent_info`` (``AgentInfo`` for actor-critics, ``QInfo`` for Q-agents)."""
+
+    action: torch.Tensor
+    info: StepInfo
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Everything a sampler or an algorithm calls on an agent.
+
+    Sampling: ``step(obs, noise, slots)`` returns actions drawn from ``noise``, the slots'
+    own random numbers of shape ``[n, *noise_shape]`` (``noise_kind`` 'uniform' or
+    'normal'), so actions never depend on which process stepped which slot; ``value(obs)``
+    bootstraps truncated episodes and batch ends; ``env_action`` turns buffer actions into
+    what ``env.step`` takes. Modes: ``sample_mode`` (collecting), ``eval_mode`` (greedy),
+    ``train_mode`` (optimizer passes); ``greedy`` tells which. Weights: ``state_dict`` /
+    ``load_state_dict`` are what checkpoints hold and what parallel samplers ship to workers;
+    ``parameters`` is what the optimizer updates.
+    """
+
+    greedy: bool
+    noise_shape: tuple[int, ...]
+    noise_kind: str
+
+    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
+             slots: Sequence[int] | None = None) -> AgentStep: ...
+
+    def value(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor: ...
+
+    def env_action(self, action: torch.Tensor) -> np.ndarray: ...
+
+    def sample_mode(self) -> None: ...
+
+    def eval_mode(self) -> None: ...
+
+    def train_mode(self) -> None: ...
+
+    def parameters(self) -> Iterator[nn.Parameter]: ...
+
+    def state_dict(self) -> dict[str, torch.Tensor]: ...
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None: ...
+
 
 class ModelAgent:
-    """Modes: ``sample_mode()`` (stochastic, for collecting), ``eval_mode()`` (greedy),
-    ``train_mode()`` (module in training mode for the optimizer). The weights are
-    ``self.model``'s state dict, which is also what parallel samplers ship to workers."""
+    """Modes and weights of ``self.model`` for the ``Agent`` protocol; subclasses add
+    ``step``, ``value``, ``env_action`` and the noise description."""
 
     model: nn.Module
     greedy: bool = False
@@ -29,7 +81,7 @@ class ModelAgent:
         if self.model.training != training:  # walking every submodule each batch adds up
             self.model.train(training)
 
-    def parameters(self):
+    def parameters(self) -> Iterator[nn.Parameter]:
         return self.model.parameters()
 
     def state_dict(self) -> dict[str, torch.Tensor]:

@@ -1,65 +1,61 @@
 """DQN agent: a Q-network with ε-greedy exploration, one ε per env slot."""
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.actor_critic import AgentStep
-from rlfw.agents.base import ModelAgent
-from rlfw.buffers.tree import LeafIndexing
+from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.buffers import QInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.q_network import QNetwork
-
-
-class QInfo(NamedTuple):
-    """Per-step agent output kept in the samples: max_a Q(obs, a) at sampling time."""
-
-    value: torch.Tensor
-    __getitem__ = LeafIndexing.getitem
-    __setitem__ = LeafIndexing.setitem
 
 
 class EpsilonGreedyQ(nn.Module):
     """The Q-network plus the per-slot ε as a buffer: ε then travels with the weights to
     parallel-sampler workers, which receive ``state_dict()`` copies."""
 
-    def __init__(self, q: QNetwork, n_slots: int):
+    def __init__(self, q: QNetwork, batch_B: int):
         super().__init__()
         self.q = q
-        self.register_buffer("epsilon", torch.ones(n_slots))
+        self.register_buffer("epsilon", torch.ones(batch_B))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.q(obs)
 
 
-def apex_epsilons(n_slots: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
+def apex_epsilons(batch_B: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
     """Ape-X's fixed per-actor exploration: ε_i = base^(1 + α i / (N - 1))."""
-    if n_slots == 1:
+    if batch_B == 1:
         return np.array([base])
-    return base ** (1 + alpha * np.arange(n_slots) / (n_slots - 1))
+    return base ** (1 + alpha * np.arange(batch_B) / (batch_B - 1))
 
 
 class DqnAgent(ModelAgent):
-    """``step`` is ε-greedy from the sampler's noise ``[u_explore, u_action]`` per slot;
-    greedy (``eval_mode``) takes the argmax."""
+    """``step`` is ε-greedy from the sampler's noise ``[u_explore, u_action]`` per slot,
+    with each slot's training ε; in ``eval_mode`` (``greedy``) ε is ``eval_epsilon`` (0:
+    the argmax; the Atari literature evaluates with 0.05)."""
 
     noise_shape = (2,)
     noise_kind = "uniform"
 
-    def __init__(self, q: QNetwork, n_actions: int, n_slots: int, device: str = "cpu"):
-        self.model = EpsilonGreedyQ(q, n_slots).to(device)
+    def __init__(self, q: QNetwork, n_actions: int, batch_B: int, device: str = "cpu",
+                 eval_epsilon: float = 0.0):
+        if not 0 <= eval_epsilon <= 1:
+            raise ValueError(f"eval_epsilon = {eval_epsilon!r} is invalid: must be in [0, 1]")
+        self.model = EpsilonGreedyQ(q, batch_B).to(device)
         self.n_actions = n_actions
+        self.eval_epsilon = eval_epsilon
         self.device = torch.device(device)
         self.greedy = False
 
     @classmethod
-    def build(cls, spaces: EnvSpaces, n_slots: int, model: str = "auto",
+    def build(cls, spaces: EnvSpaces, batch_B: int, model: str = "auto",
               hidden: Sequence[int] = (256, 256), dueling: bool = False,
-              device: str = "cpu") -> "DqnAgent":
+              device: str = "cpu", eval_epsilon: float = 0.0) -> "DqnAgent":
         if not isinstance(spaces.action, gym.spaces.Discrete):
             raise ValueError(f"action space {spaces.action} is not supported by dqn: DQN needs "
                              "a Discrete action space")
@@ -67,7 +63,7 @@ class DqnAgent(ModelAgent):
         if not isinstance(obs, gym.spaces.Box):
             raise ValueError(f"observation space {obs} is not supported: use a Box")
         q = QNetwork(obs.shape, obs.dtype, int(spaces.action.n), hidden, dueling, model)
-        return cls(q, int(spaces.action.n), n_slots, device)
+        return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 
     @property
     def q(self) -> QNetwork:
@@ -81,11 +77,14 @@ class DqnAgent(ModelAgent):
     def step(self, obs, noise, slots: Sequence[int] | None = None) -> AgentStep:
         q = self.model(torch.as_tensor(obs, device=self.device))
         best = q.argmax(-1)
-        if self.greedy:
+        if self.greedy and self.eval_epsilon == 0:
             action = best
         else:
             u = torch.as_tensor(noise, device=self.device)
-            eps = self.model.epsilon if slots is None else self.model.epsilon[list(slots)]
+            if self.greedy:
+                eps = torch.full((len(u),), self.eval_epsilon, device=self.device)
+            else:
+                eps = self.model.epsilon if slots is None else self.model.epsilon[list(slots)]
             random = (u[:, 1] * self.n_actions).long().clamp_(max=self.n_actions - 1)
             action = torch.where(u[:, 0] < eps[: len(u)], random, best)
         return AgentStep(action, QInfo(q.max(-1).values))

@@ -8,8 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.actor_critic import AgentStep
-from rlfw.agents.base import ModelAgent
+from rlfw.agents.base import AgentStep, ModelAgent
 from rlfw.buffers import AgentInfo
 
 

@@ -1,10 +1,13 @@
 """Optimisation pieces every algorithm shares: optimizer over flat parameters, gradient
-step with clipping, learning-rate setting, config checks."""
+step with clipping, learning-rate setting and schedule."""
 from __future__ import annotations
+
+import math
 
 import torch
 
 from rlfw.algos.flat_params import FlatParameters
+from rlfw.checks import NonFiniteError, check_finite
 
 OPTIMIZERS = ("adam", "rmsprop")
 
@@ -34,16 +37,14 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
 
 def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
                   loss: torch.Tensor, max_grad_norm: float | None) -> float:
-    """Backward, optional grad-norm clip, step; returns the pre-clip gradient norm."""
+    """Backward, optional grad-norm clip, step; returns the pre-clip gradient norm. A
+    non-finite loss or gradient raises ``NonFiniteError`` before the step is applied."""
     flat.zero_grad()
     loss.backward()
-    norm = flat.clip_grad_norm(max_grad_norm)
+    norm = flat.clip_grad_norm(max_grad_norm).item()
+    if not math.isfinite(norm):  # a non-finite loss shows up here too, at no extra cost
+        check_finite("loss", loss.detach())
+        raise NonFiniteError(f"non-finite gradient norm {norm} (the loss {loss.item()} is "
+                             "finite)")
     optimizer.step()
-    return norm.item()
-
-
-def check_config(name: str, **checks: tuple[object, bool, str]) -> None:
-    """Raise ``ValueError`` for the first field whose check failed, with what is allowed."""
-    for field, (value, ok, allowed) in checks.items():
-        if not ok:
-            raise ValueError(f"{name}.{field} = {value!r} is invalid: {allowed}")
+    return norm

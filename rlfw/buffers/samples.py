@@ -1,7 +1,7 @@
 """The on-policy batch every sampler fills and PPO/A2C (and DQN's replay) read."""
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Union
 
 import torch
 
@@ -15,6 +15,17 @@ class AgentInfo(NamedTuple):
     value: torch.Tensor
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem
+
+
+class QInfo(NamedTuple):
+    """What a Q-agent adds to each step: max_a Q(obs, a) at sampling time."""
+
+    value: torch.Tensor
+    __getitem__ = LeafIndexing.getitem
+    __setitem__ = LeafIndexing.setitem
+
+
+StepInfo = Union[AgentInfo, QInfo]
 
 
 class Samples(NamedTuple):
@@ -32,7 +43,7 @@ class Samples(NamedTuple):
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
-    agent_info: Optional[AgentInfo]
+    agent_info: StepInfo
     bootstrap_value: torch.Tensor
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem

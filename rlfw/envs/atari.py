@@ -75,6 +75,36 @@ class FireReset(gym.Wrapper):
         return obs, info
 
 
+class FireAfterLifeLoss(gym.Wrapper):
+    """Evaluation twin of ``EpisodicLife`` + ``FireReset``: in training a lost life ends the
+    episode and the reset that follows plays a no-op, FIRE and a second action, so the
+    agent never has to learn to press FIRE. Evaluation replays the same three steps after
+    each lost life; otherwise a policy that never presses FIRE idles until the frame cap."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        meanings = env.unwrapped.get_action_meanings()
+        self._restart = (0, meanings.index("FIRE"), 2 if len(meanings) >= 3 else 0)
+        self._lives = 0
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        self._lives = self.env.unwrapped.ale.lives()
+        return obs, info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        lives = self.env.unwrapped.ale.lives()
+        if lives < self._lives and not (terminated or truncated):
+            for restart_action in self._restart:
+                obs, more, terminated, truncated, info = self.env.step(restart_action)
+                reward += more
+                if terminated or truncated:
+                    break
+        self._lives = self.env.unwrapped.ale.lives()
+        return obs, reward, terminated, truncated, info
+
+
 def sign_reward(reward: float) -> float:
     """Module-level (not a lambda) so wrapped envs pickle into checkpoints."""
     return float(np.sign(reward))
@@ -86,7 +116,8 @@ def needs_fire(env: gym.Env) -> bool:
 
 def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
     """Raw ALE env -> no-ops, skip+max-pool, resize, gray -> real-episode statistics ->
-    (train) episodic life -> fire reset -> (train) reward sign -> frame stack."""
+    (train) episodic life -> fire reset -> (eval) fire after a lost life -> (train) reward
+    sign -> frame stack."""
     import ale_py
 
     gym.register_envs(ale_py)
@@ -113,6 +144,8 @@ def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
         env = EpisodicLife(env)
     if needs_fire(env):
         env = FireReset(env)
+        if not train and options.episodic_life:  # evaluation plays the game training plays
+            env = FireAfterLifeLoss(env)
     if train and options.clip_reward:
         env = gym.wrappers.TransformReward(env, sign_reward)
     env = gym.wrappers.FrameStackObservation(env, options.frame_stack)

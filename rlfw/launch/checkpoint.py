@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import glob
 import os
-import random
 import tempfile
 
-import numpy as np
 import torch
 
 PREFIX = "ckpt_"
@@ -22,7 +20,14 @@ def save_checkpoint(run_dir: str, step: int, state: dict, keep: int = 3) -> str:
     folder = checkpoint_dir(run_dir)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{PREFIX}{step:012d}.pt")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pt")
+    _write_atomically(path, state)
+    for old in list_checkpoints(run_dir)[:-keep]:
+        os.unlink(old)
+    return path
+
+
+def _write_atomically(path: str, state: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".pt")
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(state, f)
@@ -31,9 +36,6 @@ def save_checkpoint(run_dir: str, step: int, state: dict, keep: int = 3) -> str:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    for old in list_checkpoints(run_dir)[:-keep]:
-        os.unlink(old)
-    return path
 
 
 def list_checkpoints(run_dir: str) -> list[str]:
@@ -56,19 +58,40 @@ def load_checkpoint(path: str) -> dict:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def capture_rng() -> dict:
-    """The process-global RNG states: python, numpy and torch."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(),
-            "torch": torch.get_rng_state()}
+BEST = "best.pt"
 
 
-def restore_rng(state: dict) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
+def best_checkpoint(run_dir: str) -> str:
+    """``checkpoints/best.pt`` (the highest evaluation mean); ``FileNotFoundError`` if absent."""
+    path = os.path.join(checkpoint_dir(run_dir), BEST)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no {BEST} in {checkpoint_dir(run_dir)!r}: it is written at "
+                                "the first evaluation of a training run")
+    return path
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+def save_best(run_dir: str, state: dict) -> str:
+    """Overwrite ``checkpoints/best.pt`` atomically."""
+    folder = checkpoint_dir(run_dir)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, BEST)
+    _write_atomically(path, state)
+    return path
+
+
+def load_newest_valid(run_dir: str) -> tuple[str, dict, list[tuple[str, str]]]:
+    """The newest checkpoint that loads: ``(path, state, skipped)``, where ``skipped`` lists
+    ``(path, reason)`` for newer files that did not load (truncated by a full disk, say).
+    ``FileNotFoundError`` when there are none, ``RuntimeError`` naming the folder when none
+    loads."""
+    found = list_checkpoints(run_dir)
+    if not found:
+        latest_checkpoint(run_dir)  # raises the no-checkpoint error
+    skipped: list[tuple[str, str]] = []
+    for path in reversed(found):
+        try:
+            return path, load_checkpoint(path), skipped
+        except Exception as err:  # any unreadable file: try the next older one
+            skipped.append((path, f"{type(err).__name__}: {err}".splitlines()[0]))
+    reasons = "; ".join(f"{os.path.basename(p)} ({why})" for p, why in skipped)
+    raise RuntimeError(f"no checkpoint in {checkpoint_dir(run_dir)!r} loads: {reasons}")

@@ -4,8 +4,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import torch
 
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.dqn_agent import DqnAgent
@@ -14,7 +17,8 @@ from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, SerialSampler)
-from rlfw.samplers.base import check_positive
+from rlfw.checks import check_positive
+from rlfw.seeding import seed_everything
 
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
 
@@ -26,7 +30,7 @@ class RunConfig:
     algo: str = "ppo"
     env: str = "CartPole-v1"
     sampler: str = "serial"
-    n_envs: int = 8                  # batch_B
+    batch_B: int = 8                 # envs stepped per batch (the B of [T, B])
     batch_T: int = 32                # steps per env per batch
     seed: int = 0
     model: str = "auto"              # 'mlp', 'cnn' or 'auto' (CNN for uint8 images)
@@ -48,7 +52,7 @@ class RunConfig:
             raise ValueError(f"algorithm {self.algo!r} unknown; choose from {ALGOS}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler {self.sampler!r} unknown; choose from {SAMPLERS}")
-        check_positive(n_envs=self.n_envs, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs)
+        check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs)
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
         self.schedule.validate()
@@ -57,6 +61,7 @@ class RunConfig:
         if self.sampler == "native" and not is_atari(self.env):
             raise ValueError(f"sampler 'native' runs ALE games only ('ALE/<Game>-v5'), got env "
                              f"{self.env!r}; use serial, cpu, gpu or alternating")
+        check_device(self.device)
 
     def algo_config(self) -> PPOConfig | A2CConfig | DQNConfig:
         return getattr(self, self.algo)
@@ -69,19 +74,12 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
-        nested = {"schedule": RunSchedule, "atari": AtariOptions, "ppo": PPOConfig,
-                  "a2c": A2CConfig, "dqn": DQNConfig}
-        kwargs = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in data:
-                continue
-            value = data[f.name]
-            if f.name in nested:
-                value = nested[f.name](**value)
-            elif f.name == "hidden":
-                value = tuple(value)
-            kwargs[f.name] = value
-        return cls(**kwargs)
+        """Rebuild from ``to_dict`` output (a saved ``config.json``); every value is checked
+        against its field's type, unknown keys are errors."""
+        config = cls()
+        for key, value in _flatten(data):
+            set_field(config, key, value)
+        return config
 
     @classmethod
     def load(cls, run_dir: str) -> "RunConfig":
@@ -92,36 +90,58 @@ class RunConfig:
             return cls.from_dict(json.load(f))
 
 
+def schedule_for(n_steps: int) -> dict[str, Any]:
+    """Run length and the evaluation/log cadence that goes with it."""
+    return {"n_steps": n_steps, "eval_every": min(max(n_steps // 10, 1), 250_000),
+            "log_every": min(max(n_steps // 20, 1), 100_000)}
+
+
 def preset(algo: str, env_id: str) -> dict[str, Any]:
     """Tuned defaults per (algorithm, env family); explicit user values override them.
 
-    Classic control: rl-baselines3-zoo's CartPole settings. Atari: the PPO paper's Atari
-    settings and the A2C/A3C paper's.
+    Classic control: rl-baselines3-zoo's CartPole settings, 120k steps. Atari: the PPO
+    paper's Atari settings and the A2C/A3C paper's, 10M steps; evaluation as the literature
+    does it (policy-gradient agents sample their actions, DQN is ε-greedy with ε = 0.05),
+    episodes capped at 108k frames and each evaluation at 100k agent steps.
     """
     atari = is_atari(env_id)
+    out = _algo_preset(algo, atari)
+    if atari:
+        frames_per_step = AtariOptions().frame_skip
+        out["schedule"] = {**schedule_for(10_000_000), "eval_greedy": algo == "dqn",
+                           "eval_max_episode_steps": AtariOptions().max_episode_frames
+                           // frames_per_step, "eval_max_steps": 100_000}
+        if algo == "dqn":
+            out["dqn"]["eval_epsilon"] = 0.05
+    else:
+        out["schedule"] = schedule_for(120_000)
+    return out
+
+
+def _algo_preset(algo: str, atari: bool) -> dict[str, Any]:
     if algo == "ppo" and not atari:
-        return {"n_envs": 8, "batch_T": 32, "ppo": dict(
+        return {"batch_B": 8, "batch_T": 32, "ppo": dict(
             learning_rate=1e-3, anneal_lr=True, gamma=0.98, gae_lambda=0.8, epochs=20,
             minibatch_size=256, clip=0.2, anneal_clip=True, entropy_coef=0.0)}
     if algo == "ppo" and atari:
-        return {"n_envs": 8, "batch_T": 128, "ppo": dict(
+        return {"batch_B": 8, "batch_T": 128, "ppo": dict(
             learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=4,
             minibatch_size=256, clip=0.1, anneal_clip=True, value_clip=0.1,
             entropy_coef=0.01)}
     if algo == "a2c" and not atari:
-        return {"n_envs": 8, "batch_T": 5, "a2c": dict(learning_rate=7e-4, entropy_coef=0.0)}
+        return {"batch_B": 8, "batch_T": 5, "a2c": dict(learning_rate=7e-4, entropy_coef=0.0)}
     if algo == "a2c" and atari:
-        return {"n_envs": 16, "batch_T": 5, "a2c": dict(
+        return {"batch_B": 16, "batch_T": 5, "a2c": dict(
             learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25)}
     if algo == "dqn" and not atari:
         # zoo CartPole: train every 256 steps with 128 gradient steps (replay ratio 0.5).
-        return {"n_envs": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
+        return {"batch_B": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
             learning_rate=2.3e-3, batch_size=64, replay_capacity=100_000,
             learning_starts=1000, gamma=0.99, target_update_interval=10, replay_ratio=0.5,
             exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0)}
     if algo == "dqn" and atari:
         # zoo Atari: train every 4 steps per env, target every 1000 steps, 100k replay.
-        return {"n_envs": 8, "batch_T": 4, "dqn": dict(
+        return {"batch_B": 8, "batch_T": 4, "dqn": dict(
             learning_rate=1e-4, batch_size=32, replay_capacity=100_000,
             learning_starts=100_000, target_update_interval=1000, replay_ratio=0.25,
             exploration_fraction=0.1, epsilon_final=0.01, optimizer_eps=1.5e-4)}
@@ -129,20 +149,154 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """Set top-level fields and nested ones (``{'ppo': {...}}``) from a plain dict."""
-    for key, value in overrides.items():
-        current = getattr(config, key)
-        if dataclasses.is_dataclass(current) and isinstance(value, dict):
-            setattr(config, key, dataclasses.replace(current, **value))
-        else:
-            setattr(config, key, value)
+    """Set top-level fields and nested ones (``{'ppo': {...}}``) from a plain dict, each
+    value checked against its field's type."""
+    for key, value in _flatten(overrides):
+        set_field(config, key, value)
     return config
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``{'ppo': {'epochs': 4}}`` -> ``[('ppo.epochs', 4)]``."""
+    out = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out += _flatten(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def config_keys(obj: Any = None, prefix: str = "") -> list[str]:
+    """Every settable dotted key of a run config, e.g. ``ppo.epochs``."""
+    obj = RunConfig() if obj is None else obj
+    keys = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            keys += config_keys(value, f"{prefix}{f.name}.")
+        else:
+            keys.append(f"{prefix}{f.name}")
+    return keys
+
+
+def set_field(config: RunConfig, key: str, value: Any) -> None:
+    """Set dotted ``key`` (``seed``, ``ppo.epochs``) to ``value`` (a Python value, or text
+    as given to ``--set``), converted to the field's declared type; ``ValueError`` naming
+    the key and what is allowed otherwise."""
+    parts = key.split(".")
+    group = parts[0] if len(parts) == 2 else None
+    owner = getattr(config, group, None) if group else config
+    name = parts[-1]
+    if len(parts) > 2 or not dataclasses.is_dataclass(owner) or name not in _field_names(owner):
+        raise ValueError(_unknown_key(key))
+    if dataclasses.is_dataclass(getattr(owner, name)):
+        raise ValueError(f"config key {key!r} is a group; set one of its fields: "
+                         + ", ".join(k for k in config_keys() if k.startswith(key + ".")))
+    converted = _convert(key, value, typing.get_type_hints(type(owner))[name])
+    if group is None:
+        setattr(config, name, converted)
+    else:  # replaced, not mutated: some groups (atari) are frozen
+        setattr(config, group, dataclasses.replace(owner, **{name: converted}))
+
+
+def _field_names(obj: Any) -> set[str]:
+    return {f.name for f in dataclasses.fields(obj)}
+
+
+def _unknown_key(key: str) -> str:
+    return f"unknown config key {key!r}; valid keys: {', '.join(config_keys())}"
+
+
+_TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+
+
+def _convert(key: str, value: Any, hint: Any) -> Any:
+    """``value`` as type ``hint`` (int, float, bool, str, X | None, tuple[int, ...])."""
+    args = typing.get_args(hint)
+    if type(None) in args:  # Optional[X]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        (hint,) = [a for a in args if a is not type(None)]
+        args = typing.get_args(hint)
+    wrong = ValueError(f"config key {key!r} takes {_type_name(hint)}, got {value!r}")
+    if typing.get_origin(hint) is tuple:
+        if isinstance(value, str):
+            value = [v for v in value.strip("()[] ").split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise wrong
+        return tuple(_convert(key, v, args[0]) for v in value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
+            return value.lower() in _TRUE
+        raise wrong
+    if hint is int:
+        if isinstance(value, bool):
+            raise wrong
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.replace("_", ""))
+            except ValueError:
+                raise wrong from None
+        raise wrong
+    if hint is float:
+        if isinstance(value, bool):
+            raise wrong
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise wrong from None
+    if hint is str:
+        if not isinstance(value, str):
+            raise wrong
+        return value
+    raise wrong
+
+
+def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is tuple:
+        return f"a comma-separated list of {_type_name(typing.get_args(hint)[0])}"
+    return {bool: "true or false", int: "an integer", float: "a number",
+            str: "text"}.get(hint, str(hint))
+
+
+def check_device(device: str) -> None:
+    """``ValueError`` naming ``device`` and what is available, before any work starts."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"device {device!r} is not a torch device; available: "
+                         f"{', '.join(available_devices())}") from None
+    if dev.type == "cpu":
+        return
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if dev.index is None and count or (dev.index is not None and dev.index < count):
+            return
+        why = ("this torch build has no CUDA" if torch.version.cuda is None else
+               f"{count} CUDA device(s) visible")
+        raise ValueError(f"device {device!r} is not available ({why}); available: "
+                         f"{', '.join(available_devices())}")
+    raise ValueError(f"device {device!r} is not supported; available: "
+                     f"{', '.join(available_devices())}")
+
+
+def available_devices() -> list[str]:
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return out
 
 
 def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent | DqnAgent:
     if config.algo == "dqn":
-        return DqnAgent.build(spaces, config.n_envs, config.model, config.hidden,
-                              config.dqn.dueling, device=config.device)
+        return DqnAgent.build(spaces, config.batch_B, config.model, config.hidden,
+                              config.dqn.dueling, device=config.device,
+                              eval_epsilon=config.dqn.eval_epsilon)
     return ActorCriticAgent.build(spaces, config.model, config.hidden, device=config.device,
                                   algo=config.algo)
 
@@ -154,7 +308,7 @@ def build_algo(config: RunConfig) -> PPO | A2C | DQN:
 
 def build_sampler(config: RunConfig, env_factory: EnvFactory):
     """The sampler named by ``config.sampler``; every kind fills the same ``Samples``."""
-    common = dict(batch_T=config.batch_T, batch_B=config.n_envs, seed=config.seed,
+    common = dict(batch_T=config.batch_T, batch_B=config.batch_B, seed=config.seed,
                   n_eval_envs=config.n_eval_envs)
     if config.sampler == "serial":
         return SerialSampler(env_factory, **common)
@@ -170,7 +324,7 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory):
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                  progress: bool = True, stdout: bool = True) -> SyncRunner:
     """Validate, seed, and compose agent + sampler + algorithm into a runner."""
-    from rlfw.launch.checkpoint import seed_everything
+    from rlfw.seeding import seed_everything
 
     config.validate()
     seed_everything(config.seed)  # model init depends on it

@@ -1,4 +1,5 @@
-"""SyncRunner: sample a batch, then learn from it; logging, evaluation, checkpoints."""
+"""SyncRunner: sample a batch, then learn from it; logging, evaluation, checkpoints,
+restarts after a dead sampler worker."""
 from __future__ import annotations
 
 import json
@@ -10,42 +11,61 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from rlfw.launch.checkpoint import (capture_rng, latest_checkpoint, list_checkpoints,
-                                    load_checkpoint, restore_rng, save_checkpoint)
+from rlfw.checks import NonFiniteError, check_positive
+from rlfw.launch.checkpoint import (latest_checkpoint, list_checkpoints, load_newest_valid,
+                                    save_best, save_checkpoint)
 from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
                           plot_learning_curve, tensorboard_available)
-from rlfw.samplers.base import EpisodeInfo, check_positive
+from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.samplers.evaluation import EvalLimits
+from rlfw.samplers.workers import WorkerError
+from rlfw.seeding import capture_rng, restore_rng
 
 
 @dataclass
 class RunSchedule:
-    """How long to train and how often to evaluate, log and checkpoint (in env steps)."""
+    """How long to train and how often to evaluate, log and checkpoint (in env steps).
+
+    ``eval_every=None`` turns evaluation off (throughput runs). Evaluation is bounded by
+    ``eval_max_episode_steps`` per episode and ``eval_max_steps`` per evaluation (agent
+    steps; None: unbounded); episodes cut by them are logged as ``eval/episodes_cut``."""
 
     n_steps: int
-    eval_every: int = 10_000
+    eval_every: int | None = 10_000
     eval_episodes: int = 10
     eval_greedy: bool = True
+    eval_max_episode_steps: int | None = None
+    eval_max_steps: int | None = None
     log_every: int = 10_000
     checkpoint_every: int = 50_000
     keep_checkpoints: int = 3
     stop_at_return: float | None = None  # stop once an evaluation mean reaches this
-    evaluate: bool = True                # False: no evaluation at all (throughput runs)
+    max_restarts: int = 0                # sampler restarts from the newest checkpoint
 
     def validate(self) -> None:
-        check_positive(n_steps=self.n_steps, eval_every=self.eval_every,
-                       eval_episodes=self.eval_episodes, log_every=self.log_every,
-                       checkpoint_every=self.checkpoint_every,
+        check_positive(n_steps=self.n_steps, eval_episodes=self.eval_episodes,
+                       log_every=self.log_every, checkpoint_every=self.checkpoint_every,
                        keep_checkpoints=self.keep_checkpoints)
+        if self.eval_every is not None:
+            check_positive(eval_every=self.eval_every)
+        self.eval_limits().validate()
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) \
+                or self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}")
+
+    def eval_limits(self) -> EvalLimits:
+        return EvalLimits(self.eval_max_episode_steps, self.eval_max_steps)
 
 
 @dataclass
 class TrainResult:
     env_steps: int
     iterations: int
-    eval_return: float          # mean of the last evaluation
-    best_eval_return: float
+    eval_return: float | None = None       # mean of the last evaluation; None: none yet
+    best_eval_return: float | None = None
     eval_history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False
+    restarts: int = 0
 
 
 def _every(steps: int, per_itr: int) -> int:
@@ -54,10 +74,13 @@ def _every(steps: int, per_itr: int) -> int:
 
 class SyncRunner:
     """Composes algorithm, agent and sampler. ``log_dir`` gets ``config.json``,
-    ``progress.csv``, TensorBoard events, ``checkpoints/`` and ``learning_curve.png``.
+    ``progress.csv``, TensorBoard events, ``checkpoints/`` (the newest N plus ``best.pt``)
+    and ``learning_curve.png``.
 
-    ``resume=True`` continues from the newest checkpoint in ``log_dir`` so that the run ends
-    bitwise identical to an uninterrupted one.
+    ``resume=True`` continues from the newest checkpoint in ``log_dir`` that loads, so that
+    the run ends bitwise identical to an uninterrupted one. The caller owns the sampler's
+    lifetime: ``train`` initializes it if needed and leaves it open (``with runner:`` or
+    ``with sampler:`` closes it), so ``sampler.evaluate`` still works afterwards.
     """
 
     def __init__(self, algo, agent, sampler, schedule: RunSchedule, log_dir: str | None = None,
@@ -74,90 +97,169 @@ class SyncRunner:
         self.stdout = stdout
         if resume and log_dir is None:
             raise ValueError("resume=True needs the log_dir of the run to continue")
+        if schedule.max_restarts and log_dir is None:
+            raise ValueError("max_restarts needs a log_dir: restarts resume from its checkpoints")
         if resume:
-            self._resume_path = latest_checkpoint(log_dir)  # fails early if there is none
+            latest_checkpoint(log_dir)  # fails early, naming the folder, if there is none
         elif log_dir is not None and list_checkpoints(log_dir):
             raise ValueError(f"run folder {log_dir!r} already holds checkpoints; resume it "
                              "(--resume) or choose another log dir")
 
+    def __enter__(self) -> "SyncRunner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sampler.close()
+
+    # -- the loop ------------------------------------------------------------------------
     def train(self) -> TrainResult:
-        s = self.schedule
-        sampler, algo = self.sampler, self.algo
-        sampler.initialize(self.agent)
-        per_itr = sampler.batch_T * sampler.batch_B
-        n_itr = math.ceil(s.n_steps / per_itr)
-        algo.initialize(self.agent, n_itr=n_itr, seed=self.seed)
-        eval_every, log_every = _every(s.eval_every, per_itr), _every(s.log_every, per_itr)
-        ckpt_every = _every(s.checkpoint_every, per_itr)
-        result = TrainResult(0, 0, float("nan"), float("-inf"))
-        start_itr = 0
-        if self.resume:
-            start_itr, result = self._load(self._resume_path)
-        logger = self._make_logger(append=self.resume)
-        timing = Timing()
-        episodes: list[EpisodeInfo] = []
-        bar = tqdm(total=n_itr * per_itr, initial=start_itr * per_itr, unit="step",
-                   disable=not self.progress, dynamic_ncols=True)
-        last_dump, steps_at_dump = time.perf_counter(), start_itr * per_itr
-        itr = start_itr
+        """Run to ``schedule.n_steps`` (or ``stop_at_return``); Ctrl-C keeps the newest
+        checkpoint and returns with ``interrupted=True``."""
+        self._startup()
+        itr = self.start_itr
         try:
-            for itr in range(start_itr, n_itr):
-                with timing.add_time("sample"):
-                    samples, new_episodes = sampler.obtain_samples(itr)
-                with timing.add_time("learn"):
-                    stats = algo.optimize(samples, itr)
-                episodes += new_episodes
-                logger.record_many(stats)
-                result.env_steps, result.iterations = (itr + 1) * per_itr, itr + 1
-                bar.update(per_itr)
-                last = itr + 1 == n_itr
-                stop = False
-                if s.evaluate and ((itr + 1) % eval_every == 0 or last):
-                    with timing.add_time("eval"):
-                        stop = self._evaluate(logger, result)
-                if (itr + 1) % log_every == 0 or last or stop:
-                    now = time.perf_counter()
-                    self._record_rollout(logger, episodes, timing, now - last_dump,
-                                         result.env_steps - steps_at_dump)
-                    episodes, last_dump, steps_at_dump = [], now, result.env_steps
-                    logger.dump(result.env_steps)
-                if (itr + 1) % ckpt_every == 0 or last or stop:
-                    self._save(itr + 1, result)
+            while itr < self.n_itr:
+                try:
+                    stop = self._iteration(itr)
+                except WorkerError as err:
+                    itr = self._restart_after(err)
+                    continue
+                itr += 1
                 if stop:
                     break
         except KeyboardInterrupt:
-            result.interrupted = True
-            bar.write(f"interrupted at iteration {itr}; the newest checkpoint in "
+            self.result.interrupted = True
+            self._say(f"interrupted at iteration {itr}; the newest checkpoint in "
                       f"{self.log_dir} is kept (resume with --resume {self.log_dir})")
         finally:
-            bar.close()
-            logger.close()
-            sampler.close()
-        self._plot()
-        return result
+            self._shutdown()
+        return self.result
 
-    def _evaluate(self, logger: Logger, result: TrainResult) -> bool:
+    def _iteration(self, itr: int) -> bool:
+        """Sample, learn, then evaluate/log/checkpoint when due; True: stop the run."""
+        with self.timing.add_time("sample"):
+            samples, episodes = self.sampler.obtain_samples(itr)
+        with self.timing.add_time("learn"):
+            try:
+                stats = self.algo.optimize(samples, itr)
+            except NonFiniteError as err:
+                raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration was "
+                                     f"saved{self._newest_note()}") from None
+        self.episodes += episodes
+        self.logger.record_many(stats)
+        self.result.env_steps, self.result.iterations = (itr + 1) * self.per_itr, itr + 1
+        self.bar.update(self.per_itr)
+        done = itr + 1
+        last = done == self.n_itr
+        stop = False
+        if self.eval_every and (done % self.eval_every == 0 or last):
+            with self.timing.add_time("eval"):
+                stop = self._run_evaluation()
+        if done % self.log_every == 0 or last or stop:
+            self._dump_logs()
+        if done % self.checkpoint_every == 0 or last or stop:
+            self._save(done)
+        return stop
+
+    # -- setup and teardown --------------------------------------------------------------
+    def _startup(self) -> None:
         s = self.schedule
-        eps = self.sampler.evaluate(s.eval_episodes, greedy=s.eval_greedy)
-        returns = np.array([e.ret for e in eps])
+        if not getattr(self.sampler, "_running", False):
+            self.sampler.initialize(self.agent)
+        self.per_itr = self.sampler.batch_T * self.sampler.batch_B
+        self.n_itr = math.ceil(s.n_steps / self.per_itr)
+        self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed)
+        self.eval_every = _every(s.eval_every, self.per_itr) if s.eval_every else 0
+        self.log_every = _every(s.log_every, self.per_itr)
+        self.checkpoint_every = _every(s.checkpoint_every, self.per_itr)
+        self.result = TrainResult(0, 0)
+        self.restarts = 0
+        self.start_itr = self._load_newest() if self.resume else 0
+        self.logger = self._make_logger(append=self.resume)
+        self.timing = Timing()
+        self.episodes: list[EpisodeInfo] = []
+        self.bar = tqdm(total=self.n_itr * self.per_itr, initial=self.start_itr * self.per_itr,
+                        unit="step", disable=not self.progress, dynamic_ncols=True)
+        self.last_dump = time.perf_counter()
+        self.steps_at_dump = self.start_itr * self.per_itr
+        if s.max_restarts and not list_checkpoints(self.log_dir):
+            self._save(0)  # a restart needs a checkpoint to go back to
+
+    def _shutdown(self) -> None:
+        self.bar.close()
+        self.logger.close()
+        if self.log_dir is not None:
+            plot_learning_curve(os.path.join(self.log_dir, "progress.csv"),
+                                os.path.join(self.log_dir, "learning_curve.png"),
+                                title=str(self.config.get("env", "")))
+
+    def _say(self, line: str) -> None:
+        if self.stdout:
+            tqdm.write(line)
+
+    # -- faults --------------------------------------------------------------------------
+    def _restart_after(self, err: WorkerError) -> int:
+        """Restart the sampler from the newest checkpoint, or re-raise when the restarts are
+        spent; returns the iteration to continue from."""
+        if self.restarts >= self.schedule.max_restarts:
+            raise err
+        self.restarts += 1
+        first_line = str(err).splitlines()[0]
+        self.sampler.close()
+        self.sampler.initialize(self.agent)
+        itr = self._load_newest()
+        self._say(f"restart {self.restarts}/{self.schedule.max_restarts}: {first_line}; "
+                  f"continuing from iteration {itr} ({itr * self.per_itr} env steps)")
+        self.logger.record("run/restarts", float(self.restarts))
+        self.bar.reset(total=self.n_itr * self.per_itr)
+        self.bar.update(itr * self.per_itr)
+        self.episodes = []
+        return itr
+
+    def _newest_note(self) -> str:
+        if self.log_dir is None or not list_checkpoints(self.log_dir):
+            return ""
+        return f"; the newest checkpoint is {list_checkpoints(self.log_dir)[-1]}"
+
+    # -- evaluation and logging ----------------------------------------------------------
+    def _run_evaluation(self) -> bool:
+        """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
+        s, result = self.schedule, self.result
+        episodes = self.sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
+        whole = [e for e in episodes if not e.truncated]
+        counted = whole or episodes  # only cut episodes: report them, flagged by the count
+        returns = np.array([e.ret for e in counted])
         mean = float(returns.mean())
-        logger.record("eval/return_mean", mean)
-        logger.record("eval/return_std", float(returns.std()))
-        logger.record("eval/length_mean", float(np.mean([e.length for e in eps])))
+        self.logger.record("eval/return_mean", mean)
+        self.logger.record("eval/return_std", float(returns.std()))
+        self.logger.record("eval/length_mean", float(np.mean([e.length for e in counted])))
+        self.logger.record("eval/episodes", float(len(whole)))
+        self.logger.record("eval/episodes_cut", float(len(episodes) - len(whole)))
+        if len(whole) < len(episodes):
+            self._say(f"evaluation at {result.env_steps} steps: {len(episodes) - len(whole)} of "
+                      f"{len(episodes)} episodes cut by the evaluation limits"
+                      + ("" if whole else "; their partial returns are reported"))
         result.eval_return = mean
-        result.best_eval_return = max(result.best_eval_return, mean)
         result.eval_history.append((result.env_steps, mean))
+        if result.best_eval_return is None or mean > result.best_eval_return:
+            result.best_eval_return = mean
+            if self.log_dir is not None:
+                save_best(self.log_dir, {"agent": self.agent.state_dict(), "config": self.config,
+                                         "env_steps": result.env_steps, "eval_return": mean})
         return s.stop_at_return is not None and mean >= s.stop_at_return
 
-    @staticmethod
-    def _record_rollout(logger: Logger, episodes: list[EpisodeInfo], timing: Timing,
-                        seconds: float, steps: int) -> None:
+    def _dump_logs(self) -> None:
+        logger, episodes = self.logger, self.episodes
         if episodes:
             logger.record("rollout/return_mean", float(np.mean([e.ret for e in episodes])))
             logger.record("rollout/length_mean", float(np.mean([e.length for e in episodes])))
             logger.record("rollout/episodes", float(len(episodes)))
-        logger.record_many(timing.take())
-        logger.record("time/steps_per_second", steps / max(seconds, 1e-9))
+        logger.record_many(self.timing.take())
+        now = time.perf_counter()
+        steps = self.result.env_steps - self.steps_at_dump
+        logger.record("time/steps_per_second", steps / max(now - self.last_dump, 1e-9))
+        self.episodes, self.last_dump, self.steps_at_dump = [], now, self.result.env_steps
+        logger.dump(self.result.env_steps)
 
     def _make_logger(self, append: bool) -> Logger:
         writers = []
@@ -172,26 +274,30 @@ class SyncRunner:
                 writers.append(TensorBoardWriter(self.log_dir))
         return Logger(writers)
 
-    def _save(self, itr: int, result: TrainResult) -> None:
+    # -- checkpoints ---------------------------------------------------------------------
+    def _save(self, itr: int) -> None:
         if self.log_dir is None:
             return
         state = {
-            "itr": itr, "result": result.__dict__, "agent": self.agent.state_dict(),
+            "itr": itr, "result": self.result.__dict__, "agent": self.agent.state_dict(),
             "algo": self.algo.state_dict(), "sampler": self.sampler.state_dict(),
             "rng": capture_rng(), "config": self.config,
         }
-        save_checkpoint(self.log_dir, result.env_steps, state, self.schedule.keep_checkpoints)
+        save_checkpoint(self.log_dir, itr * self.per_itr, state, self.schedule.keep_checkpoints)
 
-    def _load(self, path: str) -> tuple[int, TrainResult]:
-        state = load_checkpoint(path)
+    def _load_newest(self) -> int:
+        """Restore agent, algorithm, sampler and RNGs from the newest checkpoint that loads;
+        returns its iteration."""
+        path, state, skipped = load_newest_valid(self.log_dir)
+        for bad, why in skipped:
+            self._say(f"skipped damaged checkpoint {bad}: {why}")
         self.agent.load_state_dict(state["agent"])
         self.algo.load_state_dict(state["algo"])
         self.sampler.load_state_dict(state["sampler"])
         restore_rng(state["rng"])
-        return state["itr"], TrainResult(**state["result"])
+        saved = dict(state["result"])
+        saved["eval_history"] = [tuple(x) for x in saved.get("eval_history", [])]
+        self.result = TrainResult(**saved)
+        self.result.restarts = self.restarts
+        return state["itr"]
 
-    def _plot(self) -> None:
-        if self.log_dir is not None:
-            plot_learning_curve(os.path.join(self.log_dir, "progress.csv"),
-                                os.path.join(self.log_dir, "learning_curve.png"),
-                                title=str(self.config.get("env", "")))

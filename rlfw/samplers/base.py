@@ -1,21 +1,19 @@
-"""What every sampler promises: the ``Sampler`` protocol and the records it returns."""
+"""What every sampler promises (the ``Sampler`` protocol) and the lifecycle they share
+(``SamplerBase``: subclasses fill in ``_start``, ``_collect``, ``_state``, ``_load_state``
+and ``_stop``; the base does the checks, the evaluation envs and the closing)."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
-
-
-class EpisodeInfo(NamedTuple):
-    """One finished *game* episode (all lives, unclipped reward) of one env slot."""
-
-    ret: float
-    length: int
-    slot: int
+from rlfw.checks import NonFiniteError, check_positive
+from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.samplers.evaluation import EvalLimits, Evaluator
 
 
 @runtime_checkable
@@ -24,18 +22,20 @@ class Sampler(Protocol):
 
     Lifecycle: construct with the env factory and sizes, ``initialize(agent)``, then
     ``obtain_samples(itr)`` repeatedly, ``evaluate(n)`` whenever, ``close()`` (also via
-    ``with``). ``state_dict``/``load_state_dict`` capture everything needed for a resumed run
-    to continue bitwise: env states, current observations and RNG streams.
+    ``with``); a closed sampler may be initialized again. ``state_dict``/``load_state_dict``
+    capture everything needed for a resumed run to continue bitwise: env states, current
+    observations and RNG streams.
     """
 
     batch_T: int
     batch_B: int
 
-    def initialize(self, agent) -> Samples: ...
+    def initialize(self, agent: Agent) -> Samples: ...
 
     def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]: ...
 
-    def evaluate(self, n_episodes: int, greedy: bool = True) -> list[EpisodeInfo]: ...
+    def evaluate(self, n_episodes: int, greedy: bool = True,
+                 limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]: ...
 
     def state_dict(self) -> dict: ...
 
@@ -44,18 +44,11 @@ class Sampler(Protocol):
     def close(self) -> None: ...
 
 
-def check_positive(**sizes: int) -> None:
-    """Raise ``ValueError`` for the first size that is not a positive int."""
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def allocate_samples(agent, obs_space: gym.Space, batch_T: int, batch_B: int,
+def allocate_samples(agent: Agent, obs_space: gym.Space, batch_T: int, batch_B: int,
                      shared: bool = False, debug: bool = False) -> Samples:
     """The ``[T, B]`` buffer for this agent and observation space, from one example step."""
     example_obs = np.zeros((1,) + obs_space.shape, obs_space.dtype)
-    noise = np.zeros((1,) + agent.noise_shape, np.float32)
+    noise = np.zeros((1,) + tuple(agent.noise_shape), np.float32)
     step = agent.step(example_obs, noise)
     # The agent's info tree (AgentInfo for actor-critics, QInfo for DQN) sets the leaves.
     example = Samples(
@@ -70,8 +63,23 @@ def allocate_samples(agent, obs_space: gym.Space, batch_T: int, batch_B: int,
     return allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
 
 
+def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:
+    """``NonFiniteError`` naming the env, slot and step of the first NaN/inf reward or
+    (float) observation in a batch: caught here, it never reaches a loss as a mystery."""
+    fields = [("reward", samples.reward)]
+    if samples.observation.is_floating_point():
+        fields.append(("observation", samples.observation))
+    for name, value in fields:
+        bad = ~torch.isfinite(value.reshape(value.shape[0], value.shape[1], -1)).all(-1)
+        if bad.any():
+            t, b = (int(i) for i in torch.nonzero(bad)[0])
+            raise NonFiniteError(f"env {env_name!r} slot {b} emitted a non-finite {name} at "
+                                 f"step {t} of batch {itr}: {value[t, b].flatten()[:8].tolist()}")
+
+
 class SamplerBase:
-    """What all samplers share: sizes, evaluation on master-side eval envs, ``with``."""
+    """Sizes, the initialize-first checks, evaluation on separate envs, state merging and
+    closing, for every sampler kind."""
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_eval_envs: int = 4, debug: bool = False):
@@ -81,32 +89,56 @@ class SamplerBase:
         self.seed = seed
         self.n_eval_envs = n_eval_envs
         self.debug = debug
-        self.agent = None
+        self.agent: Agent | None = None
         self.samples: Samples | None = None
-        self._evaluator = None
+        self._evaluator: Evaluator | None = None
+        self._eval_calls = 0
+        self._running = False
 
-    @property
-    def evaluator(self):
-        """Master-side evaluation envs, built on first use."""
-        from rlfw.samplers.evaluation import Evaluator  # evaluation imports this module
+    # -- the lifecycle every sampler shares ---------------------------------------------
+    def initialize(self, agent: Agent) -> Samples:
+        """Start envs (and workers), allocate the ``[T, B]`` buffer; returns it."""
+        if self._running:
+            raise RuntimeError(f"{type(self).__name__} is already initialized; close() it "
+                               "before initializing it again")
+        self.agent = agent
+        self.samples = self._start(agent)
+        self._running = True
+        return self.samples
 
-        if self._evaluator is None:
-            self._evaluator = Evaluator(self.env_factory, self.n_eval_envs, self.seed)
-        return self._evaluator
+    def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        """Fill the buffer with the next ``batch_T`` steps of every slot."""
+        self._check_running()
+        samples, episodes = self._collect(itr)
+        check_env_outputs(samples, itr, getattr(self.env_factory, "env_id", self.env_factory))
+        return samples, episodes
 
-    def evaluate(self, n_episodes: int, greedy: bool = True) -> list[EpisodeInfo]:
+    def evaluate(self, n_episodes: int, greedy: bool = True,
+                 limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+        """Play ``n_episodes`` on separate evaluation envs (reseeded per call), within
+        ``limits``; episodes cut by them come back with ``truncated=True``."""
         if self.agent is None:
             raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
-        return self.evaluator.run(self.agent, n_episodes, greedy)
+        if self._evaluator is None:
+            self._evaluator = Evaluator(self.env_factory, self.n_eval_envs, self.seed)
+        episodes = self._evaluator.run(self.agent, n_episodes, greedy, self._eval_calls, limits)
+        self._eval_calls += 1
+        return episodes
 
-    def _eval_state(self) -> int:
-        return self._evaluator.calls if self._evaluator else 0
+    def state_dict(self) -> dict:
+        self._check_running()
+        return {"eval_calls": self._eval_calls, **self._state()}
 
-    def _load_eval_state(self, calls: int) -> None:
-        if calls:
-            self.evaluator.calls = calls
+    def load_state_dict(self, state: dict) -> None:
+        self._check_running()
+        self._load_state(state)
+        self._eval_calls = state["eval_calls"]
 
-    def _close_evaluator(self) -> None:
+    def close(self) -> None:
+        """Idempotent: stop workers and envs, free shared memory."""
+        if self._running:
+            self._running = False
+            self._stop()
         if self._evaluator is not None:
             self._evaluator.close()
             self._evaluator = None
@@ -117,6 +149,11 @@ class SamplerBase:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _check_running(self) -> None:
+        if not self._running:
+            raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first"
+                               + (" (it was closed)" if self.agent is not None else ""))
+
     def observation_space(self) -> gym.Space:
         """Read once from a throw-away env (workers build their own)."""
         probe = self.env_factory(True)
@@ -125,5 +162,18 @@ class SamplerBase:
         finally:
             probe.close()
 
-    def close(self) -> None:
-        self._close_evaluator()
+    # -- what each kind fills in --------------------------------------------------------
+    def _start(self, agent: Agent) -> Samples:
+        raise NotImplementedError
+
+    def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        raise NotImplementedError
+
+    def _state(self) -> dict:
+        raise NotImplementedError
+
+    def _load_state(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def _stop(self) -> None:
+        raise NotImplementedError

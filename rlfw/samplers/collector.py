@@ -5,17 +5,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
-from rlfw.envs.seeding import ACTION_NOISE
-from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
+from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
+from rlfw.seeding import ACTION_NOISE
 
 
 class Collector:
     """Fills ``buf`` (this collector's ``[T, b]`` columns) with ``T`` steps per call."""
 
-    def __init__(self, group: EnvGroup, agent, buf: Samples, seed: int):
+    def __init__(self, group: EnvGroup, agent: Agent, buf: Samples, seed: int):
         self.group, self.agent, self.buf = group, agent, buf
         group.reset()  # the group's next_obs is the current observation from here on
         self.noise = SlotNoise(seed, ACTION_NOISE, group.slots, agent.noise_shape,
@@ -38,13 +40,9 @@ class Collector:
             if result.final_obs:
                 idx = sorted(result.final_obs)
                 final = np.stack([result.final_obs[i] for i in idx])
-                buf.bootstrap_value[t, idx] = agent.value(final).float()
+                bootstrap_truncated(buf, t, idx, final, agent)
             episodes.extend(result.episodes)
-        last = len(buf.reward) - 1
-        open_end = ~(buf.terminated[last] | buf.truncated[last])
-        if open_end.any():
-            next_value = agent.value(group.result.next_obs).float()
-            buf.bootstrap_value[last] = torch.where(open_end, next_value, buf.bootstrap_value[last])
+        bootstrap_batch_end(buf, group.result.next_obs, agent)
         return episodes
 
     def state_dict(self) -> dict:

@@ -8,8 +8,8 @@ from typing import Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from rlfw.envs.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
-from rlfw.samplers.base import EpisodeInfo
+from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
 
 
 class StepResult:
@@ -48,6 +48,10 @@ class EnvGroup:
             obs, _ = env.reset(seed=derive_seed(self.seed, purpose, round_index, slot))
             self.result.next_obs[i] = obs
         return self.result.next_obs
+
+    def reset_slot(self, i: int) -> None:
+        """Start a new episode in local env ``i`` (unseeded: its RNG continues)."""
+        self.result.next_obs[i] = self.envs[i].reset()[0]
 
     def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
         r = self.result

@@ -1,56 +1,91 @@
-"""Evaluation episodes on separate envs, shared by all samplers."""
+"""Evaluation episodes on separate envs, shared by all samplers, bounded in time."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import gymnasium as gym
 import numpy as np
 
-from rlfw.envs.seeding import EVAL_NOISE
-from rlfw.samplers.base import EpisodeInfo, check_positive
+from rlfw.agents.base import Agent
+from rlfw.checks import check_positive
 from rlfw.samplers.env_group import EnvGroup
+from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
+from rlfw.seeding import EVAL_NOISE
+
+
+@dataclass(frozen=True)
+class EvalLimits:
+    """Bounds on one evaluation, in agent steps. An episode that reaches
+    ``max_episode_steps`` is cut there; when ``max_steps`` (all eval envs together) is spent,
+    running episodes are cut and the rest are not played. Cut episodes come back with
+    ``truncated=True`` so callers can count them instead of averaging them in silently."""
+
+    max_episode_steps: int | None = None
+    max_steps: int | None = None
+
+    def validate(self) -> None:
+        for name in ("max_episode_steps", "max_steps"):
+            if getattr(self, name) is not None:
+                check_positive(**{f"eval_{name}": getattr(self, name)})
 
 
 class Evaluator:
     """Runs ``n_episodes`` on ``n_envs`` evaluation envs (no episodic life, no reward clip).
 
     Episodes are split evenly over the envs up front, so short episodes are not
-    over-represented; each call ``k`` reseeds envs and noise from (seed, k), so evaluation
-    never disturbs the training streams and is itself reproducible.
+    over-represented; call ``k`` reseeds envs and noise from (seed, k), so evaluation never
+    disturbs the training streams and is itself reproducible.
     """
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], n_envs: int, seed: int):
         check_positive(n_eval_envs=n_envs)
         self.group = EnvGroup(env_factory, range(n_envs), seed, train=False)
         self.seed = seed
-        self.calls = 0
 
-    def run(self, agent, n_episodes: int, greedy: bool = True,
-            max_steps: int = 1_000_000) -> list[EpisodeInfo]:
+    def run(self, agent: Agent, n_episodes: int, greedy: bool = True, call_index: int = 0,
+            limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
         check_positive(n_episodes=n_episodes)
+        limits.validate()
         n_envs = len(self.group.slots)
         quota = np.array([n_episodes // n_envs + (i < n_episodes % n_envs) for i in range(n_envs)])
         done_count = np.zeros(n_envs, int)
-        obs = self.group.reset(round_index=self.calls)
-        noise = SlotNoise(self.seed, EVAL_NOISE, [self.calls * n_envs + i for i in range(n_envs)],
+        ep_return, ep_steps = np.zeros(n_envs), np.zeros(n_envs, int)
+        cap = limits.max_episode_steps or np.iinfo(np.int64).max
+        budget = limits.max_steps or np.iinfo(np.int64).max
+        obs = self.group.reset(round_index=call_index)
+        noise = SlotNoise(self.seed, EVAL_NOISE, [call_index * n_envs + i for i in range(n_envs)],
                           agent.noise_shape, agent.noise_kind)
-        self.calls += 1
         episodes: list[EpisodeInfo] = []
         was_greedy = agent.greedy
         agent.greedy = greedy
         try:
-            for _ in range(max_steps):
+            steps = 0
+            while True:
                 active = done_count < quota
                 if not active.any():
                     break
+                if steps >= budget:  # cut what is running; unplayed episodes stay unplayed
+                    episodes += [EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True)
+                                 for i in np.flatnonzero(active & (ep_steps > 0))]
+                    break
                 step = agent.step(obs, noise.draw())
                 result = self.group.step(agent.env_action(step.action), active)
+                steps += int(active.sum())
+                ep_return[active] += result.reward[active]
+                ep_steps[active] += 1
                 for ep in result.episodes:
                     if done_count[ep.slot] < quota[ep.slot]:
-                        episodes.append(ep)
+                        episodes.append(ep._replace(truncated=bool(ep_steps[ep.slot] >= cap)))
                         done_count[ep.slot] += 1
-                obs = result.next_obs
+                    ep_return[ep.slot], ep_steps[ep.slot] = 0.0, 0
+                for i in np.flatnonzero(active & (ep_steps >= cap)):  # cut by the cap
+                    episodes.append(EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True))
+                    done_count[i] += 1
+                    ep_return[i], ep_steps[i] = 0.0, 0
+                    self.group.reset_slot(i)
+                obs = self.group.result.next_obs
         finally:
             agent.greedy = was_greedy
         return episodes

@@ -15,12 +15,15 @@ import warnings
 import numpy as np
 import torch
 
+from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
 from rlfw.envs import EnvFactory, is_atari
-from rlfw.envs.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
-from rlfw.samplers.base import EpisodeInfo, SamplerBase, allocate_samples
+from rlfw.samplers.base import SamplerBase, allocate_samples
+from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
+from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.workers import default_workers, torch_threads
+from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
 
 
 def rom_name(env_id: str) -> str:
@@ -56,15 +59,14 @@ class NativeAtariSampler(SamplerBase):
             frameskip=o.frame_skip, maxpool=True, noop_max=o.noop_max,
             episodic_life=False, reward_clipping=False, use_fire_reset=True)
 
-    def initialize(self, agent) -> Samples:
-        self.agent = agent
+    def _start(self, agent: Agent) -> Samples:
         self.envs = self._make_envs()
-        self.samples = allocate_samples(agent, self.envs.single_observation_space,
-                                        self.batch_T, self.batch_B, debug=self.debug)
+        samples = allocate_samples(agent, self.envs.single_observation_space,
+                                   self.batch_T, self.batch_B, debug=self.debug)
         self.noise = SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B), agent.noise_shape,
                                agent.noise_kind)
         self._reset(round_index=0)
-        return self.samples
+        return samples
 
     def _reset(self, round_index: int) -> None:
         seeds = np.array([derive_seed(self.seed, TRAIN_ENV, round_index, b)
@@ -75,13 +77,11 @@ class NativeAtariSampler(SamplerBase):
         self.ep_return = np.zeros(self.batch_B, np.float64)
         self.ep_length = np.zeros(self.batch_B, np.int64)
 
-    def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
-        if self.envs is None:
-            raise RuntimeError("NativeAtariSampler.initialize(agent) must be called first")
+    def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         with torch_threads(1):
-            return self._collect()
+            return self._collect_batch()
 
-    def _collect(self) -> tuple[Samples, list[EpisodeInfo]]:
+    def _collect_batch(self) -> tuple[Samples, list[EpisodeInfo]]:
         buf, agent = self.samples, self.agent
         agent.sample_mode()
         buf.bootstrap_value.zero_()
@@ -97,11 +97,7 @@ class NativeAtariSampler(SamplerBase):
                 self._record(t - 1, *pending, episodes)
             pending = self._receive()
         self._record(self.batch_T - 1, *pending, episodes)
-        last = self.batch_T - 1
-        open_end = ~(buf.terminated[last] | buf.truncated[last])
-        if open_end.any():
-            buf.bootstrap_value[last] = torch.where(
-                open_end, agent.value(self.obs).float().cpu(), buf.bootstrap_value[last])
+        bootstrap_batch_end(buf, self.obs, agent)
         return buf, episodes
 
     def _receive(self):
@@ -138,25 +134,21 @@ class NativeAtariSampler(SamplerBase):
         buf.terminated[t] = torch.from_numpy(ends)
         cut = truncated & ~ends
         buf.truncated[t] = torch.from_numpy(cut)
-        if cut.any():
+        if cut.any():  # ale-py reports final_obs only on steps where an episode ended
             idx = np.flatnonzero(cut)
-            final = np.asarray(info["final_obs"])[idx]
-            buf.bootstrap_value[t, idx] = self.agent.value(final).float().cpu()
+            bootstrap_truncated(buf, t, idx, np.asarray(info["final_obs"])[idx], self.agent)
 
-    def state_dict(self) -> dict:
+    def _state(self) -> dict:
         # The native emulators' states cannot be exported: a resumed run restarts games.
-        return {"native": True, "noise": self.noise.state(), "eval_calls": self._eval_state()}
+        return {"native": True, "noise": self.noise.state()}
 
-    def load_state_dict(self, state: dict) -> None:
+    def _load_state(self, state: dict) -> None:
         warnings.warn("resuming with the native ALE sampler restarts every game (its "
                       "emulator state is not exportable): the run is not bitwise identical "
                       "to an uninterrupted one", stacklevel=2)
         self.noise.set_state(state["noise"])
         self._reset(round_index=1 + state["eval_calls"])
-        self._load_eval_state(state["eval_calls"])
 
-    def close(self) -> None:
-        if self.envs is not None:
-            self.envs.close()
-            self.envs = None
-        self._close_evaluator()
+    def _stop(self) -> None:
+        self.envs.close()
+        self.envs = None

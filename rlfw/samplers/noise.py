@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rlfw.envs.seeding import slot_generator
+from rlfw.seeding import slot_generator
 
 
 class SlotNoise:

@@ -7,27 +7,14 @@ from typing import Callable
 import gymnasium as gym
 import torch
 
+from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
-from rlfw.samplers.base import EpisodeInfo, SamplerBase, allocate_samples, check_positive
+from rlfw.samplers.base import SamplerBase, allocate_samples
 from rlfw.samplers.collector import Collector
 from rlfw.samplers.env_group import EnvGroup
-from rlfw.samplers.workers import (WorkerPool, default_workers, serve, worker_cpus,
+from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.samplers.workers import (WorkerPool, default_workers, serve, split_slots, worker_cpus,
                                   worker_setup)
-
-
-def split_slots(batch_B: int, n_workers: int) -> list[range]:
-    """Contiguous slot ranges, sizes differing by at most one."""
-    check_positive(n_workers=n_workers)
-    if n_workers > batch_B:
-        raise ValueError(f"n_workers={n_workers} exceeds batch_B={batch_B}: each worker "
-                         "needs at least one env")
-    base, extra = divmod(batch_B, n_workers)
-    bounds, start = [], 0
-    for w in range(n_workers):
-        size = base + (w < extra)
-        bounds.append(range(start, start + size))
-        start += size
-    return bounds
 
 
 def _cpu_worker(conn, env_factory, slots: range, seed: int, agent, buf: Samples,
@@ -71,37 +58,29 @@ class ParallelCpuSampler(SamplerBase):
         self.start_method = start_method
         self.pool: WorkerPool | None = None
 
-    def initialize(self, agent) -> Samples:
-        self.agent = agent
-        self.samples = allocate_samples(agent, self.observation_space(), self.batch_T,
-                                        self.batch_B, shared=True, debug=self.debug)
+    def _start(self, agent: Agent) -> Samples:
+        samples = allocate_samples(agent, self.observation_space(), self.batch_T,
+                                   self.batch_B, shared=True, debug=self.debug)
         self.weights = {k: v.detach().clone().share_memory_()
                         for k, v in agent.state_dict().items()}
         cpus = worker_cpus(len(self.slots), self.pin_cpus)
-        args = [(self.env_factory, slots, self.seed, agent, self.samples, self.weights, cpus[w])
+        args = [(self.env_factory, slots, self.seed, agent, samples, self.weights, cpus[w])
                 for w, slots in enumerate(self.slots)]
         self.pool = WorkerPool(_cpu_worker, args, self.start_method)
-        return self.samples
+        return samples
 
-    def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
-        if self.pool is None:
-            raise RuntimeError("ParallelCpuSampler.initialize(agent) must be called first")
+    def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         for key, value in self.agent.state_dict().items():
             self.weights[key].copy_(value)
         per_worker = self.pool.call("sample")
         return self.samples, [ep for eps in per_worker for ep in eps]
 
-    def state_dict(self) -> dict:
-        assert self.pool is not None
-        return {"workers": self.pool.call("state"), "eval_calls": self._eval_state()}
+    def _state(self) -> dict:
+        return {"workers": self.pool.call("state")}
 
-    def load_state_dict(self, state: dict) -> None:
-        assert self.pool is not None
+    def _load_state(self, state: dict) -> None:
         self.pool.load_states(state["workers"])
-        self._load_eval_state(state["eval_calls"])
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
-        self._close_evaluator()
+    def _stop(self) -> None:
+        self.pool.close()
+        self.pool = None

@@ -13,15 +13,17 @@ from typing import Callable, NamedTuple
 import gymnasium as gym
 import torch
 
+from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.buffers.tree import LeafIndexing
-from rlfw.envs.seeding import ACTION_NOISE
-from rlfw.samplers.base import EpisodeInfo, SamplerBase, allocate_samples
+from rlfw.samplers.base import SamplerBase, allocate_samples
+from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
+from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.parallel_cpu import split_slots
-from rlfw.samplers.workers import (WorkerPool, default_workers, serve, torch_threads,
-                                  worker_cpus, worker_setup)
+from rlfw.samplers.workers import (WorkerPool, default_workers, serve, split_slots,
+                                  torch_threads, worker_cpus, worker_setup)
+from rlfw.seeding import ACTION_NOISE
 
 
 class StepBuffer(NamedTuple):
@@ -106,13 +108,12 @@ class ParallelGpuSampler(SamplerBase):
         workers = self.groups[g]
         return slice(self.worker_slots[workers[0]].start, self.worker_slots[workers[-1]].stop)
 
-    def initialize(self, agent) -> Samples:
-        self.agent = agent
+    def _start(self, agent: Agent) -> Samples:
         obs_space = self.observation_space()
-        self.samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B,
-                                        debug=self.debug)
-        example_action = agent.env_action(self.samples.action[0, :1])[0]
-        obs = torch.zeros(obs_space.shape, dtype=self.samples.observation.dtype)
+        samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B,
+                                   debug=self.debug)
+        example_action = agent.env_action(samples.action[0, :1])[0]
+        obs = torch.zeros(obs_space.shape, dtype=samples.observation.dtype)
         example = StepBuffer(obs, torch.as_tensor(example_action), torch.zeros(()),
                              torch.zeros((), dtype=torch.bool), torch.zeros((), dtype=torch.bool),
                              obs)
@@ -129,15 +130,13 @@ class ParallelGpuSampler(SamplerBase):
                  self.step_done[w], os.getpid(), cpus[w])
                 for w, slots in enumerate(self.worker_slots)]
         self.pool = WorkerPool(_env_worker, args, self.start_method)
-        return self.samples
+        return samples
 
-    def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
-        if self.pool is None:
-            raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
+    def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         with torch_threads(1):
-            return self._collect()
+            return self._collect_batch()
 
-    def _collect(self) -> tuple[Samples, list[EpisodeInfo]]:
+    def _collect_batch(self) -> tuple[Samples, list[EpisodeInfo]]:
         self.agent.sample_mode()
         self.samples.bootstrap_value.zero_()
         T = self.batch_T
@@ -150,7 +149,7 @@ class ParallelGpuSampler(SamplerBase):
         for g in range(self.n_groups):
             self._finish_step(T - 1, g)
         episodes = [ep for w in range(len(self.pool)) for ep in self.pool.receive(w)]
-        self._bootstrap_batch_end()
+        bootstrap_batch_end(self.samples, self.step_buf.observation, self.agent)
         return self.samples, episodes
 
     def _act(self, t: int, g: int) -> None:
@@ -177,36 +176,21 @@ class ParallelGpuSampler(SamplerBase):
         buf.terminated[t, sl] = step.terminated[sl]
         buf.truncated[t, sl] = step.truncated[sl]
         truncated = torch.nonzero(step.truncated[sl]).flatten() + sl.start
-        if len(truncated):
-            values = self.agent.value(step.final_observation[truncated]).float().cpu()
-            buf.bootstrap_value[t, truncated] = values
+        bootstrap_truncated(buf, t, truncated, step.final_observation[truncated], self.agent)
 
-    def _bootstrap_batch_end(self) -> None:
-        buf, last = self.samples, self.batch_T - 1
-        open_end = ~(buf.terminated[last] | buf.truncated[last])
-        if open_end.any():
-            values = self.agent.value(self.step_buf.observation).float().cpu()
-            buf.bootstrap_value[last] = torch.where(open_end, values, buf.bootstrap_value[last])
+    def _state(self) -> dict:
+        return {"workers": self.pool.call("state"), "noise": [n.state() for n in self.noise]}
 
-    def state_dict(self) -> dict:
-        assert self.pool is not None
-        return {"workers": self.pool.call("state"), "noise": [n.state() for n in self.noise],
-                "eval_calls": self._eval_state()}
-
-    def load_state_dict(self, state: dict) -> None:
-        assert self.pool is not None
+    def _load_state(self, state: dict) -> None:
         self.pool.load_states(state["workers"])
         for noise, s in zip(self.noise, state["noise"]):
             noise.set_state(s)
-        self._load_eval_state(state["eval_calls"])
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
+    def _stop(self) -> None:
+        self.pool.close()
+        self.pool = None
         # Under spawn, semaphores are named in /dev/shm until their last reference is gone.
         self.act_ready, self.step_done = [], []
-        self._close_evaluator()
 
 
 class AlternatingSampler(ParallelGpuSampler):

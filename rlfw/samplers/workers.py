@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from rlfw.checks import check_positive
+
 POLL_S = 0.2          # liveness check period while waiting on workers
 JOIN_S = 3.0          # grace period for workers to exit on close before they are killed
 
@@ -60,12 +62,28 @@ def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any]
             conn.send(("ok", handler(command, payload)))
     except BaseException:
         try:
-            conn.send(("error", f"sampler worker pid {os.getpid()} failed:\n"
+            name = mp.current_process().name.replace("rlfw-sampler-worker-", "sampler worker ")
+            conn.send(("error", f"{name} (pid {os.getpid()}) raised an exception:\n"
                                 f"{traceback.format_exc()}"))
         except (OSError, ValueError):
             pass
     finally:
         cleanup()
+
+
+def split_slots(batch_B: int, n_workers: int) -> list[range]:
+    """Contiguous slot ranges, sizes differing by at most one."""
+    check_positive(n_workers=n_workers)
+    if n_workers > batch_B:
+        raise ValueError(f"n_workers={n_workers} exceeds batch_B={batch_B}: each worker "
+                         "needs at least one env")
+    base, extra = divmod(batch_B, n_workers)
+    bounds, start = [], 0
+    for w in range(n_workers):
+        size = base + (w < extra)
+        bounds.append(range(start, start + size))
+        start += size
+    return bounds
 
 
 def usable_cpus() -> list[int]:
@@ -122,11 +140,21 @@ class WorkerPool:
         return len(self.procs)
 
     def send(self, command: str, payloads: Sequence[Any] | None = None) -> None:
+        """Send every worker a command; a worker that died (whenever: even while the master
+        was busy between batches) surfaces as ``WorkerError``, never as a pipe error."""
+        if self.closed:
+            raise WorkerError("the sampler workers were stopped (after a failure or close()); "
+                              "close and initialize the sampler again")
         for i, conn in enumerate(self.conns):
-            conn.send((command, None if payloads is None else payloads[i]))
+            try:
+                conn.send((command, None if payloads is None else payloads[i]))
+            except (OSError, ValueError):  # BrokenPipeError and friends: the reader is gone
+                self._raise_dead(i)
 
     def receive(self, worker: int) -> Any:
         """Block (with liveness checks) for worker ``worker``'s answer."""
+        if self.closed:
+            raise WorkerError("the sampler workers were stopped (after a failure or close())")
         conn = self.conns[worker]
         while not conn.poll(POLL_S):
             self.check_alive()

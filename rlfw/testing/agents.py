@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rlfw.agents.actor_critic import AgentStep
-from rlfw.agents.base import ModelAgent
+from rlfw.agents.base import AgentStep, ModelAgent
 from rlfw.buffers import AgentInfo
 
 

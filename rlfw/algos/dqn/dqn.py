@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
-from rlfw.algos.optim import OPTIMIZERS, check_config, flat_optimizer
+from rlfw.algos.optim import OPTIMIZERS, flat_optimizer, gradient_step
+from rlfw.checks import check_config
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
                                  RowStorage, UniformSampling)
@@ -48,6 +49,7 @@ class DQNConfig:
     apex_epsilon: bool = False             # fixed ε_i = 0.4^(1 + 7 i/(B-1)) per env slot
     frame_dedup: bool = True               # store stacked uint8 frames once (Atari)
     save_replay: bool = False              # put the replay into checkpoints (bitwise resume)
+    eval_epsilon: float = 0.0              # ε of evaluation episodes (Atari preset: 0.05)
 
     def validate(self) -> None:
         check_config(
@@ -69,10 +71,17 @@ class DQNConfig:
             learning_starts=(self.learning_starts, self.learning_starts >= 0, "must be >= 0"),
             exploration_fraction=(self.exploration_fraction,
                                   0 <= self.exploration_fraction <= 1, "must be in [0, 1]"),
+            eval_epsilon=(self.eval_epsilon, 0 <= self.eval_epsilon <= 1, "must be in [0, 1]"),
         )
 
 
 class DQN:
+    """Deep Q-learning on the common replay: each ``optimize(samples, itr)`` appends the
+    ``[T, B]`` batch, then runs ``replay_ratio x T x B`` gradient steps on uniform or
+    prioritized n-step minibatches against a target network (hard copies every
+    ``target_update_interval`` env steps, or Polyak averaging with ``tau < 1``); it also
+    drives the agent's per-slot ε schedule."""
+
     def __init__(self, config: DQNConfig | None = None):
         self.config = config or DQNConfig()
         self.config.validate()
@@ -94,9 +103,9 @@ class DQN:
     # -- exploration ---------------------------------------------------------------------
     def _set_epsilon(self, env_steps: int) -> None:
         c = self.config
-        n_slots = len(self.agent.model.epsilon)
+        batch_B = len(self.agent.model.epsilon)
         if c.apex_epsilon:
-            self.agent.set_epsilon(apex_epsilons(n_slots))
+            self.agent.set_epsilon(apex_epsilons(batch_B))
             return
         total = max(self.n_itr * self.steps_per_itr, 1)
         frac = min(env_steps / max(c.exploration_fraction * total, 1e-9), 1.0)
@@ -170,16 +179,13 @@ class DQN:
                                                 delta=c.huber_delta)).mean()
         else:  # all weights are 1
             loss = F.huber_loss(q_taken, y, delta=c.huber_delta)
-        self.flat.zero_grad()
-        loss.backward()
-        norm = self.flat.clip_grad_norm(c.max_grad_norm)
-        self.optimizer.step()
+        norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         self.updates += 1
         td_abs = (q_taken.detach() - y).abs()
         self.replay.update_priorities(batch.index, td_abs.numpy())
         stats["loss"].append(loss.item())
         stats["q"].append(q_taken.detach().mean().item())
-        stats["grad_norm"].append(norm.item())
+        stats["grad_norm"].append(norm)
         stats["td_abs"].append(td_abs.mean().item())
 
     @torch.no_grad()

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from rlfw.algos.optim import check_config, flat_optimizer, gradient_step, set_lr
+from rlfw.algos.optim import flat_optimizer, gradient_step, set_lr
+from rlfw.checks import check_config
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance, linear_lr
 from rlfw.buffers import Samples
 
@@ -29,6 +30,9 @@ class A2CConfig:
 
 
 class A2C:
+    """Synchronous advantage actor-critic: per batch, n-step (or GAE) advantages and a
+    single gradient step on policy loss, value loss and entropy bonus."""
+
     def __init__(self, config: A2CConfig | None = None):
         self.config = config or A2CConfig()
         self.config.validate()
@@ -48,7 +52,7 @@ class A2C:
         if c.normalize_advantage:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         self.agent.train_mode()
-        logp, entropy, value = self.agent.evaluate(obs, action)
+        logp, entropy, value = self.agent.evaluate_actions(obs, action)
         policy_loss = -(adv * logp).mean()
         value_loss = (ret - value).pow(2).mean()
         entropy_mean = entropy.mean()

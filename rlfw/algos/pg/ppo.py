@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.optim import check_config, flat_optimizer, gradient_step, set_lr
+from rlfw.algos.optim import flat_optimizer, gradient_step, set_lr
+from rlfw.checks import check_config
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance, linear_lr
 from rlfw.buffers import Samples
 
@@ -45,6 +46,11 @@ class PPOConfig:
 
 
 class PPO:
+    """Proximal policy optimization: per batch, GAE advantages, then ``epochs`` passes of
+    shuffled minibatches on the clipped surrogate, (optionally clipped) value loss and
+    entropy bonus. Its importance ratio against the sampling policy's log-probs also
+    corrects for a lag between the sampling and the learning policy."""
+
     def __init__(self, config: PPOConfig | None = None):
         self.config = config or PPOConfig()
         self.config.validate()
@@ -92,7 +98,7 @@ class PPO:
         c = self.config
         if c.normalize_advantage and len(adv) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        logp, entropy, value = self.agent.evaluate(obs, action)
+        logp, entropy, value = self.agent.evaluate_actions(obs, action)
         log_ratio = logp - old_logp
         ratio = log_ratio.exp()
         policy_loss = -torch.min(adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)).mean()

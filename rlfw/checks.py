@@ -1,0 +1,28 @@
+"""Input checks shared by every part: each error names the bad value and what is allowed."""
+from __future__ import annotations
+
+
+def check_positive(**sizes: int) -> None:
+    """Raise ``ValueError`` for the first size that is not a positive int."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_config(name: str, **checks: tuple[object, bool, str]) -> None:
+    """Raise ``ValueError`` for the first field whose check failed, with what is allowed."""
+    for field, (value, ok, allowed) in checks.items():
+        if not ok:
+            raise ValueError(f"{name}.{field} = {value!r} is invalid: {allowed}")
+
+
+class NonFiniteError(FloatingPointError):
+    """A NaN or infinite number where training cannot go on (loss, gradient, env output)."""
+
+
+def check_finite(what: str, value: "torch.Tensor") -> None:
+    """Raise ``NonFiniteError`` naming ``what`` if ``value`` holds a NaN or an inf."""
+    import torch
+
+    if not bool(torch.isfinite(value).all()):
+        raise NonFiniteError(f"non-finite {what}: {value.flatten()[:8].tolist()}")

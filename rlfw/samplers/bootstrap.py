@@ -1,0 +1,27 @@
+"""The one place where samplers write ``Samples.bootstrap_value``: V(true final obs) for
+truncated steps and V(next obs) at the batch's open end; terminated steps keep 0."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rlfw.agents.base import Agent
+from rlfw.buffers import Samples
+
+
+def bootstrap_truncated(buf: Samples, t: int, slots: np.ndarray | torch.Tensor | list[int],
+                        final_obs: np.ndarray | torch.Tensor, agent: Agent) -> None:
+    """Value the true final observations of the ``slots`` truncated at step ``t``."""
+    if len(slots):
+        buf.bootstrap_value[t, slots] = agent.value(final_obs).float().cpu()
+
+
+def bootstrap_batch_end(buf: Samples, next_obs: np.ndarray | torch.Tensor,
+                        agent: Agent) -> None:
+    """Value ``next_obs`` for slots whose last step did not end an episode (a truncated
+    last step already holds the value of its own final observation)."""
+    last = buf.reward.shape[0] - 1
+    open_end = ~(buf.terminated[last] | buf.truncated[last])
+    if open_end.any():
+        values = agent.value(next_obs).float().cpu()
+        buf.bootstrap_value[last] = torch.where(open_end, values, buf.bootstrap_value[last])

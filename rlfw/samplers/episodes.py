@@ -1,0 +1,14 @@
+"""The record of one finished episode, as samplers and evaluation report it."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class EpisodeInfo(NamedTuple):
+    """One finished *game* episode (all lives, unclipped reward) of one env slot.
+    ``truncated``: the episode was cut by a step cap before the game ended."""
+
+    ret: float
+    length: int
+    slot: int
+    truncated: bool = False
