@@ -3,6 +3,7 @@
 and ``_stop``; the base does the checks, the evaluation envs and the closing)."""
 from __future__ import annotations
 
+import traceback
 from typing import Callable, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -102,7 +103,14 @@ class SamplerBase:
             raise RuntimeError(f"{type(self).__name__} is already initialized; close() it "
                                "before initializing it again")
         self.agent = agent
-        self.samples = self._start(agent)
+        try:
+            self.samples = self._start(agent)
+        except BaseException as err:
+            # The failed frames' locals hold named semaphores and shared memory; a kept
+            # traceback must not keep them alive.
+            traceback.clear_frames(err.__traceback__)
+            self._stop()
+            raise
         self._running = True
         return self.samples
 
@@ -176,4 +184,5 @@ class SamplerBase:
         raise NotImplementedError
 
     def _stop(self) -> None:
+        """Free what ``_start`` made; also called after ``_start`` failed part-way."""
         raise NotImplementedError

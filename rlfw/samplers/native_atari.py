@@ -150,5 +150,6 @@ class NativeAtariSampler(SamplerBase):
         self._reset(round_index=1 + state["eval_calls"])
 
     def _stop(self) -> None:
-        self.envs.close()
-        self.envs = None
+        if self.envs is not None:
+            self.envs.close()
+            self.envs = None

@@ -2,6 +2,7 @@
 writing straight into the shared ``[T, B]`` buffer; one synchronisation per batch."""
 from __future__ import annotations
 
+import copy
 from typing import Callable
 
 import gymnasium as gym
@@ -64,7 +65,12 @@ class ParallelCpuSampler(SamplerBase):
         self.weights = {k: v.detach().clone().share_memory_()
                         for k, v in agent.state_dict().items()}
         cpus = worker_cpus(len(self.slots), self.pin_cpus)
-        args = [(self.env_factory, slots, self.seed, agent, samples, self.weights, cpus[w])
+        # A fresh copy: once an optimizer has flattened the agent's parameters into one
+        # buffer they are views at odd offsets, and SIMD kernels round differently on
+        # unaligned weights; workers must compute with the same layout whenever they start.
+        worker_agent = copy.deepcopy(agent)
+        args = [(self.env_factory, slots, self.seed, worker_agent, samples, self.weights,
+                 cpus[w])
                 for w, slots in enumerate(self.slots)]
         self.pool = WorkerPool(_cpu_worker, args, self.start_method)
         return samples
@@ -82,5 +88,6 @@ class ParallelCpuSampler(SamplerBase):
         self.pool.load_states(state["workers"])
 
     def _stop(self) -> None:
-        self.pool.close()
-        self.pool = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None

@@ -187,8 +187,9 @@ class ParallelGpuSampler(SamplerBase):
             noise.set_state(s)
 
     def _stop(self) -> None:
-        self.pool.close()
-        self.pool = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         # Under spawn, semaphores are named in /dev/shm until their last reference is gone.
         self.act_ready, self.step_done = [], []
 

@@ -12,6 +12,8 @@ from rlfw.samplers.episodes import EpisodeInfo
 class SerialSampler(SamplerBase):
     """The reference sampler: simplest code, and the one every other sampler must match."""
 
+    collector: Collector | None = None
+
     def _start(self, agent: Agent) -> Samples:
         group = EnvGroup(self.env_factory, range(self.batch_B), self.seed, train=True)
         samples = allocate_samples(agent, group.envs[0].observation_space, self.batch_T,
@@ -29,5 +31,6 @@ class SerialSampler(SamplerBase):
         self.collector.load_state_dict(state["collector"])
 
     def _stop(self) -> None:
-        self.collector.group.close()
-        del self.collector
+        if self.collector is not None:
+            self.collector.group.close()
+            self.collector = None

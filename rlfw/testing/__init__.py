@@ -1,7 +1,9 @@
-"""Test doubles: counting and failing environments, a counting agent."""
-from rlfw.testing.agents import CountingAgent
-from rlfw.testing.envs import (ContinuousCountingEnv, CountingEnv, FrameCountingEnv, RaisingEnv,
-                               SelfKillingEnv, stacked_frame_counting_env)
+"""Test doubles: counting and failing environments, counting and constant agents."""
+from rlfw.testing.agents import ConstantActionAgent, CountingAgent
+from rlfw.testing.envs import (ContinuousCountingEnv, CountingEnv, FrameCountingEnv, KillOnceEnv,
+                               NonFiniteRewardEnv, RaisingEnv, SelfKillingEnv,
+                               stacked_frame_counting_env)
 
-__all__ = ["ContinuousCountingEnv", "CountingAgent", "CountingEnv", "FrameCountingEnv",
-           "RaisingEnv", "SelfKillingEnv", "stacked_frame_counting_env"]
+__all__ = ["ConstantActionAgent", "ContinuousCountingEnv", "CountingAgent", "CountingEnv",
+           "FrameCountingEnv", "KillOnceEnv", "NonFiniteRewardEnv", "RaisingEnv",
+           "SelfKillingEnv", "stacked_frame_counting_env"]

@@ -43,3 +43,26 @@ class CountingAgent(ModelAgent):
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.numpy()
+
+
+class ConstantActionAgent(ModelAgent):
+    """Always takes ``action`` (e.g. Atari NOOP: an agent that never presses FIRE)."""
+
+    noise_shape: tuple[int, ...] = ()
+    noise_kind = "uniform"
+
+    def __init__(self, action: int = 0):
+        self.action = action
+        self.greedy = False
+        self.model = torch.nn.Linear(1, 1)
+
+    def step(self, obs, noise, slots=None) -> AgentStep:
+        n = len(obs)
+        return AgentStep(torch.full((n,), self.action, dtype=torch.long),
+                         AgentInfo(torch.zeros(n), torch.zeros(n)))
+
+    def value(self, obs) -> torch.Tensor:
+        return torch.zeros(len(obs))
+
+    def env_action(self, action: torch.Tensor) -> np.ndarray:
+        return action.numpy()

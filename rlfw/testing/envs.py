@@ -66,18 +66,66 @@ class RaisingEnv(CountingEnv):
 
 class SelfKillingEnv(CountingEnv):
     """A CountingEnv whose process SIGKILLs itself on its ``kill_at``-th step (a crashed
-    worker: no Python exception, no cleanup)."""
+    worker: no Python exception, no cleanup), or in its first reset with
+    ``kill_in_reset`` (a worker dying while it starts)."""
 
-    def __init__(self, kill_at: int = 5, **kwargs: Any):
+    def __init__(self, kill_at: int = 5, kill_in_reset: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
         self.kill_at = kill_at
+        self.kill_in_reset = kill_in_reset
         self._steps = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if self.kill_in_reset and in_sampler_worker():
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().reset(seed=seed, options=options)
 
     def step(self, action: Any):
         if self._steps == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
         self._steps += 1
         return super().step(action)
+
+
+def in_sampler_worker() -> bool:
+    """True inside a sampler worker process (test envs must not kill the test itself)."""
+    import multiprocessing
+
+    return multiprocessing.current_process().name.startswith("rlfw-sampler-worker")
+
+
+class KillOnceEnv(gym.Wrapper):
+    """A real task (default CartPole) whose sampler worker SIGKILLs itself at the env's
+    ``kill_at``-th step unless ``marker`` exists, creating it first: a run restarted from a
+    checkpoint replays that step without dying, so restart-equals-uninterrupted is testable."""
+
+    def __init__(self, marker: str, kill_at: int, env_id: str = "CartPole-v1"):
+        super().__init__(gym.make(env_id))
+        self.marker, self.kill_at = marker, kill_at
+        self._steps = 0
+
+    def step(self, action: Any):
+        if self._steps == self.kill_at and in_sampler_worker() and not os.path.exists(
+                self.marker):
+            open(self.marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        self._steps += 1
+        return self.env.step(action)
+
+
+class NonFiniteRewardEnv(CountingEnv):
+    """A CountingEnv whose reward is NaN on its ``nan_at``-th step (0-based)."""
+
+    def __init__(self, nan_at: int = 5, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.nan_at = nan_at
+        self._steps = 0
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = super().step(action)
+        reward = float("nan") if self._steps == self.nan_at else reward
+        self._steps += 1
+        return obs, reward, terminated, truncated, info
 
 
 class ContinuousCountingEnv(CountingEnv):
