@@ -5,9 +5,10 @@
 """
 import argparse
 
-from rlfw import (A2C, PPO, ActorCriticAgent, EnvFactory, EnvSpaces,
-                  RunSchedule, SerialSampler, SyncRunner)
-from rlfw.seeding import seed_everything
+import time
+
+from rlfw import (A2C, PPO, ActorCriticAgent, EnvFactory, EnvSpaces, ParallelCpuSampler,
+                  RunSchedule, SerialSampler, SyncRunner, seed_everything)
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 
 
@@ -26,14 +27,16 @@ def main() -> None:
 
     env = EnvFactory(args.env)                         # Nature preprocessing for ALE/ ids
     agent = ActorCriticAgent.build(EnvSpaces.of(env))  # MLP, or Nature CNN for frames
-    # The one line to swap, e.g. ParallelCpuSampler(env, ..., n_workers=2):
-    sampler = SerialSampler(env, batch_T=config.batch_T, batch_B=config.batch_B, seed=args.seed)
+    sampler = SerialSampler(env, config.batch_T, config.batch_B, seed=args.seed)  # swap, e.g.
+    # sampler = ParallelCpuSampler(env, config.batch_T, config.batch_B, seed=args.seed, n_workers=2)
     algo = PPO(config.ppo) if args.algo == "ppo" else A2C(config.a2c)
     schedule = RunSchedule(n_steps=args.steps, eval_every=max(args.steps // 10, 1),
                            log_every=max(args.steps // 20, 1))
-    log_dir = f"runs/experiment-{args.algo}-{args.env.replace('/', '_')}-s{args.seed}"
-    result = SyncRunner(algo, agent, sampler, schedule, log_dir=log_dir, seed=args.seed,
-                        config=config.to_dict()).train()
+    log_dir = time.strftime(f"runs/experiment-{args.algo}-{args.env.replace('/', '_')}"
+                            f"-s{args.seed}-%Y%m%d-%H%M%S")
+    with SyncRunner(algo, agent, sampler, schedule, log_dir=log_dir, seed=args.seed,
+                    config=config.to_dict()) as runner:
+        result = runner.train()
     print(f"final eval {result.eval_return:.1f} (best {result.best_eval_return:.1f}); {log_dir}")
 
 

@@ -1,16 +1,18 @@
 """rlfw: modular deep RL with interchangeable samplers over one [T, B] buffer."""
-from rlfw.agents import ActorCriticAgent
+from rlfw.agents import ActorCriticAgent, Agent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.buffers import AgentInfo, Samples
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
 from rlfw.runners import RunSchedule, SyncRunner
+from rlfw.seeding import seed_everything
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, SerialSampler)
 
 __version__ = "0.1.0"
 
-__all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "AgentInfo", "AlternatingSampler",
+__all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "Agent", "AgentInfo", "AlternatingSampler",
            "AtariOptions", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
            "NativeAtariSampler", "PPO", "PPOConfig", "ParallelCpuSampler", "ParallelGpuSampler",
-           "RunSchedule", "Samples", "SerialSampler", "SyncRunner", "make_env"]
+           "RunSchedule", "Samples", "SerialSampler", "SyncRunner", "make_env",
+           "seed_everything"]

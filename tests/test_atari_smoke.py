@@ -26,5 +26,5 @@ def test_ppo_pong_two_iterations(tmp_path):
     result = runner.train()
     assert result.iterations == 2 and result.env_steps == 64
     assert seen[0][:2] == (torch.uint8, (16, 2, 4, 84, 84)) and seen[0][2] > 0
-    assert result.eval_return == result.eval_return  # an evaluation game was played (not NaN)
+    assert result.eval_return is not None  # an evaluation game was played
     assert (tmp_path / "checkpoints" / "ckpt_000000000064.pt").exists()

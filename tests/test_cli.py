@@ -87,3 +87,102 @@ def test_bench_sampler_prints_steps_per_second(capsys):
     with pytest.raises(SystemExit):
         main(["bench-sampler", "--seconds", "0"])
     assert "--seconds must be > 0, got 0.0" in capsys.readouterr().err
+
+
+# -- every setting reachable, runs extendable, the best policy kept --------------------
+def test_set_assigns_typed_values_to_any_field():
+    from rlfw.cli import config_from_args, make_parser
+
+    args = make_parser().parse_args([
+        "train", "--set", "ppo.epochs=4", "--set", "ppo.gamma=0.95",
+        "--set", "atari.sticky_action_prob=0.25", "--set", "hidden=32,32",
+        "--set", "schedule.stop_at_return=none", "--set", "ppo.normalize_advantage=false",
+        "--set", "n_workers=2"])
+    config = config_from_args(args)
+    assert config.ppo.epochs == 4 and isinstance(config.ppo.epochs, int)
+    assert config.ppo.gamma == 0.95 and config.atari.sticky_action_prob == 0.25
+    assert config.hidden == (32, 32) and config.schedule.stop_at_return is None
+    assert config.ppo.normalize_advantage is False and config.n_workers == 2
+
+
+@pytest.mark.parametrize("assignment,message", [
+    ("ppo.epoch=4", "unknown config key 'ppo.epoch'; valid keys: algo, env,"),
+    ("nonsense=1", "unknown config key 'nonsense'"),
+    ("ppo.epochs=four", "config key 'ppo.epochs' takes an integer, got 'four'"),
+    ("ppo.epochs=4.5", "config key 'ppo.epochs' takes an integer, got '4.5'"),
+    ("ppo.gamma=high", "config key 'ppo.gamma' takes a number, got 'high'"),
+    ("ppo.anneal_lr=maybe", "config key 'ppo.anneal_lr' takes true or false, got 'maybe'"),
+    ("ppo", "--set takes KEY=VALUE, got 'ppo'"),
+    ("ppo=1", "config key 'ppo' is a group; set one of its fields: ppo.learning_rate"),
+])
+def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--set", assignment, "--log-dir", str(tmp_path / "run")])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_config_file_is_the_starting_point_and_flags_apply_on_top(tmp_path, capsys):
+    import json
+
+    run = tmp_path / "first"
+    assert main(["train", "--algo", "a2c", "--set", "a2c.gamma=0.9", "--log-dir", str(run),
+                 *FAST]) == 0
+    second = tmp_path / "second"
+    assert main(["train", "--config", str(run / "config.json"), "--seed", "3",
+                 "--log-dir", str(second), "--no-progress"]) == 0
+    saved = json.loads((second / "config.json").read_text())
+    assert saved["algo"] == "a2c" and saved["a2c"]["gamma"] == 0.9 and saved["seed"] == 3
+    assert saved["schedule"]["n_steps"] == 512  # from the file, not the preset's 120k
+    capsys.readouterr()
+
+
+def test_resume_with_steps_extends_a_finished_run(tmp_path, capsys):
+    run = str(tmp_path / "run")
+    assert main(["train", "--algo", "a2c", "--log-dir", run, *FAST]) == 0
+    assert "done after 520 env steps" in capsys.readouterr().out
+    assert main(["train", "--resume", run, "--steps", "1000", "--no-progress"]) == 0
+    assert "done after 1000 env steps" in capsys.readouterr().out
+    from rlfw.launch.checkpoint import list_checkpoints
+    assert list_checkpoints(run)[-1].endswith("ckpt_000000001000.pt")
+
+
+def test_best_checkpoint_is_kept_and_evaluated(tmp_path, capsys):
+    import torch
+
+    run = tmp_path / "run"
+    assert main(["train", "--algo", "a2c", "--log-dir", str(run), *FAST]) == 0
+    capsys.readouterr()
+    best = torch.load(run / "checkpoints" / "best.pt", weights_only=False)
+    newest = torch.load(sorted((run / "checkpoints").glob("ckpt_*.pt"))[-1],
+                        weights_only=False)
+    assert best["eval_return"] == max(m for _, m in newest["result"]["eval_history"])
+    assert best["eval_return"] == newest["result"]["best_eval_return"]
+    assert main(["eval", str(run), "--best", "--episodes", "2"]) == 0
+    assert "over 2 episodes" in capsys.readouterr().out
+
+
+def test_interrupted_summary_without_evaluation_says_so(tmp_path, capsys, monkeypatch):
+    from rlfw.runners.sync import SyncRunner
+
+    def interrupt(self, itr):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SyncRunner, "_iteration", interrupt)
+    assert main(["train", "--algo", "a2c", "--log-dir", str(tmp_path / "run"), *FAST]) == 130
+    out = capsys.readouterr().out
+    assert "no evaluation yet" in out and "nan" not in out and "inf" not in out
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:99", "tpu"])
+def test_unavailable_device_is_a_clear_error_before_any_work(device, capsys, tmp_path,
+                                                             monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a CPU machine
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--device", device, "--log-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and not (tmp_path / "run").exists()
+    assert f"device {device!r} is not" in err and "available: cpu" in err

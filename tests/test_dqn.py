@@ -167,8 +167,8 @@ def test_dqn_solves_cartpole_within_60k_steps_for_two_of_three_seeds():
 def test_dqn_runs_with_a_parallel_sampler_and_workers_see_epsilon():
     config = small_config(itrs=3, exploration_fraction=0.5, epsilon_final=0.1)
     config.sampler, config.n_workers = "cpu", 2
-    runner = build_runner(config, None, progress=False, stdout=False)
-    result = runner.train()
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        result = runner.train()
     assert result.iterations == 3 and runner.algo.updates > 0
     assert runner.sampler.weights["epsilon"].tolist() == pytest.approx(
         runner.agent.model.epsilon.tolist())  # what the workers loaded before the last batch

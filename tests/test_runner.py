@@ -48,9 +48,12 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
 
 @pytest.mark.parametrize("sampler", ["serial", "cpu", "alternating"])
 def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch, sampler):
+    from test_samplers import children
+
     whole = build_runner(small_config(sampler=sampler), str(tmp_path / "whole"), progress=False,
                          stdout=False)
-    whole.train()
+    with whole:
+        whole.train()
 
     part = build_runner(small_config(sampler=sampler), str(tmp_path / "part"), progress=False,
                         stdout=False)
@@ -62,17 +65,20 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
         return real(self, itr)
 
     monkeypatch.setattr(type(part.sampler), "obtain_samples", interrupt_at_4)
-    result = part.train()
+    with part:
+        result = part.train()
     assert result.interrupted and result.iterations == 4
     assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
 
     resumed = build_runner(small_config(sampler=sampler), str(tmp_path / "part"), resume=True,
                            progress=False, stdout=False)
-    final = resumed.train()
+    with resumed:
+        final = resumed.train()
     assert final.env_steps == 6 * 256
     a, b = snapshot(whole), snapshot(resumed)
     assert a.keys() == b.keys()
+    assert children() == []  # `with runner:` closed every sampler
     assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a), "resumed run diverged"
     assert final.eval_history[-1] == pytest.approx(
         build_history_tail(tmp_path / "whole"))
