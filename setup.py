@@ -14,7 +14,7 @@ setup(
     name="rlfw",
     version="0.1.0",
     description="Modular deep RL: interchangeable samplers, one [T,B] buffer, PPO/A2C/DQN, "
-    "sync/concurrent/async/distributed runners.",
+    "a synchronous runner with checkpoints and restarts.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["rlfw", "rlfw.*"]),
