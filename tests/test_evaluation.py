@@ -63,3 +63,29 @@ def test_atari_presets_evaluate_as_the_literature_does():
     dqn = preset("dqn", "ALE/Pong-v5")
     assert dqn["schedule"]["eval_greedy"] is True and dqn["dqn"]["eval_epsilon"] == 0.05
     assert preset("ppo", "CartPole-v1")["schedule"].get("eval_greedy", True) is True
+
+
+def test_evaluation_in_worker_processes_equals_the_in_process_one():
+    from test_samplers import children
+
+    factory = EnvFactory("counting", entry=CountingEnv, kwargs=(("lengths", (3, 9, 4)),))
+    runs = []
+    for n_eval_workers in (0, 2):
+        with SerialSampler(factory, 4, 1, seed=0, n_eval_envs=3,
+                           n_eval_workers=n_eval_workers) as sampler:
+            sampler.initialize(CountingAgent())
+            runs.append([sampler.evaluate(5, limits=EvalLimits(max_episode_steps=6)),
+                         sampler.evaluate(4, limits=EvalLimits(max_steps=10))])
+    assert runs[0] == runs[1]
+    assert any(e.truncated for e in runs[0][0]) and any(not e.truncated for e in runs[0][0])
+    assert children() == []
+
+
+def test_atari_runs_evaluate_in_their_own_processes():
+    from rlfw.launch.config import build_sampler
+
+    config = apply_overrides(RunConfig(algo="ppo", env="ALE/Pong-v5", sampler="cpu",
+                                       n_workers=2), preset("ppo", "ALE/Pong-v5"))
+    assert build_sampler(config, config.env_factory()).n_eval_workers >= 1
+    config = apply_overrides(RunConfig(algo="ppo"), preset("ppo", "CartPole-v1"))
+    assert build_sampler(config, config.env_factory()).n_eval_workers == 0

@@ -18,6 +18,7 @@ from rlfw.runners import RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, SerialSampler)
 from rlfw.checks import check_positive
+from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
 
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
@@ -37,6 +38,7 @@ class RunConfig:
     hidden: tuple[int, ...] = (64, 64)
     device: str = "cpu"
     n_eval_envs: int = 4
+    n_eval_workers: int | None = None  # eval env processes; None: usable cores on Atari, else 0
     n_workers: int | None = None     # parallel samplers; None: number of usable cores
     pin_cpus: bool = False           # pin sampler worker i to usable core i (psutil)
     start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
@@ -308,8 +310,12 @@ def build_algo(config: RunConfig) -> PPO | A2C | DQN:
 
 def build_sampler(config: RunConfig, env_factory: EnvFactory):
     """The sampler named by ``config.sampler``; every kind fills the same ``Samples``."""
+    eval_workers = config.n_eval_workers
+    if eval_workers is None:  # Atari envs cost more than a pipe round trip; CartPole does not
+        eval_workers = default_workers(config.n_eval_envs) if is_atari(config.env) \
+            else 0
     common = dict(batch_T=config.batch_T, batch_B=config.batch_B, seed=config.seed,
-                  n_eval_envs=config.n_eval_envs)
+                  n_eval_envs=config.n_eval_envs, n_eval_workers=eval_workers)
     if config.sampler == "serial":
         return SerialSampler(env_factory, **common)
     if config.sampler == "native":

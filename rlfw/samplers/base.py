@@ -80,11 +80,17 @@ def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:
 
 class SamplerBase:
     """Sizes, the initialize-first checks, evaluation on separate envs, state merging and
-    closing, for every sampler kind."""
+    closing, for every sampler kind. ``n_eval_workers > 0`` steps the evaluation envs in
+    that many processes of their own (worth it for Atari; classic control is faster here)."""
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
-                 seed: int = 0, n_eval_envs: int = 4, debug: bool = False):
+                 seed: int = 0, n_eval_envs: int = 4, debug: bool = False,
+                 n_eval_workers: int = 0):
         check_positive(batch_T=batch_T, batch_B=batch_B, n_eval_envs=n_eval_envs)
+        if isinstance(n_eval_workers, bool) or not isinstance(n_eval_workers, int) \
+                or n_eval_workers < 0:
+            raise ValueError(f"n_eval_workers must be an integer >= 0, got {n_eval_workers!r}")
+        self.n_eval_workers = n_eval_workers
         self.env_factory = env_factory
         self.batch_T, self.batch_B = batch_T, batch_B
         self.seed = seed
@@ -128,7 +134,8 @@ class SamplerBase:
         if self.agent is None:
             raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
         if self._evaluator is None:
-            self._evaluator = Evaluator(self.env_factory, self.n_eval_envs, self.seed)
+            self._evaluator = Evaluator(self.env_factory, self.n_eval_envs, self.seed,
+                                        self.n_eval_workers)
         episodes = self._evaluator.run(self.agent, n_episodes, greedy, self._eval_calls, limits)
         self._eval_calls += 1
         return episodes

@@ -32,16 +32,24 @@ class EvalLimits:
 
 
 class Evaluator:
-    """Runs ``n_episodes`` on ``n_envs`` evaluation envs (no episodic life, no reward clip).
+    """Runs ``n_episodes`` on ``n_envs`` evaluation envs (no episodic life, no reward clip),
+    in this process or, with ``n_workers``, stepped by that many worker processes.
 
     Episodes are split evenly over the envs up front, so short episodes are not
     over-represented; call ``k`` reseeds envs and noise from (seed, k), so evaluation never
     disturbs the training streams and is itself reproducible.
     """
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], n_envs: int, seed: int):
+    def __init__(self, env_factory: Callable[[bool], gym.Env], n_envs: int, seed: int,
+                 n_workers: int = 0):
         check_positive(n_eval_envs=n_envs)
-        self.group = EnvGroup(env_factory, range(n_envs), seed, train=False)
+        if n_workers:  # envs in their own processes; the master only runs inference
+            from rlfw.samplers.process_env_group import ProcessEnvGroup
+
+            self.group: EnvGroup | ProcessEnvGroup = ProcessEnvGroup(
+                env_factory, n_envs, seed, min(n_workers, n_envs))
+        else:
+            self.group = EnvGroup(env_factory, range(n_envs), seed, train=False)
         self.seed = seed
 
     def run(self, agent: Agent, n_episodes: int, greedy: bool = True, call_index: int = 0,

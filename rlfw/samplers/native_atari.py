@@ -37,12 +37,13 @@ class NativeAtariSampler(SamplerBase):
     them (default: one per usable core)."""
 
     def __init__(self, env_factory: EnvFactory, batch_T: int, batch_B: int, seed: int = 0,
-                 n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False):
+                 n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False,
+                 n_eval_workers: int = 0):
         if not isinstance(env_factory, EnvFactory) or not is_atari(env_factory.env_id):
             got = getattr(env_factory, "env_id", env_factory)
             raise ValueError(f"the native sampler runs ALE games only ('ALE/<Game>-v5'), "
                              f"got {got!r}")
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug)
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         self.n_threads = n_threads
         self.envs = None
 

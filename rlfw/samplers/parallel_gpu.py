@@ -89,8 +89,9 @@ class ParallelGpuSampler(SamplerBase):
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug)
+                 pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False,
+                 n_eval_workers: int = 0):
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         n_workers = n_workers if n_workers is not None else default_workers(batch_B)
         if n_workers % self.n_groups:
             raise ValueError(f"n_workers={n_workers} must be a multiple of {self.n_groups} "

@@ -151,6 +151,15 @@ class WorkerPool:
             except (OSError, ValueError):  # BrokenPipeError and friends: the reader is gone
                 self._raise_dead(i)
 
+    def send_one(self, worker: int, command: str, payload: Any = None) -> None:
+        """Send one worker a command (same failure reporting as ``send``)."""
+        if self.closed:
+            raise WorkerError("the sampler workers were stopped (after a failure or close())")
+        try:
+            self.conns[worker].send((command, payload))
+        except (OSError, ValueError):
+            self._raise_dead(worker)
+
     def receive(self, worker: int) -> Any:
         """Block (with liveness checks) for worker ``worker``'s answer."""
         if self.closed:

@@ -1,0 +1,80 @@
+"""ProcessEnvGroup: the ``EnvGroup`` interface with the envs split over worker processes, so
+evaluation steps its envs on other cores while the master only runs batched inference
+(instead of serializing everything on the master's core while sampler workers idle)."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from rlfw.samplers.env_group import EnvGroup, StepResult
+from rlfw.samplers.workers import WorkerPool, serve, split_slots, worker_setup
+
+
+def _group_worker(conn, env_factory, slots: range, seed: int, train: bool) -> None:
+    worker_setup(None)
+
+    def make_handler():
+        group = EnvGroup(env_factory, slots, seed, train=train)
+
+        def handle(command: str, payload):
+            if command == "reset":
+                return group.reset(payload).copy()
+            if command == "step":
+                actions, active = payload
+                r = group.step(actions, active)
+                return (r.next_obs.copy(), r.reward.copy(), r.terminated.copy(),
+                        r.truncated.copy(), r.episodes)
+            if command == "reset_slot":
+                group.reset_slot(payload)
+                return group.result.next_obs[payload].copy()
+            raise ValueError(f"unknown command {command!r}")
+
+        return handle, group.close
+
+    serve(conn, make_handler)
+
+
+class ProcessEnvGroup:
+    """Env slots ``range(n)`` stepped by ``n_workers`` processes; same seeds, same results
+    and same ``StepResult`` as an in-process ``EnvGroup`` of those slots."""
+
+    def __init__(self, env_factory: Callable[[bool], gym.Env], n: int, seed: int,
+                 n_workers: int, train: bool = False, start_method: str = "spawn"):
+        self.slots = list(range(n))
+        self.parts = split_slots(n, n_workers)
+        self.pool = WorkerPool(_group_worker, [(env_factory, part, seed, train)
+                                               for part in self.parts], start_method)
+        probe = env_factory(train)
+        try:
+            space = probe.observation_space
+        finally:
+            probe.close()
+        self.result = StepResult(n, space.shape, space.dtype)
+
+    def reset(self, round_index: int = 0) -> np.ndarray:
+        obs = self.pool.call("reset", [round_index] * len(self.parts))
+        self.result.next_obs[:] = np.concatenate(obs)
+        return self.result.next_obs
+
+    def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
+        active = np.ones(len(self.slots), bool) if active is None else np.asarray(active)
+        answers = self.pool.call("step", [(actions[p.start:p.stop], active[p.start:p.stop])
+                                          for p in self.parts])
+        r = self.result
+        r.episodes = []
+        for part, (obs, reward, terminated, truncated, episodes) in zip(self.parts, answers):
+            sl = slice(part.start, part.stop)
+            r.next_obs[sl], r.reward[sl] = obs, reward
+            r.terminated[sl], r.truncated[sl] = terminated, truncated
+            r.episodes += episodes
+        return r
+
+    def reset_slot(self, i: int) -> None:
+        w = next(w for w, part in enumerate(self.parts) if i in part)
+        self.pool.send_one(w, "reset_slot", i - self.parts[w].start)
+        self.result.next_obs[i] = self.pool.receive(w)
+
+    def close(self) -> None:
+        self.pool.close()
