@@ -188,3 +188,19 @@ def test_resume_without_saved_replay_warns_that_it_is_not_bitwise(tmp_path):
     with pytest.warns(UserWarning, match="no replay buffer .* not bitwise identical"):
         result = resumed.train()
     assert result.iterations == 6 and resumed.algo.replay is not None
+
+
+def test_evaluation_epsilon_acts_on_the_eval_noise_only_in_eval_mode():
+    agent = DqnAgent.build(CARTPOLE, batch_B=2, eval_epsilon=0.05)
+    agent.set_epsilon(1.0)
+    obs = torch.zeros(4, 4)
+    greedy_action = agent.q(obs).argmax(-1)
+    explore = torch.tensor([[0.01, 0.99]] * 4)   # u_explore < 0.05: random action n-1
+    keep = torch.tensor([[0.5, 0.99]] * 4)       # u_explore > 0.05: the argmax
+    agent.eval_mode()
+    assert agent.step(obs, explore).action.tolist() == [1] * 4
+    assert torch.equal(agent.step(obs, keep).action, greedy_action)
+    agent.sample_mode()  # training ε (1.0) applies again
+    assert agent.step(obs[:2], keep[:2]).action.tolist() == [1, 1]
+    with pytest.raises(ValueError, match="eval_epsilon = 1.5 is invalid"):
+        DqnAgent.build(CARTPOLE, batch_B=1, eval_epsilon=1.5)

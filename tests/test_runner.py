@@ -121,3 +121,31 @@ def test_stop_at_return_ends_the_run_early(tmp_path):
     result = build_runner(config, str(tmp_path), progress=False, stdout=False).train()
     assert result.iterations == 2 and result.env_steps == 512
     assert latest_checkpoint(str(tmp_path)).endswith("ckpt_000000000512.pt")
+
+
+def test_the_caller_owns_the_sampler_so_it_evaluates_after_train(tmp_path):
+    runner = build_runner(small_config(itrs=2), str(tmp_path), progress=False, stdout=False)
+    with runner.sampler:
+        runner.train()
+        episodes = runner.sampler.evaluate(2)  # still open after train()
+        assert len(episodes) == 2
+    with pytest.raises(RuntimeError, match="must be called first .it was closed."):
+        runner.sampler.obtain_samples(0)
+
+
+def test_max_restarts_needs_a_run_folder():
+    with pytest.raises(ValueError, match="max_restarts needs a log_dir"):
+        config = small_config()
+        config.schedule.max_restarts = 1
+        build_runner(config, None)
+
+
+def test_config_json_round_trips_and_old_keys_still_load():
+    config = small_config()
+    assert RunConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    old = json.loads(json.dumps(config.to_dict()))
+    old["n_envs"] = old.pop("batch_B")
+    old["schedule"]["evaluate"] = True
+    assert RunConfig.from_dict(old) == config
+    with pytest.raises(ValueError, match="unknown config key 'bogus'"):
+        RunConfig.from_dict({"bogus": 1})

@@ -23,6 +23,13 @@ from rlfw.seeding import seed_everything
 
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
 
+# Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
+LEGACY_KEYS = {
+    "n_envs": lambda v: ("batch_B", v),
+    # evaluate=False is now eval_every=None (saved after eval_every, so it wins)
+    "schedule.evaluate": lambda v: (None, v) if v else ("schedule.eval_every", None),
+}
+
 
 @dataclass
 class RunConfig:
@@ -80,6 +87,10 @@ class RunConfig:
         against its field's type, unknown keys are errors."""
         config = cls()
         for key, value in _flatten(data):
+            if key in LEGACY_KEYS:  # run folders written before a rename
+                key, value = LEGACY_KEYS[key](value)
+                if key is None:
+                    continue
             set_field(config, key, value)
         return config
 
