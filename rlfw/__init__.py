@@ -2,17 +2,18 @@
 from rlfw.agents import ActorCriticAgent, Agent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
-from rlfw.buffers import AgentInfo, Samples
+from rlfw.buffers import AgentInfo, QInfo, Samples
+from rlfw.checks import NonFiniteError
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
 from rlfw.runners import RunSchedule, SyncRunner
+from rlfw.samplers import (AlternatingSampler, EvalLimits, NativeAtariSampler,
+                           ParallelCpuSampler, ParallelGpuSampler, SerialSampler, WorkerError)
 from rlfw.seeding import seed_everything
-from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
-                           ParallelGpuSampler, SerialSampler)
 
 __version__ = "0.1.0"
 
 __all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "Agent", "AgentInfo", "AlternatingSampler",
            "AtariOptions", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
-           "NativeAtariSampler", "PPO", "PPOConfig", "ParallelCpuSampler", "ParallelGpuSampler",
-           "RunSchedule", "Samples", "SerialSampler", "SyncRunner", "make_env",
-           "seed_everything"]
+           "EvalLimits", "NativeAtariSampler", "NonFiniteError", "PPO", "PPOConfig",
+           "ParallelCpuSampler", "ParallelGpuSampler", "QInfo", "RunSchedule", "Samples",
+           "SerialSampler", "SyncRunner", "WorkerError", "make_env", "seed_everything"]

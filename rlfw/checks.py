@@ -1,6 +1,8 @@
 """Input checks shared by every part: each error names the bad value and what is allowed."""
 from __future__ import annotations
 
+import torch
+
 
 def check_positive(**sizes: int) -> None:
     """Raise ``ValueError`` for the first size that is not a positive int."""
@@ -20,9 +22,7 @@ class NonFiniteError(FloatingPointError):
     """A NaN or infinite number where training cannot go on (loss, gradient, env output)."""
 
 
-def check_finite(what: str, value: "torch.Tensor") -> None:
+def check_finite(what: str, value: torch.Tensor) -> None:
     """Raise ``NonFiniteError`` naming ``what`` if ``value`` holds a NaN or an inf."""
-    import torch
-
     if not bool(torch.isfinite(value).all()):
         raise NonFiniteError(f"non-finite {what}: {value.flatten()[:8].tolist()}")

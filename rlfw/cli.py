@@ -7,7 +7,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
 from rlfw.algos import ALGOS
 from rlfw.checks import NonFiniteError

@@ -340,9 +340,8 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory):
 
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                  progress: bool = True, stdout: bool = True) -> SyncRunner:
-    """Validate, seed, and compose agent + sampler + algorithm into a runner."""
-    from rlfw.seeding import seed_everything
-
+    """Validate, seed, and compose agent + sampler + algorithm into a runner (``with
+    runner:`` closes its sampler)."""
     config.validate()
     seed_everything(config.seed)  # model init depends on it
     env_factory = config.env_factory()
