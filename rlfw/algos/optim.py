@@ -30,6 +30,15 @@ def flat_optimizer(parameters, config) -> tuple[FlatParameters, torch.optim.Opti
                                 config.optimizer_eps)
 
 
+def linear_schedule(base: float, itr: int, n_itr: int, anneal: bool) -> float:
+    """``base`` (a learning rate, a clip range) annealed linearly to 0 at the last iteration:
+    depends only on ``itr``, so a resumed run follows the same schedule without storing
+    any schedule state."""
+    if not anneal:
+        return base
+    return base * max(1.0 - itr / max(n_itr, 1), 0.0)
+
+
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr

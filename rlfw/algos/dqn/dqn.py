@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
-from rlfw.algos.optim import OPTIMIZERS, flat_optimizer, gradient_step
+from rlfw.algos.optim import (OPTIMIZERS, flat_optimizer, gradient_step, linear_schedule,
+                              set_lr)
 from rlfw.checks import check_config
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
@@ -26,6 +27,7 @@ class DQNConfig:
     """DQN hyper-parameters (defaults: SB3's DQN)."""
 
     learning_rate: float = 1e-4
+    anneal_lr: bool = False                # linear decay to 0 over the run
     optimizer: str = "adam"
     optimizer_eps: float = 1e-8
     gamma: float = 0.99
@@ -147,6 +149,8 @@ class DQN:
             if env_steps - self.last_target_step >= c.target_update_interval:
                 self._update_target()
                 self.last_target_step = env_steps
+            set_lr(self.optimizer, linear_schedule(c.learning_rate, itr, self.n_itr,
+                                                   c.anneal_lr))
             self.agent.train_mode()
             while self.update_budget >= 1.0:
                 self.update_budget -= 1.0
@@ -154,6 +158,7 @@ class DQN:
         self._set_epsilon(env_steps)
         out = {f"train/{k}": float(np.mean(v)) for k, v in stats.items() if v}
         out.update({"train/epsilon": float(self.agent.model.epsilon.mean()),
+                    "train/learning_rate": float(self.optimizer.param_groups[0]["lr"]),
                     "train/updates": float(self.updates),
                     "train/replay_size": float(len(self.replay))})
         return out

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from rlfw.algos.optim import flat_optimizer, gradient_step, set_lr
+from rlfw.algos.optim import flat_optimizer, gradient_step, linear_schedule, set_lr
 from rlfw.checks import check_config
-from rlfw.algos.pg.common import advantages, common_checks, explained_variance, linear_lr
+from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 
 
@@ -44,7 +44,7 @@ class A2C:
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
-        lr = linear_lr(c.learning_rate, itr, self.n_itr, c.anneal_lr)
+        lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
         adv, ret = advantages(samples, c)
         obs = samples.observation.flatten(0, 1)

@@ -1,18 +1,10 @@
-"""Pieces PPO and A2C share: LR schedule, config checks, advantages, diagnostics."""
+"""Pieces PPO and A2C share: config checks, advantages, diagnostics."""
 from __future__ import annotations
 
 import torch
 
 from rlfw.algos.optim import OPTIMIZERS
 from rlfw.algos.pg.gae import generalized_advantages
-
-
-def linear_lr(base_lr: float, itr: int, n_itr: int, anneal: bool) -> float:
-    """Linear annealing to 0 at the last iteration: depends only on ``itr``, so a resumed run
-    follows the same schedule without storing any schedule state."""
-    if not anneal:
-        return base_lr
-    return base_lr * max(1.0 - itr / max(n_itr, 1), 0.0)
 
 
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:

@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.optim import flat_optimizer, gradient_step, set_lr
+from rlfw.algos.optim import flat_optimizer, gradient_step, linear_schedule, set_lr
 from rlfw.checks import check_config
-from rlfw.algos.pg.common import advantages, common_checks, explained_variance, linear_lr
+from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 
 
@@ -64,9 +64,9 @@ class PPO:
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
-        lr = linear_lr(c.learning_rate, itr, self.n_itr, c.anneal_lr)
+        lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
-        clip = linear_lr(c.clip, itr, self.n_itr, c.anneal_clip)
+        clip = linear_schedule(c.clip, itr, self.n_itr, c.anneal_clip)
         adv, ret = advantages(samples, c)
         obs = samples.observation.flatten(0, 1)
         action = samples.action.flatten(0, 1)
