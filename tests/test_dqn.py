@@ -151,17 +151,21 @@ def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
 
 
 @pytest.mark.slow
-def test_dqn_solves_cartpole_within_60k_steps_for_two_of_three_seeds():
-    solved = []
+def test_dqn_final_policy_solves_cartpole_at_60k_steps_for_two_of_three_seeds():
+    """The policy a user gets at the end of the preset's run, not the best one seen: with
+    zoo's 1-step targets the final evaluations were 156, 43 and 23 (best 462, 500, 165)."""
+    finals = []
     for seed in (0, 1, 2):
         config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
-        config.schedule = RunSchedule(n_steps=60_000, eval_every=5_000, eval_episodes=10,
-                                      log_every=60_000, stop_at_return=475)
-        result = build_runner(config, None, progress=False, stdout=False).train()
-        solved.append(result.best_eval_return >= 475)
-        if sum(solved) >= 2:
+        config.schedule = RunSchedule(n_steps=60_000, eval_every=60_000, eval_episodes=10,
+                                      log_every=60_000)
+        with build_runner(config, None, progress=False, stdout=False) as runner:
+            result = runner.train()
+        assert result.env_steps == 60_000 and len(result.eval_history) == 1
+        finals.append(result.eval_return)
+        if sum(f >= 475 for f in finals) >= 2:
             break
-    assert sum(solved) >= 2, solved
+    assert sum(f >= 475 for f in finals) >= 2, finals
 
 
 def test_dqn_runs_with_a_parallel_sampler_and_workers_see_epsilon():
