@@ -28,9 +28,9 @@ def rlfw_run(algo: str, steps: int, seed: int) -> tuple[float, float]:
     config.ppo.optimizer_eps = 1e-5  # SB3 sets Adam's eps to 1e-5
     config.schedule = RunSchedule(n_steps=steps, eval_every=10 * steps, eval_episodes=10,
                                   log_every=10 * steps, checkpoint_every=10 * steps)
-    runner = build_runner(config, None, progress=False, stdout=False)
     start = time.perf_counter()
-    result = runner.train()
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        result = runner.train()
     return time.perf_counter() - start, result.eval_return
 
 

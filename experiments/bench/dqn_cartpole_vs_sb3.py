@@ -21,11 +21,13 @@ from rlfw.runners import RunSchedule
 
 def rlfw_run(seed: int, steps: int) -> tuple[float, float]:
     config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
+    # SB3's algorithm exactly: the preset's 3-step double-Q targets and LR annealing off.
+    apply_overrides(config, {"dqn": dict(double_dqn=False, n_step=1, anneal_lr=False)})
     config.schedule = RunSchedule(n_steps=steps, eval_every=10 * steps, eval_episodes=10,
                                   log_every=10 * steps, checkpoint_every=10 * steps)
-    runner = build_runner(config, None, progress=False, stdout=False)
     start = time.perf_counter()
-    result = runner.train()  # includes one final 10-episode evaluation
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        result = runner.train()  # includes one final 10-episode evaluation
     return time.perf_counter() - start, result.eval_return
 
 

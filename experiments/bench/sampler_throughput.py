@@ -75,10 +75,10 @@ def ppo_rate(sampler: str, steps: int) -> float:
     config = apply_overrides(RunConfig(algo="ppo", env=ENV, sampler=sampler, n_workers=N_WORKERS),
                              preset("ppo", ENV))
     config.schedule = RunSchedule(n_steps=steps, log_every=10 * steps,
-                                  checkpoint_every=10 * steps, evaluate=False)
-    runner = build_runner(config, None, progress=False, stdout=False)
+                                  checkpoint_every=10 * steps, eval_every=None)
     start = time.perf_counter()
-    runner.train()
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        runner.train()
     return steps / (time.perf_counter() - start)
 
 
