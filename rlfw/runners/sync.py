@@ -164,7 +164,7 @@ class SyncRunner:
     # -- setup and teardown --------------------------------------------------------------
     def _startup(self) -> None:
         s = self.schedule
-        if not getattr(self.sampler, "_running", False):
+        if not getattr(self.sampler, "initialized", False):
             self.sampler.initialize(self.agent)
         self.per_itr = self.sampler.batch_T * self.sampler.batch_B
         self.n_itr = math.ceil(s.n_steps / self.per_itr)

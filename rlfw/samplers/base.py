@@ -158,6 +158,11 @@ class SamplerBase:
             self._evaluator.close()
             self._evaluator = None
 
+    @property
+    def initialized(self) -> bool:
+        """True between ``initialize`` and ``close``."""
+        return self._running
+
     def __enter__(self):
         return self
 
