@@ -1,3 +1,7 @@
+import os
+import time
+
+import psutil
 import pytest
 import torch
 
@@ -26,3 +30,35 @@ def counting_factory():
     from rlfw.testing import CountingEnv
 
     return EnvFactory("counting", entry=CountingEnv)
+
+
+def children() -> list[psutil.Process]:
+    """Live child processes, except Python's own resource tracker (one per parent process,
+    started by the spawn machinery, and it exits with the parent)."""
+    alive = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
+                    p.cmdline()):
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def shm_entries() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test():
+    """Every test must close what it started: a worker left running fails the test that
+    left it (and is killed, so the next test starts clean)."""
+    yield
+    deadline = time.monotonic() + 10
+    while children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = children()
+    for p in left:
+        p.kill()
+    assert not left, f"processes left running: {[p.pid for p in left]}"

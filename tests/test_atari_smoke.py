@@ -23,7 +23,8 @@ def test_ppo_pong_two_iterations(tmp_path):
         return samples, eps
 
     runner.sampler.obtain_samples = record
-    result = runner.train()
+    with runner:  # closes the sampler and its evaluation worker processes
+        result = runner.train()
     assert result.iterations == 2 and result.env_steps == 64
     assert seen[0][:2] == (torch.uint8, (16, 2, 4, 84, 84)) and seen[0][2] > 0
     assert result.eval_return is not None  # an evaluation game was played

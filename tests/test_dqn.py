@@ -142,8 +142,8 @@ def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
                                          batch_size=8)})
     config.atari = AtariOptions(max_episode_frames=400)
     config.schedule = RunSchedule(n_steps=96, eval_every=10_000, eval_episodes=1)
-    runner = build_runner(config, str(tmp_path), progress=False, stdout=False)
-    result = runner.train()
+    with build_runner(config, str(tmp_path), progress=False, stdout=False) as runner:
+        result = runner.train()
     assert result.iterations == 3 and runner.algo.updates > 0
     assert type(runner.algo.replay.storage).__name__ == "FrameStorage"
     batch = runner.algo.replay.sample(4)
@@ -157,11 +157,12 @@ def test_dqn_final_policy_solves_cartpole_at_60k_steps_for_two_of_three_seeds():
     finals = []
     for seed in (0, 1, 2):
         config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
-        config.schedule = RunSchedule(n_steps=60_000, eval_every=60_000, eval_episodes=10,
-                                      log_every=60_000)
+        config.schedule = RunSchedule(n_steps=60_000, eval_every=10**9, eval_episodes=10,
+                                      log_every=10**9)
         with build_runner(config, None, progress=False, stdout=False) as runner:
             result = runner.train()
-        assert result.env_steps == 60_000 and len(result.eval_history) == 1
+        # 235 batches of 256 steps; the one evaluation is the end-of-run one
+        assert result.env_steps == 60_160 and len(result.eval_history) == 1
         finals.append(result.eval_return)
         if sum(f >= 475 for f in finals) >= 2:
             break

@@ -66,7 +66,7 @@ def test_atari_presets_evaluate_as_the_literature_does():
 
 
 def test_evaluation_in_worker_processes_equals_the_in_process_one():
-    from test_samplers import children
+    from conftest import children
 
     factory = EnvFactory("counting", entry=CountingEnv, kwargs=(("lengths", (3, 9, 4)),))
     runs = []

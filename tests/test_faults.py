@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from conftest import bits
+from conftest import bits, children, shm_entries
 from rlfw import PPO, ActorCriticAgent, EnvFactory, EnvSpaces, PPOConfig, RunSchedule, SyncRunner
 from rlfw.checks import NonFiniteError
 from rlfw.cli import main
@@ -18,7 +18,6 @@ from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSa
 from rlfw.seeding import seed_everything
 from rlfw.testing import (CountingAgent, CountingEnv, KillOnceEnv, NonFiniteRewardEnv,
                           SelfKillingEnv)
-from test_samplers import children, shm_entries
 
 PARALLEL = {
     "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),

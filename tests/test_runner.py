@@ -48,7 +48,7 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
 
 @pytest.mark.parametrize("sampler", ["serial", "cpu", "alternating"])
 def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch, sampler):
-    from test_samplers import children
+    from conftest import children
 
     whole = build_runner(small_config(sampler=sampler), str(tmp_path / "whole"), progress=False,
                          stdout=False)

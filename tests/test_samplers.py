@@ -1,12 +1,10 @@
 """Every sampler against the serial one: exact arrays, determinism, faults, learning."""
-import os
 import time
 
-import psutil
 import pytest
 import torch
 
-from conftest import trees_equal
+from conftest import children, shm_entries, trees_equal
 from rlfw.agents import ActorCriticAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
@@ -59,24 +57,6 @@ def test_same_seed_twice_is_bitwise_identical_with_a_stochastic_agent(kind):
     for (a, eps_a), (b, eps_b) in zip(*runs):
         assert trees_equal(a, b) and eps_a == eps_b
     assert runs[0][0][0].done.any()  # episodes did end inside the batches
-
-
-def children() -> list[psutil.Process]:
-    """Live child processes, except Python's own resource tracker (one per parent process,
-    started by the spawn machinery, and it exits with the parent)."""
-    alive = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
-                    p.cmdline()):
-                alive.append(p)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
-
-
-def shm_entries() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
 @pytest.mark.parametrize("kind", ["cpu", "gpu", "alternating"])
