@@ -12,6 +12,7 @@ from rlfw.checks import check_positive
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.workers import torch_threads
 from rlfw.seeding import EVAL_NOISE
 
 
@@ -58,16 +59,24 @@ class Evaluator:
         limits.validate()
         n_envs = len(self.group.slots)
         quota = np.array([n_episodes // n_envs + (i < n_episodes % n_envs) for i in range(n_envs)])
-        done_count = np.zeros(n_envs, int)
-        ep_return, ep_steps = np.zeros(n_envs), np.zeros(n_envs, int)
         cap = limits.max_episode_steps or np.iinfo(np.int64).max
         budget = limits.max_steps or np.iinfo(np.int64).max
         obs = self.group.reset(round_index=call_index)
         noise = SlotNoise(self.seed, EVAL_NOISE, [call_index * n_envs + i for i in range(n_envs)],
                           agent.noise_shape, agent.noise_kind)
-        episodes: list[EpisodeInfo] = []
         was_greedy = agent.greedy
         agent.greedy = greedy
+        # One intra-op thread: a batch of a few observations gains nothing from more, and
+        # idle OpenMP threads spin on the cores the (worker-stepped) eval envs need.
+        with torch_threads(1):
+            return self._play(agent, obs, noise, quota, cap, budget, was_greedy)
+
+    def _play(self, agent: Agent, obs, noise: SlotNoise, quota: np.ndarray, cap: int,
+              budget: int, was_greedy: bool) -> list[EpisodeInfo]:
+        n_envs = len(quota)
+        done_count = np.zeros(n_envs, int)
+        ep_return, ep_steps = np.zeros(n_envs), np.zeros(n_envs, int)
+        episodes: list[EpisodeInfo] = []
         try:
             steps = 0
             while True:
