@@ -89,3 +89,21 @@ def test_atari_runs_evaluate_in_their_own_processes():
     assert build_sampler(config, config.env_factory()).n_eval_workers >= 1
     config = apply_overrides(RunConfig(algo="ppo"), preset("ppo", "CartPole-v1"))
     assert build_sampler(config, config.env_factory()).n_eval_workers == 0
+
+
+def test_evaluation_presses_fire_after_a_lost_life_only_where_training_does():
+    from rlfw.envs.atari import FireAfterLifeLoss
+    from rlfw.samplers import NativeAtariSampler
+
+    def wrappers(env):
+        found = []
+        while hasattr(env, "env"):
+            found.append(type(env))
+            env = env.env
+        return found
+
+    factory = EnvFactory("ALE/Breakout-v5")
+    assert FireAfterLifeLoss in wrappers(factory(False))   # python path: training resets
+    assert FireAfterLifeLoss not in wrappers(factory(True))  # ... and presses FIRE itself
+    native = NativeAtariSampler(factory, 4, 2)
+    assert FireAfterLifeLoss not in wrappers(native.eval_env_factory(False))

@@ -92,6 +92,7 @@ class SamplerBase:
             raise ValueError(f"n_eval_workers must be an integer >= 0, got {n_eval_workers!r}")
         self.n_eval_workers = n_eval_workers
         self.env_factory = env_factory
+        self.eval_env_factory = env_factory  # a kind may evaluate on a variant (native)
         self.batch_T, self.batch_B = batch_T, batch_B
         self.seed = seed
         self.n_eval_envs = n_eval_envs
@@ -134,7 +135,7 @@ class SamplerBase:
         if self.agent is None:
             raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
         if self._evaluator is None:
-            self._evaluator = Evaluator(self.env_factory, self.n_eval_envs, self.seed,
+            self._evaluator = Evaluator(self.eval_env_factory, self.n_eval_envs, self.seed,
                                         self.n_eval_workers)
         episodes = self._evaluator.run(self.agent, n_episodes, greedy, self._eval_calls, limits)
         self._eval_calls += 1

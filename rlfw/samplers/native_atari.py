@@ -9,6 +9,7 @@ statistics add up the real score over all lives.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -46,6 +47,10 @@ class NativeAtariSampler(SamplerBase):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         self.n_threads = n_threads
         self.envs = None
+        # Native training presses FIRE only when a game starts (its episodic life is applied
+        # here, without a reset), so evaluation must not press it after each lost life.
+        self.eval_env_factory = dataclasses.replace(
+            env_factory, atari=dataclasses.replace(env_factory.atari, episodic_life=False))
 
     def _make_envs(self):
         from ale_py.vector_env import AtariVectorEnv
