@@ -129,8 +129,9 @@ class SyncRunner:
                     break
         except KeyboardInterrupt:
             self.result.interrupted = True
-            self._say(f"interrupted at iteration {itr}; the newest checkpoint in "
-                      f"{self.log_dir} is kept (resume with --resume {self.log_dir})")
+            kept = (f"; the newest checkpoint in {self.log_dir} is kept (resume with --resume "
+                    f"{self.log_dir})" if self.log_dir else "")
+            self._say(f"interrupted at iteration {itr}{kept}")
         finally:
             self._shutdown()
         return self.result
