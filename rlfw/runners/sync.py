@@ -218,9 +218,8 @@ class SyncRunner:
         return itr
 
     def _newest_note(self) -> str:
-        if self.log_dir is None or not list_checkpoints(self.log_dir):
-            return ""
-        return f"; the newest checkpoint is {list_checkpoints(self.log_dir)[-1]}"
+        found = list_checkpoints(self.log_dir) if self.log_dir is not None else []
+        return f"; the newest checkpoint is {found[-1]}" if found else ""
 
     # -- evaluation and logging ----------------------------------------------------------
     def _run_evaluation(self) -> bool:

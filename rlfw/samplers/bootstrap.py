@@ -11,9 +11,9 @@ from rlfw.buffers import Samples
 
 def bootstrap_truncated(buf: Samples, t: int, slots: np.ndarray | torch.Tensor | list[int],
                         final_obs: np.ndarray | torch.Tensor, agent: Agent) -> None:
-    """Value the true final observations of the ``slots`` truncated at step ``t``."""
-    if len(slots):
-        buf.bootstrap_value[t, slots] = agent.value(final_obs).float().cpu()
+    """Value the true final observations of the ``slots`` truncated at step ``t`` (callers
+    skip steps where nothing was truncated)."""
+    buf.bootstrap_value[t, slots] = agent.value(final_obs).float().cpu()
 
 
 def bootstrap_batch_end(buf: Samples, next_obs: np.ndarray | torch.Tensor,

@@ -177,7 +177,9 @@ class ParallelGpuSampler(SamplerBase):
         buf.terminated[t, sl] = step.terminated[sl]
         buf.truncated[t, sl] = step.truncated[sl]
         truncated = torch.nonzero(step.truncated[sl]).flatten() + sl.start
-        bootstrap_truncated(buf, t, truncated, step.final_observation[truncated], self.agent)
+        if len(truncated):  # per env step: skip the gather and the forward pass when none
+            bootstrap_truncated(buf, t, truncated, step.final_observation[truncated],
+                                self.agent)
 
     def _state(self) -> dict:
         return {"workers": self.pool.call("state"), "noise": [n.state() for n in self.noise]}

@@ -142,28 +142,26 @@ class WorkerPool:
     def send(self, command: str, payloads: Sequence[Any] | None = None) -> None:
         """Send every worker a command; a worker that died (whenever: even while the master
         was busy between batches) surfaces as ``WorkerError``, never as a pipe error."""
-        if self.closed:
-            raise WorkerError("the sampler workers were stopped (after a failure or close()); "
-                              "close and initialize the sampler again")
-        for i, conn in enumerate(self.conns):
-            try:
-                conn.send((command, None if payloads is None else payloads[i]))
-            except (OSError, ValueError):  # BrokenPipeError and friends: the reader is gone
-                self._raise_dead(i)
+        self._check_open()  # a closed pool has no pipes left to fail on
+        for i in range(len(self.conns)):
+            self.send_one(i, command, None if payloads is None else payloads[i])
 
     def send_one(self, worker: int, command: str, payload: Any = None) -> None:
         """Send one worker a command (same failure reporting as ``send``)."""
-        if self.closed:
-            raise WorkerError("the sampler workers were stopped (after a failure or close())")
+        self._check_open()
         try:
             self.conns[worker].send((command, payload))
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # BrokenPipeError and friends: the reader is gone
             self._raise_dead(worker)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise WorkerError("the sampler workers were stopped (after a failure or close()); "
+                              "close and initialize the sampler again")
 
     def receive(self, worker: int) -> Any:
         """Block (with liveness checks) for worker ``worker``'s answer."""
-        if self.closed:
-            raise WorkerError("the sampler workers were stopped (after a failure or close())")
+        self._check_open()
         conn = self.conns[worker]
         while not conn.poll(POLL_S):
             self.check_alive()
