@@ -36,6 +36,9 @@ class Samples(NamedTuple):
     V(true next observation) for steps whose successor is not ``observation[t+1]``: a
     truncated step (value of its real final observation, never the reset one) and the
     batch's last step. It is 0 on terminated steps, which never bootstrap.
+
+    ``policy_version[t, b]`` is the number of updates the weights that chose ``action[t, b]``
+    had seen; the runner stamps it (it alone knows), so an algorithm can measure its lag.
     """
 
     observation: torch.Tensor
@@ -45,6 +48,7 @@ class Samples(NamedTuple):
     truncated: torch.Tensor
     agent_info: StepInfo
     bootstrap_value: torch.Tensor
+    policy_version: torch.Tensor | None = None
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem
 

@@ -14,7 +14,7 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
-from rlfw.runners import RunSchedule, SyncRunner
+from rlfw.runners import ConcurrentRunner, RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, SerialSampler)
 from rlfw.checks import check_positive
@@ -22,6 +22,7 @@ from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
 
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
+RUNNERS = ("sync", "concurrent", "async")
 
 # Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
 LEGACY_KEYS = {
@@ -38,6 +39,7 @@ class RunConfig:
     algo: str = "ppo"
     env: str = "CartPole-v1"
     sampler: str = "serial"
+    runner: str = "sync"             # 'sync', 'concurrent' (HTS-RL, ppo/a2c) or 'async'
     batch_B: int = 8                 # envs stepped per batch (the B of [T, B])
     batch_T: int = 32                # steps per env per batch
     seed: int = 0
@@ -61,6 +63,12 @@ class RunConfig:
             raise ValueError(f"algorithm {self.algo!r} unknown; choose from {ALGOS}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler {self.sampler!r} unknown; choose from {SAMPLERS}")
+        if self.runner not in RUNNERS:
+            raise ValueError(f"runner {self.runner!r} unknown; choose from {RUNNERS}")
+        if self.runner == "concurrent" and self.algo == "dqn":
+            raise ValueError("runner 'concurrent' with algo 'dqn' cannot work: the concurrent "
+                             "runner keeps the policy lag at one on-policy batch; for dqn use "
+                             "runner 'sync' or 'async' (shared replay)")
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs)
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
@@ -353,5 +361,6 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     agent = build_agent(config, spaces)
     algo = build_algo(config)
     sampler = build_sampler(config, env_factory)
-    return SyncRunner(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=config.seed,
-                      config=config.to_dict(), resume=resume, progress=progress, stdout=stdout)
+    kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner}[config.runner]
+    return kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=config.seed,
+                config=config.to_dict(), resume=resume, progress=progress, stdout=stdout)

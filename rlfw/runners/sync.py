@@ -140,14 +140,25 @@ class SyncRunner:
         """Sample, learn, then evaluate/log/checkpoint when due; True: stop the run."""
         with self.timing.add_time("sample"):
             samples, episodes = self.sampler.obtain_samples(itr)
+        if samples.policy_version is not None:
+            samples.policy_version.fill_(itr)  # sampled with the weights after itr updates
+        self.episodes += episodes
+        self._learn(samples, itr)
+        return self._after_update(itr)
+
+    def _learn(self, samples, itr: int) -> None:
         with self.timing.add_time("learn"):
             try:
                 stats = self.algo.optimize(samples, itr)
             except NonFiniteError as err:
                 raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration was "
                                      f"saved{self._newest_note()}") from None
-        self.episodes += episodes
         self.logger.record_many(stats)
+        if samples.policy_version is not None:
+            self.logger.record("train/policy_lag", float(itr - samples.policy_version.min()))
+
+    def _after_update(self, itr: int) -> bool:
+        """Count update ``itr`` as done, then evaluate/log/checkpoint when due; True: stop."""
         self.result.env_steps, self.result.iterations = (itr + 1) * self.per_itr, itr + 1
         self.bar.update(self.per_itr)
         done = itr + 1
@@ -166,7 +177,7 @@ class SyncRunner:
     def _startup(self) -> None:
         s = self.schedule
         if not getattr(self.sampler, "initialized", False):
-            self.sampler.initialize(self.agent)
+            self.sampler.initialize(self._sampling_agent())
         self.per_itr = self.sampler.batch_T * self.sampler.batch_B
         self.n_itr = math.ceil(s.n_steps / self.per_itr)
         self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed)
@@ -185,6 +196,10 @@ class SyncRunner:
         self.steps_at_dump = self.start_itr * self.per_itr
         if s.max_restarts and not list_checkpoints(self.log_dir):
             self._save(0)  # a restart needs a checkpoint to go back to
+
+    def _sampling_agent(self):
+        """The agent the sampler steps with: the learner's own here (no lag)."""
+        return self.agent
 
     def _shutdown(self) -> None:
         self.bar.close()
@@ -207,7 +222,7 @@ class SyncRunner:
         self.restarts += 1
         first_line = str(err).splitlines()[0]
         self.sampler.close()
-        self.sampler.initialize(self.agent)
+        self.sampler.initialize(self._sampling_agent())
         itr = self._load_newest()
         self._say(f"restart {self.restarts}/{self.schedule.max_restarts}: {first_line}; "
                   f"continuing from iteration {itr} ({itr * self.per_itr} env steps)")
@@ -225,7 +240,7 @@ class SyncRunner:
     def _run_evaluation(self) -> bool:
         """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
         s, result = self.schedule, self.result
-        episodes = self.sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
+        episodes = self._evaluation_episodes()
         whole = [e for e in episodes if not e.truncated]
         counted = whole or episodes  # only cut episodes: report them, flagged by the count
         returns = np.array([e.ret for e in counted])
@@ -247,6 +262,10 @@ class SyncRunner:
                 save_best(self.log_dir, {"agent": self.agent.state_dict(), "config": self.config,
                                          "env_steps": result.env_steps, "eval_return": mean})
         return s.stop_at_return is not None and mean >= s.stop_at_return
+
+    def _evaluation_episodes(self) -> list[EpisodeInfo]:
+        s = self.schedule
+        return self.sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
 
     def _dump_logs(self) -> None:
         logger, episodes = self.logger, self.episodes
@@ -281,9 +300,16 @@ class SyncRunner:
         state = {
             "itr": itr, "result": self.result.__dict__, "agent": self.agent.state_dict(),
             "algo": self.algo.state_dict(), "sampler": self.sampler.state_dict(),
-            "rng": capture_rng(), "config": self.config,
+            "rng": capture_rng(), "config": self.config, **self._extra_state(),
         }
         save_checkpoint(self.log_dir, itr * self.per_itr, state, self.schedule.keep_checkpoints)
+
+    def _extra_state(self) -> dict:
+        """What a runner kind adds to its checkpoints (nothing here)."""
+        return {}
+
+    def _load_extra_state(self, state: dict) -> None:
+        pass
 
     def _load_newest(self) -> int:
         """Restore agent, algorithm, sampler and RNGs from the newest checkpoint that loads;
@@ -295,6 +321,7 @@ class SyncRunner:
         self.algo.load_state_dict(state["algo"])
         self.sampler.load_state_dict(state["sampler"])
         restore_rng(state["rng"])
+        self._load_extra_state(state)
         saved = dict(state["result"])
         saved["eval_history"] = [tuple(x) for x in saved.get("eval_history", [])]
         self.result = TrainResult(**saved)

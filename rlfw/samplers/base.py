@@ -60,6 +60,7 @@ def allocate_samples(agent: Agent, obs_space: gym.Space, batch_T: int, batch_B: 
         truncated=torch.zeros((), dtype=torch.bool),
         agent_info=tree_map(lambda x: x[0], step.info),
         bootstrap_value=torch.zeros((), dtype=torch.float32),
+        policy_version=torch.zeros((), dtype=torch.int64),
     )
     return allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
 

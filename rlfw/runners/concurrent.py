@@ -1,0 +1,157 @@
+"""ConcurrentRunner (HTS-RL): batch k+1 is sampled while update k+1 is learned from batch k,
+with the policy lag fixed at exactly one update and the run bitwise deterministic."""
+from __future__ import annotations
+
+import copy
+import threading
+
+import torch
+
+from rlfw.buffers import Samples, tree_map
+from rlfw.runners.sync import SyncRunner
+from rlfw.samplers.episodes import EpisodeInfo
+
+
+class _Background:
+    """One sampling call in a thread; ``result()`` joins it and re-raises what it raised
+    (a ``WorkerError``, or a ``KeyboardInterrupt`` delivered there) in the caller."""
+
+    def __init__(self, fn, *args):
+        self._out = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True,
+                                        name="rlfw-concurrent-sampler")
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as err:  # handed to the main thread, which decides
+            self._error = err
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._out
+
+
+class ConcurrentRunner(SyncRunner):
+    """HTS-RL's schedule for PPO and A2C, over any sampler.
+
+    The sampler steps a copy of the agent (the *behaviour* agent) in a background thread
+    while the learner updates the agent in the main thread; each side has its own ``[T, B]``
+    buffer, and the two learner buffers are used in turn. Timeline, with θ_k the weights
+    after k updates::
+
+        sample batch 0 with θ_0
+        iteration k:  sample batch k+1 with θ_k  ||  learn θ_{k+1} from batch k
+
+    so batch k (k >= 1) is always drawn with θ_{k-1}: the lag is exactly one update, and
+    which weights sample which batch depends on the iteration only, never on timing. Same
+    seed and configuration ⇒ bitwise-identical runs; checkpoints hold the batch in hand so
+    a resumed run equals an uninterrupted one. PPO's importance ratio corrects for the lag;
+    A2C ignores it (its gradient is one update stale, as in HTS-RL's A2C).
+
+    Sampling in a thread overlaps well when the sampler's work is outside the GIL (worker
+    processes of the cpu/gpu/alternating samplers, ALE's native threads); the serial sampler
+    on Python-heavy envs overlaps little.
+    """
+
+    def __init__(self, algo, agent, sampler, schedule, **kwargs):
+        if hasattr(algo, "replay"):
+            raise ValueError(f"runner 'concurrent' runs on-policy algorithms (ppo, a2c), not "
+                             f"{type(algo).__name__}; for dqn use runner 'sync' or 'async'")
+        super().__init__(algo, agent, sampler, schedule, **kwargs)
+        if getattr(sampler, "initialized", False):
+            raise ValueError("ConcurrentRunner initializes the sampler with its own copy of "
+                             "the agent; pass a sampler that is not initialized yet")
+        self.behaviour = copy.deepcopy(agent)
+        self._inflight: _Background | None = None
+        self.pending: Samples | None = None      # the batch the next update learns from
+        self._saved_pending: Samples | None = None
+
+    def _sampling_agent(self):
+        return self.behaviour
+
+    def _startup(self) -> None:
+        self.pending = None
+        super()._startup()
+        self.buffers = [tree_map(torch.zeros_like, self.sampler.samples) for _ in range(2)]
+        self._load_pending(self.start_itr)
+
+    def _sample_into(self, itr: int, version: int) -> tuple[Samples, list[EpisodeInfo]]:
+        """Sample batch ``itr`` with the behaviour agent (weights after ``version`` updates)
+        into learner buffer ``itr % 2``."""
+        samples, episodes = self.sampler.obtain_samples(itr)
+        dest = self.buffers[itr % 2]
+        tree_map(lambda d, s: d.copy_(s), dest, samples)
+        dest.policy_version.fill_(version)
+        return dest, episodes
+
+    def _iteration(self, itr: int) -> bool:
+        if self.pending is None:  # the run's first batch: nothing to overlap it with yet
+            with self.timing.add_time("sample"):
+                self.pending, episodes = self._sample_into(itr, itr)
+            self.episodes += episodes
+        if itr + 1 < self.n_itr:
+            self._inflight = _Background(self._sample_into, itr + 1, itr)
+        try:
+            self._learn(self.pending, itr)
+        except BaseException:
+            self._join_quietly()
+            raise
+        incoming = self._join()
+        if incoming is not None:
+            self.pending, episodes = incoming
+            self.episodes += episodes
+        else:
+            self.pending = None
+        self.behaviour.load_state_dict(self.agent.state_dict())  # θ_{itr+1}: next batch's
+        return self._after_update(itr)
+
+    def _join(self):
+        if self._inflight is None:
+            return None
+        inflight, self._inflight = self._inflight, None
+        with self.timing.add_time("wait_for_sampler"):
+            return inflight.result()
+
+    def _join_quietly(self) -> None:
+        """Wait for the in-flight batch when the run is failing already: its own error is
+        the one to report, and a sampler must not be closed while a thread uses it."""
+        try:
+            self._join()
+        except BaseException:
+            pass
+
+    def _restart_after(self, err) -> int:
+        self._join_quietly()
+        itr = super()._restart_after(err)
+        self._load_pending(itr)
+        return itr
+
+    def _shutdown(self) -> None:
+        self._join_quietly()
+        super()._shutdown()
+
+    # -- checkpoints: the batch in hand travels with them ---------------------------------
+    def _extra_state(self) -> dict:
+        if self.pending is None:
+            return {"pending": None}
+        return {"pending": tree_map(torch.clone, self.pending)}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self._saved_pending = state.get("pending")
+
+    def _load_pending(self, itr: int) -> None:
+        """After a checkpoint was loaded (or none): batch ``itr`` back in hand, and the
+        behaviour agent on the learner's weights."""
+        saved, self._saved_pending = self._saved_pending, None
+        self.behaviour.load_state_dict(self.agent.state_dict())
+        self.pending = None
+        if saved is not None:
+            dest = self.buffers[itr % 2]
+            tree_map(lambda d, s: d.copy_(s), dest, saved)
+            self.pending = dest

@@ -1,0 +1,127 @@
+"""Concurrent (HTS-RL) runner: lag exactly one, bitwise determinism, resume after Ctrl-C."""
+import pytest
+import torch
+
+from conftest import bits, children
+from test_runner import small_config, snapshot
+from rlfw.launch.checkpoint import latest_checkpoint
+from rlfw.launch.config import build_runner
+
+
+def concurrent_config(sampler="serial", itrs=6, seed=0):
+    config = small_config(sampler=sampler, itrs=itrs, seed=seed)
+    config.runner = "concurrent"
+    return config
+
+
+def run(config, log_dir, record=None):
+    runner = build_runner(config, str(log_dir), progress=False, stdout=False)
+    if record is not None:
+        real = runner.algo.optimize
+
+        def optimize(samples, itr):
+            record.append((itr, samples.policy_version.clone()))
+            return real(samples, itr)
+
+        runner.algo.optimize = optimize
+    with runner:
+        result = runner.train()
+    return runner, result
+
+
+def same_params(a, b) -> bool:
+    sa, sb = snapshot(a), snapshot(b)
+    return sa.keys() == sb.keys() and all(torch.equal(bits(sa[k]), bits(sb[k])) for k in sa)
+
+
+def test_every_sample_of_batch_itr_was_drawn_with_policy_version_itr_minus_one(tmp_path):
+    seen = []
+    runner, result = run(concurrent_config(itrs=5), tmp_path / "run", seen)
+    assert [itr for itr, _ in seen] == [0, 1, 2, 3, 4]
+    config = runner.config
+    for itr, versions in seen:
+        assert versions.shape == (config["batch_T"], config["batch_B"])
+        # batch 0 is drawn with the initial weights (nothing to overlap it with)
+        assert torch.all(versions == max(itr - 1, 0)), (itr, versions.unique())
+    assert result.env_steps == 5 * 256
+
+
+@pytest.mark.parametrize("sampler", ["serial", "cpu"])
+def test_two_runs_with_the_same_seed_end_bitwise_identical(tmp_path, sampler):
+    first, _ = run(concurrent_config(sampler), tmp_path / "a")
+    second, _ = run(concurrent_config(sampler), tmp_path / "b")
+    assert same_params(first, second)
+    # ... and the lag is real: the sync runner (lag 0) ends elsewhere
+    sync = small_config(sampler=sampler)
+    synced, _ = run(sync, tmp_path / "sync")
+    assert not same_params(first, synced)
+
+
+@pytest.mark.parametrize("sampler", ["serial", "cpu"])
+def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, sampler):
+    whole, whole_result = run(concurrent_config(sampler), tmp_path / "whole")
+
+    part = build_runner(concurrent_config(sampler), str(tmp_path / "part"), progress=False,
+                        stdout=False)
+    real = part.algo.optimize
+
+    def interrupt_at_4(samples, itr):
+        if itr == 4:
+            raise KeyboardInterrupt  # Ctrl-C while batch 5 is being sampled
+        return real(samples, itr)
+
+    part.algo.optimize = interrupt_at_4
+    with part:
+        result = part.train()
+    assert result.interrupted and result.iterations == 4
+    assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
+    state = torch.load(latest_checkpoint(str(tmp_path / "part")), weights_only=False)
+    assert torch.all(state["pending"].policy_version == 2)  # batch 3 in hand, drawn with θ_2
+
+    resumed = build_runner(concurrent_config(sampler), str(tmp_path / "part"), resume=True,
+                           progress=False, stdout=False)
+    with resumed:
+        final = resumed.train()
+    assert final.env_steps == 6 * 256
+    assert same_params(whole, resumed), "resumed concurrent run diverged"
+    assert final.eval_history[-1] == whole_result.eval_history[-1]
+    assert children() == []
+
+
+def test_concurrent_with_dqn_is_refused_naming_both():
+    config = small_config(algo="dqn")
+    config.runner = "concurrent"
+    with pytest.raises(ValueError, match="runner 'concurrent' with algo 'dqn'.*sync.*async"):
+        config.validate()
+
+
+def test_a_worker_death_in_the_background_batch_surfaces_as_worker_error(tmp_path):
+    from rlfw.samplers import WorkerError
+
+    runner = build_runner(concurrent_config("cpu", itrs=4), str(tmp_path / "run"),
+                          progress=False, stdout=False)
+    real = runner.algo.optimize
+
+    def kill_worker_then_learn(samples, itr):
+        if itr == 1:  # batch 2 is being sampled right now, in the background thread
+            runner.sampler.pool.procs[0].kill()
+        return real(samples, itr)
+
+    runner.algo.optimize = kill_worker_then_learn
+    with runner, pytest.raises(WorkerError, match="sampler worker 0 .* died"):
+        runner.train()
+    assert children() == []
+
+
+@pytest.mark.slow
+def test_concurrent_ppo_learns_cartpole_final_policy(tmp_path):
+    config = concurrent_config()
+    from rlfw.launch.config import apply_overrides, schedule_for
+
+    apply_overrides(config, {"schedule": {**schedule_for(150_000), "eval_episodes": 10,
+                                          "checkpoint_every": 50_000}})
+    runner, result = run(config, tmp_path / "run")
+    final = runner.sampler.evaluate(20, greedy=True)  # the policy the user ends up with
+    mean = sum(e.ret for e in final) / len(final)
+    assert result.env_steps >= 150_000 - 256
+    assert mean >= 475, (mean, result.eval_history)
