@@ -14,7 +14,7 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
-from rlfw.runners import ConcurrentRunner, RunSchedule, SyncRunner
+from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, SerialSampler)
 from rlfw.checks import check_positive
@@ -69,6 +69,9 @@ class RunConfig:
             raise ValueError("runner 'concurrent' with algo 'dqn' cannot work: the concurrent "
                              "runner keeps the policy lag at one on-policy batch; for dqn use "
                              "runner 'sync' or 'async' (shared replay)")
+        if self.runner == "async" and self.algo == "dqn" and self.dqn.prioritized:
+            raise ValueError("runner 'async' with dqn.prioritized=true is not supported; use "
+                             "uniform replay with runner 'async', or runner 'sync'")
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs)
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
@@ -361,6 +364,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     agent = build_agent(config, spaces)
     algo = build_algo(config)
     sampler = build_sampler(config, env_factory)
-    kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner}[config.runner]
+    kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner,
+            "async": AsyncRunner}[config.runner]
     return kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=config.seed,
                 config=config.to_dict(), resume=resume, progress=progress, stdout=stdout)

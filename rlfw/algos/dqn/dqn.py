@@ -99,7 +99,8 @@ class DQN:
         self.updates = 0
         self.update_budget = 0.0
         self.last_target_step = 0
-        self.steps_per_itr = 0
+        if self.replay is None:  # else made already, for batches of a known size (async)
+            self.steps_per_itr = 0
         self._set_epsilon(0)
 
     # -- exploration ---------------------------------------------------------------------
@@ -114,7 +115,19 @@ class DQN:
         self.agent.set_epsilon(c.epsilon_start + frac * (c.epsilon_final - c.epsilon_start))
 
     # -- replay --------------------------------------------------------------------------
-    def _make_replay(self, samples: Samples) -> Replay:
+    def make_replay(self, samples: Samples, shared: bool = False,
+                    seed: int | None = None) -> Replay:
+        """The replay for batches shaped like ``samples`` (in shared memory if ``shared``:
+        the async runner's sampler process appends to it), holding a checkpoint's replay
+        if one was loaded; its sampling is seeded with ``seed`` (default: the run's)."""
+        self.replay = self._new_replay(samples, shared, self.seed if seed is None else seed)
+        self.steps_per_itr = samples.reward.numel()
+        if self._pending_replay is not None:
+            self.replay.load_state_dict(self._pending_replay)
+            self._pending_replay = None
+        return self.replay
+
+    def _new_replay(self, samples: Samples, shared: bool, seed: int) -> Replay:
         c = self.config
         obs = samples.observation
         B = obs.shape[1]
@@ -124,21 +137,23 @@ class DQN:
         stacked_frames = len(obs_shape) == 3 and obs_dtype == np.uint8
         storage_cls = FrameStorage if (c.frame_dedup and stacked_frames) else RowStorage
         storage = storage_cls(c.replay_capacity, B, obs_shape, obs_dtype, action_shape,
-                              action_dtype)
-        sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=self.seed)
-                    if c.prioritized else UniformSampling(self.seed))
+                              action_dtype, shared=shared)
+        sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
+                    if c.prioritized else UniformSampling(seed))
         return Replay(storage, sampling, c.n_step, c.gamma)
 
     # -- learning ------------------------------------------------------------------------
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
-        c = self.config
+        """Append batch ``itr`` to replay, then learn from replay."""
         if self.replay is None:
-            self.replay = self._make_replay(samples)
-            if self._pending_replay is not None:
-                self.replay.load_state_dict(self._pending_replay)
-                self._pending_replay = None
-        self.steps_per_itr = samples.reward.numel()
+            self.make_replay(samples)
         self.replay.append_samples(samples)
+        return self.learn_from_replay(itr)
+
+    def learn_from_replay(self, itr: int) -> dict[str, float]:
+        """The ``replay_ratio x T x B`` updates that batch ``itr`` (already in replay) pays
+        for, once ``learning_starts`` env steps are in; then the ε schedule moves on."""
+        c = self.config
         env_steps = (itr + 1) * self.steps_per_itr
         stats: dict[str, list[float]] = {"loss": [], "q": [], "grad_norm": [], "td_abs": []}
         if env_steps >= c.learning_starts:
@@ -215,7 +230,10 @@ class DQN:
         self.updates, self.update_budget = state["updates"], state["update_budget"]
         self.last_target_step = state["last_target_step"]
         self.steps_per_itr = state["steps_per_itr"]
-        self._pending_replay = state["replay"]
+        if self.replay is not None and state["replay"] is not None:
+            self.replay.load_state_dict(state["replay"])  # made already (async runner)
+        else:
+            self._pending_replay = state["replay"]
         if state["replay"] is None:
             import warnings
 

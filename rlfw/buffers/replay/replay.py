@@ -1,6 +1,7 @@
 """Replay = storage + sampling rule + n-step view; appends ``[T, B]`` sampler batches."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -122,6 +123,9 @@ class Replay:
             raise ValueError(f"n_step={n_step} needs a replay of more than {n_step} rows")
         self.storage, self.sampling = storage, sampling
         self.n_step, self.gamma = n_step, gamma
+        # Held while appending and while gathering a minibatch: with a shared storage (the
+        # async runner) the sampler process appends while the learner samples.
+        self.lock: AbstractContextManager = nullcontext()
 
     @property
     def oldest_row(self) -> int:
@@ -144,15 +148,17 @@ class Replay:
         return (stop - first) * self.storage.B
 
     def append_samples(self, samples: Samples) -> None:
-        rows = self.storage.append(samples)
+        with self.lock:
+            rows = self.storage.append(samples)
         self.sampling.on_append(self, rows)
 
     def sample(self, batch_size: int) -> ReplayBatch:
-        if len(self) == 0:
-            raise ValueError("replay holds no sampleable transitions yet (each needs "
-                             f"{self.n_step} later steps stored)")
-        ids, weights = self.sampling.sample(self, batch_size)
-        return self.batch(ids, weights)
+        with self.lock:
+            if len(self) == 0:
+                raise ValueError("replay holds no sampleable transitions yet (each needs "
+                                 f"{self.n_step} later steps stored)")
+            ids, weights = self.sampling.sample(self, batch_size)
+            return self.batch(ids, weights)
 
     def batch(self, ids: np.ndarray, weights: np.ndarray | None = None) -> ReplayBatch:
         s = self.storage
@@ -192,8 +198,14 @@ class Replay:
         self.sampling.update(ids, td_errors)
 
     def state_dict(self) -> dict:
-        return {"storage": self.storage.state_dict(), "sampling": self.sampling.state_dict()}
+        with self.lock:  # a shared storage keeps changing: copy it while it holds still
+            storage = self.storage.state_dict()
+            if self.storage._shared is not None:
+                storage = {k: v.copy() if isinstance(v, np.ndarray) else v
+                           for k, v in storage.items()}
+        return {"storage": storage, "sampling": self.sampling.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.storage.load_state_dict(state["storage"])
+        with self.lock:
+            self.storage.load_state_dict(state["storage"])
         self.sampling.load_state_dict(state["sampling"])

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import psutil
+import torch
 
 from rlfw.buffers.samples import Samples
 
@@ -15,10 +16,16 @@ class RowStorage:
     Rows are written in time order, so the successor of row t is row t+1 of the same column
     and n-step returns can be read off without storing next observations twice.
     ``observations(rows, cols)`` gives what the agent saw at those rows.
+
+    ``shared=True`` puts every array (and the write position) in shared memory, so that a
+    sampler process appends while the learner samples (the async runner; the replay's lock
+    keeps a reader from seeing a half-written batch). Pickled, it travels by handle.
     """
 
     def __init__(self, capacity: int, batch_B: int, obs_shape: tuple[int, ...],
-                 obs_dtype: np.dtype, action_shape: tuple[int, ...], action_dtype: np.dtype):
+                 obs_dtype: np.dtype, action_shape: tuple[int, ...], action_dtype: np.dtype,
+                 shared: bool = False):
+        self._shared: dict[str, torch.Tensor] | None = {} if shared else None
         if capacity < batch_B:
             raise ValueError(f"replay capacity {capacity} is smaller than batch_B={batch_B}")
         self.T = capacity // batch_B
@@ -27,20 +34,58 @@ class RowStorage:
         frame_bytes = self._observation_bytes(obs_shape, np.dtype(obs_dtype))
         warn_if_too_big(frame_bytes + self.capacity * (4 + 3 + 8), "replay buffer")
         self._allocate_observations(obs_shape, np.dtype(obs_dtype))
-        self.action = np.zeros((self.T, batch_B) + tuple(action_shape), action_dtype)
-        self.reward = np.zeros((self.T, batch_B), np.float32)
-        self.terminated = np.zeros((self.T, batch_B), bool)
-        self.truncated = np.zeros((self.T, batch_B), bool)
-        self.bootstrap_value = np.zeros((self.T, batch_B), np.float32)
-        self.cursor = 0        # next row to write
-        self.rows_written = 0  # total, ever
+        rows = (self.T, batch_B)
+        self.action = self._zeros("action", rows + tuple(action_shape), action_dtype)
+        self.reward = self._zeros("reward", rows, np.float32)
+        self.terminated = self._zeros("terminated", rows, bool)
+        self.truncated = self._zeros("truncated", rows, bool)
+        self.bootstrap_value = self._zeros("bootstrap_value", rows, np.float32)
+        self._position = self._zeros("_position", (2,), np.int64)  # cursor, rows written
+
+    def _zeros(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """A zeroed array; in shared memory (a numpy view of a shared tensor) if shared."""
+        array = np.zeros(shape, dtype)
+        if self._shared is None:
+            return array
+        tensor = torch.from_numpy(array).share_memory_()
+        self._shared[name] = tensor
+        return tensor.numpy()
+
+    def __getstate__(self) -> dict:
+        if self._shared is None:
+            return dict(vars(self))
+        # shared arrays travel as their tensors (by handle), not as copies of the data
+        return {k: v for k, v in vars(self).items() if k not in self._shared}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        for name, tensor in (self._shared or {}).items():
+            setattr(self, name, tensor.numpy())
+
+    @property
+    def cursor(self) -> int:
+        """The next row to write."""
+        return int(self._position[0])
+
+    @cursor.setter
+    def cursor(self, value: int) -> None:
+        self._position[0] = value
+
+    @property
+    def rows_written(self) -> int:
+        """Rows appended, ever."""
+        return int(self._position[1])
+
+    @rows_written.setter
+    def rows_written(self, value: int) -> None:
+        self._position[1] = value
 
     # Observations: full copies here; FrameStorage overrides these three.
     def _observation_bytes(self, shape: tuple[int, ...], dtype: np.dtype) -> int:
         return self.capacity * int(np.prod(shape)) * dtype.itemsize
 
     def _allocate_observations(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
-        self.obs = np.zeros((self.T, self.B) + shape, dtype)
+        self.obs = self._zeros("obs", (self.T, self.B) + shape, dtype)
 
     def _write_observations(self, rows: np.ndarray, obs: np.ndarray) -> None:
         self.obs[rows] = obs
@@ -71,14 +116,17 @@ class RowStorage:
         self.terminated[rows] = samples.terminated.numpy()
         self.truncated[rows] = samples.truncated.numpy()
         self.bootstrap_value[rows] = samples.bootstrap_value.numpy()
-        self.cursor = (self.cursor + T) % self.T
-        self.rows_written += T
+        # one write publishes both: a reader never pairs a new cursor with an old count
+        self._position[:] = ((self.cursor + T) % self.T, self.rows_written + T)
         return rows
 
     def state_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items()}
+        return {k: v for k, v in vars(self).items() if k != "_shared"}
 
     def load_state_dict(self, state: dict) -> None:
+        state = dict(state)
+        if "cursor" in state:  # checkpoints written before the position became one array
+            state["_position"] = np.array([state.pop("cursor"), state.pop("rows_written")])
         for key, value in state.items():
             current = getattr(self, key, None)
             if isinstance(current, np.ndarray):
@@ -100,8 +148,8 @@ class FrameStorage(RowStorage):
 
     def _allocate_observations(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.stack = shape[0]
-        self.frames = np.zeros((self.T, self.B) + tuple(shape[1:]), dtype)
-        self.episode_start = np.zeros((self.T, self.B), bool)
+        self.frames = self._zeros("frames", (self.T, self.B) + tuple(shape[1:]), dtype)
+        self.episode_start = self._zeros("episode_start", (self.T, self.B), bool)
         self._previous_done = np.ones(self.B, bool)  # the very first row starts an episode
 
     def _write_observations(self, rows: np.ndarray, obs: np.ndarray) -> None:
