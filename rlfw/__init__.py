@@ -5,15 +5,16 @@ from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.buffers import AgentInfo, QInfo, Samples
 from rlfw.checks import NonFiniteError
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
-from rlfw.runners import RunSchedule, SyncRunner
+from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, EvalLimits, NativeAtariSampler,
-                           ParallelCpuSampler, ParallelGpuSampler, SerialSampler, WorkerError)
+                           ParallelCpuSampler, ParallelGpuSampler, QueueSampler, SerialSampler,
+                           WorkerError)
 from rlfw.seeding import seed_everything
 
 __version__ = "0.1.0"
 
 __all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "Agent", "AgentInfo", "AlternatingSampler",
-           "AtariOptions", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
+           "AsyncRunner", "AtariOptions", "ConcurrentRunner", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
            "EvalLimits", "NativeAtariSampler", "NonFiniteError", "PPO", "PPOConfig",
-           "ParallelCpuSampler", "ParallelGpuSampler", "QInfo", "RunSchedule", "Samples",
+           "ParallelCpuSampler", "ParallelGpuSampler", "QInfo", "QueueSampler", "RunSchedule", "Samples",
            "SerialSampler", "SyncRunner", "WorkerError", "make_env", "seed_everything"]

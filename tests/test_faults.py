@@ -13,7 +13,7 @@ from rlfw.checks import NonFiniteError
 from rlfw.cli import main
 from rlfw.launch.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
-from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
+from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler, QueueSampler,
                            SerialSampler, WorkerError)
 from rlfw.seeding import seed_everything
 from rlfw.testing import (CountingAgent, CountingEnv, KillOnceEnv, NonFiniteRewardEnv,
@@ -23,6 +23,7 @@ PARALLEL = {
     "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),
     "gpu": lambda f, T, B, seed: ParallelGpuSampler(f, T, B, seed, n_workers=2),
     "alternating": lambda f, T, B, seed: AlternatingSampler(f, T, B, seed, n_workers=2),
+    "queue": lambda f, T, B, seed: QueueSampler(f, T, B, seed, n_workers=2),
 }
 
 

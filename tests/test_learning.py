@@ -32,7 +32,7 @@ def test_a2c_solves_cartpole_within_300k_steps():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["cpu", "gpu"])
+@pytest.mark.parametrize("sampler", ["cpu", "gpu", "queue"])
 def test_ppo_with_parallel_samplers_solves_cartpole(sampler):
     result = train("ppo", 0, 120_000, sampler=sampler)
     assert result.eval_return >= 475, result.eval_history

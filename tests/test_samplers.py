@@ -9,13 +9,14 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
-                           SerialSampler, WorkerError)
+                           QueueSampler, SerialSampler, WorkerError)
 from rlfw.testing import CountingAgent, CountingEnv, RaisingEnv, SelfKillingEnv
 
 PARALLEL = {
     "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),
     "gpu": lambda f, T, B, seed: ParallelGpuSampler(f, T, B, seed, n_workers=2),
     "alternating": lambda f, T, B, seed: AlternatingSampler(f, T, B, seed, n_workers=2),
+    "queue": lambda f, T, B, seed: QueueSampler(f, T, B, seed, n_workers=2),
 }
 ALL = {"serial": lambda f, T, B, seed: SerialSampler(f, T, B, seed), **PARALLEL}
 
@@ -59,7 +60,7 @@ def test_same_seed_twice_is_bitwise_identical_with_a_stochastic_agent(kind):
     assert runs[0][0][0].done.any()  # episodes did end inside the batches
 
 
-@pytest.mark.parametrize("kind", ["cpu", "gpu", "alternating"])
+@pytest.mark.parametrize("kind", ["cpu", "gpu", "alternating", "queue"])
 @pytest.mark.parametrize("env_cls,message", [
     (RaisingEnv, "RaisingEnv: deliberate failure at step 9"),
     (SelfKillingEnv, "killed by signal 9"),

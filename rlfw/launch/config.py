@@ -16,12 +16,12 @@ from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
-                           ParallelGpuSampler, SerialSampler)
+                           ParallelGpuSampler, QueueSampler, SerialSampler)
 from rlfw.checks import check_positive
 from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
 
-SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
+SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native", "queue")
 RUNNERS = ("sync", "concurrent", "async")
 
 # Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
@@ -349,7 +349,7 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory):
     parallel = dict(n_workers=config.n_workers, pin_cpus=config.pin_cpus,
                     start_method=config.start_method)
     kinds = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,
-             "alternating": AlternatingSampler}
+             "alternating": AlternatingSampler, "queue": QueueSampler}
     return kinds[config.sampler](env_factory, **common, **parallel)
 
 

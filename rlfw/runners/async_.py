@@ -17,6 +17,7 @@ import math
 import os
 import time
 import traceback
+from contextlib import nullcontext
 from typing import Any, NamedTuple
 
 import torch
@@ -326,7 +327,10 @@ class SamplerProcess:
                 proc.kill()
                 proc.join(timeout=JOIN_S)
             conn.close()
+            # Named semaphores live in /dev/shm until their last reference is gone.
             self.credits = self.weights = None
+            if self.uses_replay and self.algo.replay is not None:
+                self.algo.replay.lock = nullcontext()
         if self._evaluator is not None:
             self._evaluator.close()
             self._evaluator = None

@@ -5,9 +5,10 @@ from rlfw.samplers.evaluation import EvalLimits
 from rlfw.samplers.native_atari import NativeAtariSampler
 from rlfw.samplers.parallel_cpu import ParallelCpuSampler
 from rlfw.samplers.parallel_gpu import AlternatingSampler, ParallelGpuSampler
+from rlfw.samplers.queue import QueueSampler
 from rlfw.samplers.serial import SerialSampler
 from rlfw.samplers.workers import WorkerError
 
 __all__ = ["AlternatingSampler", "EpisodeInfo", "EvalLimits", "NativeAtariSampler",
-           "ParallelCpuSampler", "ParallelGpuSampler", "Sampler", "SamplerBase", "SerialSampler",
+           "ParallelCpuSampler", "ParallelGpuSampler", "QueueSampler", "Sampler", "SamplerBase", "SerialSampler",
            "WorkerError", "allocate_samples"]

@@ -62,7 +62,9 @@ def allocate_samples(agent: Agent, obs_space: gym.Space, batch_T: int, batch_B: 
         bootstrap_value=torch.zeros((), dtype=torch.float32),
         policy_version=torch.zeros((), dtype=torch.int64),
     )
-    return allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
+    samples = allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
+    samples.policy_version.zero_()  # the runner's to stamp, not a sampler's to write
+    return samples
 
 
 def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:

@@ -1,0 +1,220 @@
+"""QueueSampler (GA3C): actor processes post inference requests to one queue; a predictor in
+the master batches whatever is waiting, runs one forward pass and routes each action back.
+
+Unlike the gpu sampler's lockstep (every worker waits for one forward pass over all B
+slots), an actor here is served as soon as a predictor pass picks up its request, so fast
+actors are not held back by slow ones. Observations, actions and step results travel
+through the shared ``[T, B]`` buffer; the queue carries only ``(actor, t)``.
+
+Reproducibility: the samples equal the serial sampler's bit for bit, whatever the timing.
+Each slot draws its action noise from its own stream, one draw per step, whichever pass
+served it; and every pass runs the model over all B rows, a request's observations in its
+own slots' rows, so no row's result depends on which requests happened to share the pass
+(GEMM kernels round differently for different batch sizes, not for different neighbours).
+What is not reproducible is only how requests were grouped (``batch_sizes``): timing.
+The price is a full-width forward pass per predictor batch; GA3C's gain, serving an actor
+as soon as it is ready instead of in lockstep with the slowest, is kept.
+"""
+from __future__ import annotations
+
+import os
+import queue as queue_module
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlfw.agents.base import Agent
+from rlfw.buffers import Samples, tree_map
+from rlfw.samplers.base import SamplerBase, allocate_samples
+from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
+from rlfw.samplers.env_group import EnvGroup
+from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.parallel_gpu import _wait_for_master
+from rlfw.samplers.workers import (POLL_S, WorkerPool, default_workers, serve, split_slots,
+                                  torch_threads, worker_cpus, worker_setup)
+from rlfw.seeding import ACTION_NOISE
+
+
+def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
+           env_action: torch.Tensor, next_obs: torch.Tensor, requests, action_ready,
+           parent_pid: int, cpu: int | None) -> None:
+    worker_setup(cpu)
+
+    def make_handler():
+        group = EnvGroup(env_factory, slots, seed, train=True)
+        group.reset()
+        mine = buf[:, slots.start:slots.stop]
+        actions = env_action[slots.start:slots.stop]
+
+        def handle(command: str, payload):
+            if command == "sample":
+                episodes: list[EpisodeInfo] = []
+                finals: dict[tuple[int, int], np.ndarray] = {}  # (t, slot) -> final obs
+                for t in range(payload):
+                    mine.observation[t] = torch.from_numpy(group.result.next_obs)
+                    requests.put((actor, t))
+                    _wait_for_master(action_ready, parent_pid)
+                    result = group.step(actions.numpy())
+                    mine.reward[t] = torch.from_numpy(result.reward)
+                    mine.terminated[t] = torch.from_numpy(result.terminated)
+                    mine.truncated[t] = torch.from_numpy(result.truncated)
+                    for i, final in result.final_obs.items():
+                        finals[(t, slots.start + i)] = final
+                    episodes.extend(result.episodes)
+                next_obs[slots.start:slots.stop] = torch.from_numpy(group.result.next_obs)
+                return episodes, finals
+            if command == "state":
+                return group.state_dict()
+            if command == "load":
+                return group.load_state_dict(payload)
+            raise ValueError(f"unknown command {command!r}")
+
+        return handle, group.close
+
+    serve(conn, make_handler)
+
+
+class QueueSampler(SamplerBase):
+    """GA3C's actors and predictor over the common ``[T, B]`` buffer.
+
+    ``n_workers`` actor processes each step a contiguous slice of the B env slots; the
+    predictor serves at most ``max_batch`` env slots per forward pass (default: all B),
+    waiting up to ``batch_wait_s`` for more requests after the first one (0: take only
+    what is already queued)."""
+
+    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
+                 seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
+                 pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False,
+                 n_eval_workers: int = 0, max_batch: int | None = None,
+                 batch_wait_s: float = 0.0):
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
+        self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
+        self.slots = split_slots(batch_B, self.n_workers)
+        self.max_batch = batch_B if max_batch is None else max_batch
+        if self.max_batch < max(len(s) for s in self.slots):
+            raise ValueError(f"max_batch={self.max_batch} is smaller than one actor's "
+                             f"{max(len(s) for s in self.slots)} envs; allowed: >= that")
+        if batch_wait_s < 0:
+            raise ValueError(f"batch_wait_s must be >= 0, got {batch_wait_s}")
+        self.batch_wait_s = batch_wait_s
+        self.pin_cpus = pin_cpus
+        self.start_method = start_method
+        self.pool: WorkerPool | None = None
+        self.action_ready: list = []
+        self.requests = None
+        self.batch_sizes: list[int] = []  # slots per predictor pass, last batch (a statistic)
+
+    def _start(self, agent: Agent) -> Samples:
+        obs_space = self.observation_space()
+        samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B, shared=True,
+                                   debug=self.debug)
+        example_action = torch.as_tensor(agent.env_action(samples.action[0, :1]))[0]
+        self.env_action = torch.zeros((self.batch_B,) + tuple(example_action.shape),
+                                      dtype=example_action.dtype).share_memory_()
+        self.next_obs = torch.zeros_like(samples.observation[0]).share_memory_()
+        self.noise = [SlotNoise(self.seed, ACTION_NOISE, slots, agent.noise_shape,
+                                agent.noise_kind) for slots in self.slots]
+        self.predict_obs = torch.zeros_like(samples.observation[0])
+        self.predict_noise = np.zeros((self.batch_B,) + tuple(agent.noise_shape), np.float32)
+        self.all_slots = range(self.batch_B)
+        ctx = torch.multiprocessing.get_context(self.start_method)
+        self.requests = ctx.Queue()
+        self.action_ready = [ctx.Semaphore(0) for _ in self.slots]
+        cpus = worker_cpus(len(self.slots), self.pin_cpus)
+        args = [(w, self.env_factory, slots, self.seed, samples, self.env_action, self.next_obs,
+                 self.requests, self.action_ready[w], os.getpid(), cpus[w])
+                for w, slots in enumerate(self.slots)]
+        self.pool = WorkerPool(_actor, args, self.start_method)
+        return samples
+
+    def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        with torch_threads(1):
+            self.agent.sample_mode()
+            self.samples.bootstrap_value.zero_()
+            self.pool.send("sample", [self.batch_T] * len(self.pool))
+            waiting = self.batch_T * len(self.slots)
+            self.batch_sizes = []
+            while waiting:
+                waiting -= self._predict(self._next_requests())
+            results = [self.pool.receive(w) for w in range(len(self.pool))]
+            episodes = [ep for eps, _ in results for ep in eps]
+            self._bootstrap_truncated({k: v for _, finals in results for k, v in finals.items()})
+            bootstrap_batch_end(self.samples, self.next_obs, self.agent)
+        return self.samples, episodes
+
+    def _next_requests(self) -> list[tuple[int, int]]:
+        """Block for one request (checking the actors are alive), then take more, up to
+        ``max_batch`` env slots."""
+        while True:
+            try:
+                batch = [self.requests.get(timeout=POLL_S)]
+                break
+            except queue_module.Empty:
+                pass
+            # outside the except: a WorkerError chained to Empty would keep the queue (and
+            # its named semaphores) alive through the traceback
+            self.pool.check_alive()
+        size = len(self.slots[batch[0][0]])
+        while True:
+            try:
+                actor, t = (self.requests.get(timeout=self.batch_wait_s) if self.batch_wait_s
+                            else self.requests.get_nowait())
+            except queue_module.Empty:
+                return batch
+            batch.append((actor, t))
+            size += len(self.slots[actor])
+            if size + max(len(s) for s in self.slots) > self.max_batch:
+                return batch
+
+    def _predict(self, requests: list[tuple[int, int]]) -> int:
+        """One forward pass serving every requesting actor's envs; then release them.
+
+        The pass always covers all B rows, each request's observations in its own slots'
+        rows (the rest are left as they were): a row's result then never depends on which
+        requests shared the pass, so the samples equal the serial sampler's bit for bit."""
+        buf, obs, noise = self.samples, self.predict_obs, self.predict_noise
+        for a, t in requests:
+            part = self.slots[a]
+            obs[part.start:part.stop] = buf.observation[t, part.start:part.stop]
+            noise[part.start:part.stop] = self.noise[a].draw()
+        step = self.agent.step(obs, noise, self.all_slots)
+        action, info = step.action.cpu(), tree_map(torch.Tensor.cpu, step.info)
+        env_action = torch.as_tensor(self.agent.env_action(action))
+        served = 0
+        for a, t in requests:
+            part = self.slots[a]
+            rows = slice(part.start, part.stop)
+            buf.action[t, rows] = action[rows]
+            buf.agent_info[t, rows] = tree_map(lambda x: x[rows], info)
+            self.env_action[rows] = env_action[rows]
+            self.action_ready[a].release()
+            served += len(part)
+        self.batch_sizes.append(served)
+        return len(requests)
+
+    def _bootstrap_truncated(self, finals: dict[tuple[int, int], np.ndarray]) -> None:
+        for t in sorted({t for t, _ in finals}):
+            slots = sorted(b for tt, b in finals if tt == t)
+            bootstrap_truncated(self.samples, t, slots,
+                                np.stack([finals[(t, b)] for b in slots]), self.agent)
+
+    def _state(self) -> dict:
+        return {"workers": self.pool.call("state"), "noise": [n.state() for n in self.noise]}
+
+    def _load_state(self, state: dict) -> None:
+        self.pool.load_states(state["workers"])
+        for noise, s in zip(self.noise, state["noise"]):
+            noise.set_state(s)
+
+    def _stop(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        if self.requests is not None:
+            self.requests.close()
+            self.requests.join_thread()
+            self.requests = None
+        self.action_ready = []  # named semaphores live in /dev/shm until unreferenced

@@ -1,0 +1,154 @@
+"""Async runner: replay ratio held both ways, lag logged, dead sampler process surfaced."""
+import csv
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import children, shm_entries
+from test_runner import small_config
+from rlfw.launch.config import apply_overrides, build_runner, schedule_for
+from rlfw.runners import AsyncRunner
+from rlfw.samplers import WorkerError
+
+
+def async_config(algo="dqn", itrs=12, sampler="serial", seed=0):
+    config = small_config(algo=algo, itrs=itrs, sampler=sampler, seed=seed)
+    config.runner = "async"
+    if algo == "dqn":
+        apply_overrides(config, {"dqn": {"learning_starts": 512}})
+        if sampler != "serial":  # two workers need two envs
+            apply_overrides(config, {"batch_B": 2, "batch_T": 128})
+    return config
+
+
+def progress(run_dir):
+    with open(os.path.join(run_dir, "progress.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def test_async_dqn_holds_the_configured_replay_ratio_and_bounds_the_sampler_lead(tmp_path):
+    run_dir = str(tmp_path / "run")
+    runner = build_runner(async_config(), run_dir, progress=False, stdout=False)
+    assert isinstance(runner, AsyncRunner)
+    leads = []
+    real = runner.algo.learn_from_replay
+
+    def learn(itr):
+        leads.append(runner.sampler.batches_done - itr)  # finished but not yet learned
+        return real(itr)
+
+    runner.algo.learn_from_replay = learn
+    with runner:
+        result = runner.train()
+    per_itr = runner.per_itr
+    configured = runner.algo.config.replay_ratio
+    achieved = runner.algo.updates / (result.env_steps - 512 + per_itr)  # from batch 1 on
+    assert abs(achieved - configured) <= 0.1 * configured, (achieved, configured)
+    assert runner.algo.updates == configured * per_itr * (result.iterations - 1)
+    assert 1 <= max(leads) <= 2, leads  # never more than `lead` batches ahead
+    rows = progress(run_dir)
+    for key in ("async/replay_ratio", "async/policy_lag", "async/learner_idle_s",
+                "async/sampler_idle_s"):
+        assert rows[-1][key] != "", key
+    assert float(rows[-1]["async/replay_ratio"]) == pytest.approx(configured, rel=0.1)
+    assert children() == []
+
+
+def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path):
+    run_dir = str(tmp_path / "run")
+    runner = build_runner(async_config("ppo", itrs=6), run_dir, progress=False, stdout=False)
+    seen = []
+    real = runner.algo.optimize
+
+    def optimize(samples, itr):
+        seen.append((itr, samples.policy_version.unique().tolist()))
+        return real(samples, itr)
+
+    runner.algo.optimize = optimize
+    with runner:
+        result = runner.train()
+    assert [itr for itr, _ in seen] == list(range(6)) and result.env_steps == 6 * 256
+    for itr, versions in seen:
+        assert len(versions) == 1 and 0 <= itr - versions[0] <= 2  # lead 2: lag at most 2
+    lags = [float(r["train/policy_lag"]) for r in progress(run_dir)]
+    assert lags and all(0 <= lag <= 2 for lag in lags)
+
+
+@pytest.mark.parametrize("sampler", ["serial", "cpu"])
+def test_a_killed_sampler_process_is_an_error_within_seconds_and_leaves_nothing(tmp_path,
+                                                                                sampler):
+    shm_before = shm_entries()
+    runner = build_runner(async_config(itrs=40, sampler=sampler), str(tmp_path / "run"),
+                          progress=False, stdout=False)
+    killed_at = []
+    real = runner.algo.learn_from_replay
+
+    def kill_then_learn(itr):
+        if itr == 3:
+            os.kill(runner.sampler.proc.pid, signal.SIGKILL)
+            killed_at.append(time.monotonic())
+        return real(itr)
+
+    runner.algo.learn_from_replay = kill_then_learn
+    with runner, pytest.raises(WorkerError, match=r"sampler process \(pid \d+\) died: killed "
+                                                  r"by signal 9"):
+        runner.train()
+    assert time.monotonic() - killed_at[0] < 5
+    deadline = time.monotonic() + 5  # the dead process's own workers notice and exit
+    while children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children() == []
+    assert shm_entries() - shm_before == set()
+
+
+def test_async_ctrl_c_keeps_the_newest_checkpoint_and_the_run_resumes(tmp_path):
+    run_dir = str(tmp_path / "run")
+    runner = build_runner(async_config("ppo", itrs=6), run_dir, progress=False, stdout=False)
+    real = runner.algo.optimize
+
+    def interrupt_at_4(samples, itr):
+        if itr == 4:
+            raise KeyboardInterrupt
+        return real(samples, itr)
+
+    runner.algo.optimize = interrupt_at_4
+    with runner:
+        result = runner.train()
+    assert result.interrupted and result.iterations == 4
+    assert children() == []
+    resumed = build_runner(async_config("ppo", itrs=6), run_dir, resume=True, progress=False,
+                           stdout=False)
+    with resumed:
+        final = resumed.train()
+    assert not final.interrupted and final.env_steps == 6 * 256
+
+
+def test_async_with_prioritized_replay_is_refused_naming_both():
+    config = async_config()
+    config.dqn = type(config.dqn)(**{**config.dqn.__dict__, "prioritized": True})
+    with pytest.raises(ValueError, match="runner 'async' with dqn.prioritized"):
+        config.validate()
+
+
+@pytest.mark.slow
+def test_async_dqn_learns_cartpole_final_policy_for_two_of_three_seeds():
+    passed, finals = 0, []
+    for seed in (0, 1, 2):
+        config = async_config(seed=seed)
+        from rlfw.launch.config import preset
+
+        apply_overrides(config, {**preset("dqn", "CartPole-v1"),
+                                 "schedule": schedule_for(50_000)})
+        config.runner = "async"
+        runner = build_runner(config, None, progress=False, stdout=False)
+        with runner:
+            result = runner.train()
+            final = runner.sampler.evaluate(20, greedy=True)  # the policy the user gets
+        mean = sum(e.ret for e in final) / len(final)
+        finals.append((seed, mean, result.eval_history[-3:]))
+        passed += mean >= 475
+        if passed == 2:
+            break
+    assert passed >= 2, finals
