@@ -12,7 +12,7 @@ from typing import Sequence
 from rlfw.algos import ALGOS
 from rlfw.checks import NonFiniteError
 from rlfw.launch.checkpoint import list_checkpoints
-from rlfw.launch.config import (SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
+from rlfw.launch.config import (RUNNERS, SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
                                 schedule_for, set_field)
 from rlfw.samplers.workers import WorkerError
 
@@ -34,8 +34,15 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sampler", help=f"one of {SAMPLERS} (default serial; native: ALE ids only)")
     p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
                    help="envs stepped per batch, the B of [T, B] (preset: 8)")
-    p.add_argument("--n-workers", type=int,
-                   help="worker processes of parallel samplers (default: usable cores)")
+    p.add_argument("--n-workers", type=_workers,
+                   help="worker processes of parallel samplers (default: usable cores), or "
+                        "'auto': hill-climb on measured env steps/s before training and save "
+                        "the choice in config.json")
+    p.add_argument("--runner", choices=RUNNERS,
+                   help="sync (sample, then learn; default), concurrent (HTS-RL: sampling "
+                        "overlaps learning, policy lag exactly one, deterministic; ppo/a2c) "
+                        "or async (sampler in its own process, free-running; dqn: shared "
+                        "replay with the replay ratio enforced)")
     p.add_argument("--pin-cpus", action="store_const", const=True,
                    help="pin sampler worker i to core i")
     p.add_argument("--batch-T", type=int, help="steps per env per batch T (preset)")
@@ -84,6 +91,15 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "config (--steps and --max-restarts apply; other flags are ignored)")
 
 
+def _workers(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes a positive integer or 'auto', got {text!r}")
+
+
 def _eval_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a run's newest checkpoint",
                        description="Load RUN_DIR's config and newest checkpoint, play episodes "
@@ -126,7 +142,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 # flag -> dotted config key; DQN-only flags are applied only to dqn runs.
 FLAG_KEYS = {
-    "sampler": "sampler", "batch_B": "batch_B", "n_workers": "n_workers", "pin_cpus": "pin_cpus",
+    "sampler": "sampler", "runner": "runner", "batch_B": "batch_B", "pin_cpus": "pin_cpus",
     "batch_T": "batch_T", "seed": "seed", "model": "model", "device": "device",
     "eval_episodes": "schedule.eval_episodes", "eval_greedy": "schedule.eval_greedy",
     "eval_every": "schedule.eval_every", "checkpoint_every": "schedule.checkpoint_every",
@@ -157,6 +173,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     for flag, key in FLAG_KEYS.items():
         if getattr(args, flag) is not None:
             set_field(config, key, getattr(args, flag))
+    if args.n_workers == "auto":
+        config.n_workers, config.tune_workers = None, True
+    elif args.n_workers is not None:
+        set_field(config, "n_workers", args.n_workers)
     for flag, key in {"lr": "learning_rate", "entropy_coef": "entropy_coef"}.items():
         if getattr(args, flag) is not None:
             set_field(config, f"{config.algo}.{key}", getattr(args, flag))
@@ -192,7 +212,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         config.validate()
         log_dir = args.log_dir or default_log_dir(config)
         runner = build_runner(config, log_dir, progress=not args.no_progress)
-    print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, "
+    print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, runner "
+          f"{config.runner}, "
           f"{config.batch_B} envs x {config.batch_T} steps, {config.schedule.n_steps} steps -> "
           f"{log_dir}")
     try:

@@ -49,6 +49,8 @@ class RunConfig:
     n_eval_envs: int = 4
     n_eval_workers: int | None = None  # eval env processes; None: usable cores on Atari, else 0
     n_workers: int | None = None     # parallel samplers; None: number of usable cores
+    tune_workers: bool = False       # pick n_workers by measured steps/s first (GA3C)
+    tune_seconds: float = 2.0        # measuring time per tried worker count
     pin_cpus: bool = False           # pin sampler worker i to usable core i (psutil)
     start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))
@@ -69,6 +71,11 @@ class RunConfig:
             raise ValueError("runner 'concurrent' with algo 'dqn' cannot work: the concurrent "
                              "runner keeps the policy lag at one on-policy batch; for dqn use "
                              "runner 'sync' or 'async' (shared replay)")
+        if self.tune_workers and self.sampler == "serial":
+            raise ValueError("n_workers 'auto' with sampler 'serial' cannot work: it has no "
+                             "workers; use sampler cpu, gpu, alternating, queue or native")
+        if self.tune_workers and not self.tune_seconds > 0:
+            raise ValueError(f"tune_seconds must be > 0, got {self.tune_seconds!r}")
         if self.runner == "async" and self.algo == "dqn" and self.dqn.prioritized:
             raise ValueError("runner 'async' with dqn.prioritized=true is not supported; use "
                              "uniform replay with runner 'async', or runner 'sync'")
@@ -353,15 +360,45 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory):
     return kinds[config.sampler](env_factory, **common, **parallel)
 
 
+def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str | None,
+                 say=print) -> None:
+    """``--n-workers auto``: hill-climb the sampler's worker count on measured env steps/s
+    (throw-away samplers, before training), then fix ``config.n_workers`` to the best so
+    that ``config.json`` records it and a resumed or repeated run uses it."""
+    from rlfw.samplers.scheduling import tune_n_workers, worker_candidates
+
+    candidates = worker_candidates(config.batch_B, even_only=config.sampler == "alternating")
+
+    def make_sampler(n: int):
+        return build_sampler(dataclasses.replace(config, n_workers=n, tune_workers=False),
+                             env_factory)
+
+    def report(trial) -> None:
+        say(f"rlfw: tuning n_workers: {trial.n_workers} -> "
+            f"{trial.steps_per_second:,.0f} env steps/s")
+
+    best, trials = tune_n_workers(make_sampler, agent, candidates, config.tune_seconds, report)
+    say(f"rlfw: tuning n_workers: chose {best} (of {[t.n_workers for t in trials]} tried)")
+    config.n_workers, config.tune_workers = best, False
+    if log_dir is not None:
+        os.makedirs(log_dir, exist_ok=True)
+        with open(os.path.join(log_dir, "tuning.json"), "w") as f:
+            json.dump({"chosen": {"n_workers": best},
+                       "trials": [dataclasses.asdict(t) for t in trials]}, f, indent=2)
+
+
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                  progress: bool = True, stdout: bool = True) -> SyncRunner:
     """Validate, seed, and compose agent + sampler + algorithm into a runner (``with
-    runner:`` closes its sampler)."""
+    runner:`` closes its sampler); tunes ``n_workers`` first if ``config.tune_workers``."""
     config.validate()
     seed_everything(config.seed)  # model init depends on it
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
     agent = build_agent(config, spaces)
+    if config.tune_workers:
+        tune_workers(config, env_factory, agent, log_dir, say=print if stdout else
+                     (lambda line: None))
     algo = build_algo(config)
     sampler = build_sampler(config, env_factory)
     kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner,

@@ -169,3 +169,18 @@ def stacked_frame_counting_env(stack: int = 4, **kwargs: Any) -> gym.Env:
     """``FrameCountingEnv`` behind gymnasium's ``FrameStackObservation`` (reset padding),
     exactly as Atari frames are stacked."""
     return gym.wrappers.FrameStackObservation(FrameCountingEnv(**kwargs), stack)
+
+
+class SleepyEnv(CountingEnv):
+    """A ``CountingEnv`` whose every step costs ``step_s`` seconds of waiting (not CPU), so
+    the best number of sampler workers is known: as many as there are envs."""
+
+    def __init__(self, step_s: float = 0.004, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.step_s = step_s
+
+    def step(self, action):
+        import time
+
+        time.sleep(self.step_s)
+        return super().step(action)
