@@ -1,0 +1,95 @@
+"""Sync vs concurrent vs async runner, PPO on Pong and on CartPole, plus SB3 PPO on Pong, in
+one run: training env steps/s and the ratios.
+
+Pong: the Atari preset (8 envs x 128 steps, Nature CNN on CPU, 4 epochs of 256-minibatches)
+with the cpu sampler (2 workers); SB3: PPO with rl-baselines3-zoo's Atari settings (same
+sizes) on SubprocVecEnv. CartPole: the CartPole preset with the cpu sampler. Also measured:
+the learn-only rate (learner time alone per batch), the bound that full overlap of sampling
+with learning approaches when both share the machine's cores.
+
+    python experiments/bench/concurrency.py [--pong-steps 8192] [--cartpole-steps 40960]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.runners import RunSchedule
+
+RUNNERS = ("sync", "concurrent", "async")
+
+
+def rlfw_rate(env: str, runner: str, steps: int, sampler: str = "cpu") -> tuple[float, float]:
+    """(env steps/s of the whole run, learn-only steps/s)."""
+    config = apply_overrides(RunConfig(algo="ppo", env=env, sampler=sampler, n_workers=2,
+                                       runner=runner), preset("ppo", env))
+    config.schedule = RunSchedule(n_steps=steps, log_every=10 * steps,
+                                  checkpoint_every=10 * steps, eval_every=None)
+    start = time.perf_counter()
+    with build_runner(config, None, progress=False, stdout=False) as run:
+        learn_s = [0.0]
+        optimize = run.algo.optimize
+
+        def timed(samples, itr):
+            began = time.perf_counter()
+            out = optimize(samples, itr)
+            learn_s[0] += time.perf_counter() - began
+            return out
+
+        run.algo.optimize = timed
+        run.train()
+    seconds = time.perf_counter() - start
+    return steps / seconds, steps / learn_s[0]
+
+
+def sb3_pong_rate(steps: int) -> float:
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0,
+                                       vec_env_cls=_subproc()), n_stack=4)
+    model = PPO("CnnPolicy", env, n_steps=128, n_epochs=4, batch_size=256,
+                learning_rate=2.5e-4, clip_range=0.1, vf_coef=0.5, ent_coef=0.01, verbose=0)
+    start = time.perf_counter()
+    model.learn(steps)
+    seconds = time.perf_counter() - start
+    env.close()
+    return steps / seconds
+
+
+def _subproc():
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    return SubprocVecEnv
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pong-steps", type=int, default=8 * 128 * 8)
+    parser.add_argument("--cartpole-steps", type=int, default=8 * 32 * 160)
+    parser.add_argument("--no-sb3", action="store_true")
+    args = parser.parse_args()
+    rlfw_rate("CartPole-v1", "sync", 8 * 32 * 4)  # warm-up: imports stay out of the timings
+    table = []
+    for env, steps in (("ALE/Pong-v5", args.pong_steps), ("CartPole-v1", args.cartpole_steps)):
+        rates = {runner: rlfw_rate(env, runner, steps) for runner in RUNNERS}
+        table.append((env, steps, rates))
+    sb3 = None if args.no_sb3 else sb3_pong_rate(args.pong_steps)
+    print(f"\n{'env':<12} {'runner':<11} {'steps/s':>9} {'vs sync':>8} {'vs SB3':>7} "
+          f"{'vs learn-only bound':>20}")
+    for env, steps, rates in table:
+        sync, bound = rates["sync"]  # the learner alone, measured in the sync run
+        for runner, (rate, _) in rates.items():
+            vs_sb3 = f"{rate / sb3:>6.2f}x" if sb3 and env.startswith("ALE") else f"{'':>7}"
+            print(f"{env.split('/')[-1]:<12} {runner:<11} {rate:>9,.0f} {rate / sync:>7.2f}x "
+                  f"{vs_sb3} {rate / bound:>19.2f}x")
+        print(f"{env.split('/')[-1]:<12} {'learn-only':<11} {bound:>9,.0f} "
+              f"{bound / sync:>7.2f}x")
+    if sb3:
+        print(f"{'Pong-v5':<12} {'SB3 PPO':<11} {sb3:>9,.0f}")
+
+
+if __name__ == "__main__":
+    main()
