@@ -19,6 +19,13 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
     (["train", "--lr", "-1"], "learning_rate = -1.0 is invalid"),
     (["train", "--env", "Pendulum-v1", "--algo", "ppo", "--model", "cnn"],
      "model 'cnn' needs [C, H, W] image observations, got shape (3,)"),
+    (["train", "--runner", "warp"], "argument --runner: invalid choice: 'warp'"),
+    (["train", "--runner", "concurrent", "--algo", "dqn"],
+     "runner 'concurrent' with algo 'dqn' cannot work"),
+    (["train", "--runner", "async", "--algo", "dqn", "--prioritized"],
+     "runner 'async' with dqn.prioritized=true is not supported"),
+    (["train", "--n-workers", "auto"], "n_workers 'auto' with sampler 'serial' cannot work"),
+    (["train", "--n-workers", "many"], "takes a positive integer or 'auto', got 'many'"),
 ])
 def test_bad_input_is_a_clear_error_before_any_work(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
@@ -77,6 +84,30 @@ def test_parallel_sampler_from_the_cli_and_bad_worker_count(tmp_path, capsys):
         main(["train", "--sampler", "native", "--env", "CartPole-v1",
               "--log-dir", str(tmp_path / "bad2")])
     assert "sampler 'native' runs ALE games only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("runner", ["concurrent", "async"])
+def test_runner_flag_trains_and_is_saved_in_config(runner, tmp_path, capsys):
+    from rlfw.launch.config import RunConfig
+
+    run = str(tmp_path / "run")
+    assert main(["train", "--runner", runner, "--sampler", "cpu", "--n-workers", "2",
+                 "--log-dir", run, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert f"runner {runner}" in out and "done after 512 env steps" in out
+    assert RunConfig.load(run).runner == runner
+
+
+def test_auto_workers_from_the_cli_prints_trials_and_saves_the_choice(tmp_path, capsys):
+    from rlfw.launch.config import RunConfig
+
+    run = str(tmp_path / "run")
+    assert main(["train", "--sampler", "cpu", "--n-workers", "auto", "--n-envs", "2",
+                 "--set", "tune_seconds=0.3", "--log-dir", run, *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "tuning n_workers: 1 ->" in out and "tuning n_workers: chose" in out
+    saved = RunConfig.load(run)
+    assert saved.n_workers in (1, 2) and not saved.tune_workers
 
 
 def test_bench_sampler_prints_steps_per_second(capsys):
