@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from conftest import bits, children, shm_entries
-from rlfw import PPO, ActorCriticAgent, EnvFactory, EnvSpaces, PPOConfig, RunSchedule, SyncRunner
+from rlfw import (PPO, ActorCriticAgent, AsyncRunner, ConcurrentRunner, EnvFactory, EnvSpaces,
+                  PPOConfig, RunSchedule, SyncRunner)
 from rlfw.checks import NonFiniteError
 from rlfw.cli import main
 from rlfw.launch.checkpoint import list_checkpoints, load_checkpoint
@@ -123,7 +124,8 @@ SAMPLERS = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,
             "alternating": AlternatingSampler}
 
 
-def kill_once_runner(log_dir, marker, kind: str, max_restarts: int) -> SyncRunner:
+def kill_once_runner(log_dir, marker, kind: str, max_restarts: int,
+                     runner_cls=SyncRunner) -> SyncRunner:
     seed_everything(0)
     # Each env's 100th step lies in iteration 3 (32 steps per env per iteration); the
     # newest checkpoint before it is iteration 2's.
@@ -134,7 +136,7 @@ def kill_once_runner(log_dir, marker, kind: str, max_restarts: int) -> SyncRunne
     algo = PPO(PPOConfig(learning_rate=1e-3, epochs=2, minibatch_size=64))
     schedule = RunSchedule(n_steps=6 * 128, eval_every=None, log_every=128,
                            checkpoint_every=256, max_restarts=max_restarts)
-    return SyncRunner(algo, agent, sampler, schedule, log_dir=str(log_dir), seed=3,
+    return runner_cls(algo, agent, sampler, schedule, log_dir=str(log_dir), seed=3,
                       progress=False, stdout=False)
 
 
@@ -152,6 +154,30 @@ def test_restart_after_a_killed_worker_equals_an_uninterrupted_run(tmp_path, kin
     assert result.env_steps == whole_result.env_steps == 6 * 128
     a, b = whole.agent.state_dict(), restarted.agent.state_dict()
     assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a), "restarted run diverged"
+    assert children() == []
+
+
+def test_concurrent_restart_after_a_killed_worker_equals_an_uninterrupted_run(tmp_path):
+    marker = tmp_path / "already-killed"
+    marker.touch()
+    with kill_once_runner(tmp_path / "whole", marker, "cpu", 0, ConcurrentRunner) as whole:
+        whole.train()
+    marker.unlink()
+    with kill_once_runner(tmp_path / "restarted", marker, "cpu", 1,
+                          ConcurrentRunner) as restarted:
+        result = restarted.train()
+    assert marker.exists() and result.restarts == 1 and result.env_steps == 6 * 128
+    a, b = whole.agent.state_dict(), restarted.agent.state_dict()
+    assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a), "restarted run diverged"
+    assert children() == []
+
+
+def test_async_restart_after_a_killed_worker_continues_to_the_end(tmp_path):
+    marker = tmp_path / "already-killed"
+    with kill_once_runner(tmp_path / "run", marker, "cpu", 1, AsyncRunner) as runner:
+        result = runner.train()
+    assert marker.exists(), "the worker was never killed"
+    assert result.restarts == 1 and result.env_steps == 6 * 128
     assert children() == []
 
 

@@ -66,19 +66,23 @@ class SharedWeights:
         return version
 
 
+def _answer(conn, sampler, command: str, payload) -> bool:
+    """Carry out one command from the learner; False: stop."""
+    if command == "stop":
+        return False
+    if command == "state":
+        conn.send(("state", sampler.state_dict()))
+    elif command == "load":
+        sampler.load_state_dict(payload)
+        conn.send(("loaded", None))
+    return True
+
+
 def _handle_commands(conn, sampler) -> bool:
     """Answer what the learner asked while this process was busy; False: stop."""
     while conn.poll():
-        command, payload = conn.recv()
-        if command == "stop":
+        if not _answer(conn, sampler, *conn.recv()):
             return False
-        if command == "state":
-            conn.send(("state", sampler.state_dict()))
-        elif command == "load":
-            sampler.load_state_dict(payload)
-            conn.send(("loaded", None))
-        elif command == "start":
-            conn.send(("bad", "start sent twice"))
     return True
 
 
@@ -91,14 +95,11 @@ def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, storage
         sampler.initialize(agent)
         conn.send(("ready", None))
         itr = None
-        while itr is None:  # a checkpoint's state may come first
+        while itr is None:  # a checkpoint may be loaded or written before the start
             command, payload = conn.recv()
             if command == "start":
                 itr = payload
-            elif command == "load":
-                sampler.load_state_dict(payload)
-                conn.send(("loaded", None))
-            elif command == "stop":
+            elif not _answer(conn, sampler, command, payload):
                 return
         version = -1
         while True:
@@ -400,3 +401,8 @@ class AsyncRunner(SyncRunner):
         self.idle = {"learner": 0.0, "sampler": 0.0}
         super()._startup()
         self.sampler.publish(self.agent, self.start_itr)  # the process starts on these
+
+    def _restart_after(self, err: WorkerError) -> int:
+        itr = super()._restart_after(err)
+        self.sampler.publish(self.agent, itr)  # the checkpoint's weights, not the pre-restart
+        return itr
