@@ -28,8 +28,8 @@ from rlfw.checks import NonFiniteError
 from rlfw.runners.sync import SyncRunner
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.evaluation import EvalLimits, Evaluator
-from rlfw.samplers.workers import JOIN_S, POLL_S, WorkerError, worker_setup
+from rlfw.samplers.evaluation import EvalLimits
+from rlfw.samplers.workers import JOIN_S, POLL_S, WorkerError, describe_exit, worker_setup
 
 
 class BatchReport(NamedTuple):
@@ -135,14 +135,21 @@ def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, storage
 
 class _WatchedLock:
     """The replay lock as the learner takes it: never blocks on a dead sampler process
-    (killed while appending, it would hold the lock forever)."""
+    (killed while appending, it would hold the lock forever), and notices a dead one."""
 
     def __init__(self, lock, check_alive):
         self.lock, self.check_alive = lock, check_alive
 
     def __enter__(self):
-        while not self.lock.acquire(timeout=POLL_S):
+        # Checked on every minibatch too (one waitpid, microseconds): a dead sampler then
+        # stops the learner within one update, not after the whole batch's updates.
+        try:
             self.check_alive()
+            while not self.lock.acquire(timeout=POLL_S):
+                self.check_alive()
+        except WorkerError:
+            self.lock = None  # a kept traceback must not keep the named semaphore alive
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -169,8 +176,6 @@ class SamplerProcess:
         self.proc = None
         self.conn = None
         self.samples: Samples | None = None
-        self._evaluator: Evaluator | None = None
-        self._eval_calls = 0
         self.reports: list[BatchReport] = []
         self.batches_done = 0  # finished by the sampler process (possibly not yet learned)
         self.last_report: BatchReport | None = None
@@ -261,8 +266,7 @@ class SamplerProcess:
         self.close()
         if report is not None:
             raise WorkerError(report)
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        raise WorkerError(f"sampler process (pid {pid}) died: {how}")
+        raise WorkerError(f"sampler process (pid {pid}) died: {describe_exit(code)}")
 
     def _send(self, command: str, payload: Any = None) -> None:
         if self.proc is None:
@@ -297,22 +301,17 @@ class SamplerProcess:
     def evaluate(self, n_episodes: int, greedy: bool = True,
                  limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
         """Evaluation episodes with the learner's agent, in this process (as samplers do)."""
-        if self._evaluator is None:
-            s = self.sampler
-            self._evaluator = Evaluator(s.eval_env_factory, s.n_eval_envs, s.seed,
-                                        s.n_eval_workers)
-        episodes = self._evaluator.run(self.agent, n_episodes, greedy, self._eval_calls, limits)
-        self._eval_calls += 1
-        return episodes
+        return self.sampler.evaluations().run(self.agent, n_episodes, greedy, limits)
 
     def state_dict(self) -> dict:
         self._send("state")
-        return {"eval_calls": self._eval_calls, "sampler": self._receive("state")}
+        return {"eval_calls": self.sampler.evaluations().calls,
+                "sampler": self._receive("state")}
 
     def load_state_dict(self, state: dict) -> None:
         self._send("load", state["sampler"])
         self._receive("loaded")
-        self._eval_calls = state["eval_calls"]
+        self.sampler.evaluations().calls = state["eval_calls"]
 
     def close(self) -> None:
         """Idempotent: stop the process (killed if it does not stop within seconds)."""
@@ -332,9 +331,7 @@ class SamplerProcess:
             self.credits = self.weights = None
             if self.uses_replay and self.algo.replay is not None:
                 self.algo.replay.lock = nullcontext()
-        if self._evaluator is not None:
-            self._evaluator.close()
-            self._evaluator = None
+        self.sampler.close()  # never initialized here: closes only its evaluation envs
 
     def __enter__(self):
         return self

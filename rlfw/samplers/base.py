@@ -14,7 +14,7 @@ from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.checks import NonFiniteError, check_positive
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.evaluation import EvalLimits, Evaluator
+from rlfw.samplers.evaluation import EvalLimits, EvaluationSeries
 
 
 @runtime_checkable
@@ -102,8 +102,7 @@ class SamplerBase:
         self.debug = debug
         self.agent: Agent | None = None
         self.samples: Samples | None = None
-        self._evaluator: Evaluator | None = None
-        self._eval_calls = 0
+        self._evaluations: EvaluationSeries | None = None
         self._running = False
 
     # -- the lifecycle every sampler shares ---------------------------------------------
@@ -137,30 +136,36 @@ class SamplerBase:
         ``limits``; episodes cut by them come back with ``truncated=True``."""
         if self.agent is None:
             raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first")
-        if self._evaluator is None:
-            self._evaluator = Evaluator(self.eval_env_factory, self.n_eval_envs, self.seed,
-                                        self.n_eval_workers)
-        episodes = self._evaluator.run(self.agent, n_episodes, greedy, self._eval_calls, limits)
-        self._eval_calls += 1
-        return episodes
+        return self.evaluations().run(self.agent, n_episodes, greedy, limits)
+
+    def evaluations(self) -> EvaluationSeries:
+        """This sampler's evaluation series (its envs are built on the first evaluation)."""
+        if self._evaluations is None:
+            self._evaluations = EvaluationSeries(self.eval_env_factory, self.n_eval_envs,
+                                                 self.seed, self.n_eval_workers)
+        return self._evaluations
 
     def state_dict(self) -> dict:
         self._check_running()
-        return {"eval_calls": self._eval_calls, **self._state()}
+        return {"eval_calls": self.evaluations().calls, **self._state()}
 
     def load_state_dict(self, state: dict) -> None:
         self._check_running()
         self._load_state(state)
-        self._eval_calls = state["eval_calls"]
+        self.evaluations().calls = state["eval_calls"]
 
     def close(self) -> None:
         """Idempotent: stop workers and envs, free shared memory."""
         if self._running:
             self._running = False
             self._stop()
-        if self._evaluator is not None:
-            self._evaluator.close()
-            self._evaluator = None
+        if self._evaluations is not None:
+            self._evaluations.close()
+
+    def __getstate__(self) -> dict:
+        # Shipped to another process (the async runner's sampler process), a sampler does
+        # not take its evaluation envs along: evaluation stays with the learner.
+        return {**vars(self), "_evaluations": None}
 
     @property
     def initialized(self) -> bool:

@@ -109,3 +109,30 @@ class Evaluator:
 
     def close(self) -> None:
         self.group.close()
+
+
+class EvaluationSeries:
+    """The evaluations of one run: the ``Evaluator`` is built on first use (Atari eval
+    workers cost nothing until asked for), and call k plays reseeded round k, so a resumed
+    run evaluates as an uninterrupted one when ``calls`` is restored from its checkpoint."""
+
+    def __init__(self, env_factory, n_envs: int, seed: int, n_workers: int = 0):
+        self.env_factory, self.n_envs = env_factory, n_envs
+        self.seed, self.n_workers = seed, n_workers
+        self.calls = 0
+        self._evaluator: Evaluator | None = None
+
+    def run(self, agent: Agent, n_episodes: int, greedy: bool = True,
+            limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+        if self._evaluator is None:
+            self._evaluator = Evaluator(self.env_factory, self.n_envs, self.seed,
+                                        self.n_workers)
+        episodes = self._evaluator.run(agent, n_episodes, greedy, self.calls, limits)
+        self.calls += 1
+        return episodes
+
+    def close(self) -> None:
+        """Stop the evaluation envs (and workers); the next ``run`` starts them again."""
+        if self._evaluator is not None:
+            self._evaluator.close()
+            self._evaluator = None

@@ -20,7 +20,7 @@ from rlfw.samplers.base import SamplerBase, allocate_samples
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.noise import SlotNoise, envs_and_noise_state, load_envs_and_noise_state
 from rlfw.samplers.workers import (WorkerPool, default_workers, serve, split_slots,
                                   torch_threads, worker_cpus, worker_setup)
 from rlfw.seeding import ACTION_NOISE
@@ -182,12 +182,10 @@ class ParallelGpuSampler(SamplerBase):
                                 self.agent)
 
     def _state(self) -> dict:
-        return {"workers": self.pool.call("state"), "noise": [n.state() for n in self.noise]}
+        return envs_and_noise_state(self.pool, self.noise)
 
     def _load_state(self, state: dict) -> None:
-        self.pool.load_states(state["workers"])
-        for noise, s in zip(self.noise, state["noise"]):
-            noise.set_state(s)
+        load_envs_and_noise_state(self.pool, self.noise, state)
 
     def _stop(self) -> None:
         if self.pool is not None:

@@ -71,6 +71,11 @@ def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any]
         cleanup()
 
 
+def describe_exit(code: int | None) -> str:
+    """How a process ended, from its exit code: 'killed by signal 9' or 'exit code 1'."""
+    return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+
+
 def split_slots(batch_B: int, n_workers: int) -> list[range]:
     """Contiguous slot ranges, sizes differing by at most one."""
     check_positive(n_workers=n_workers)
@@ -218,7 +223,7 @@ class WorkerPool:
         self.close()
         if report is not None:
             raise WorkerError(report)
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        how = describe_exit(code)
         hint = ""
         if self.starting and code == 1:
             hint = ("; it failed while starting (see its traceback above). Under the 'spawn' "
