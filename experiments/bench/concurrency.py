@@ -48,8 +48,12 @@ def sb3_pong_rate(steps: int) -> float:
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.vec_env import VecFrameStack
 
-    env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0,
-                                       vec_env_cls=_subproc()), n_stack=4)
+    import ale_py
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)  # fork-started workers inherit the registration
+    env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0, vec_env_cls=_subproc(),
+                                       vec_env_kwargs={"start_method": "fork"}), n_stack=4)
     model = PPO("CnnPolicy", env, n_steps=128, n_epochs=4, batch_size=256,
                 learning_rate=2.5e-4, clip_range=0.1, vf_coef=0.5, ent_coef=0.01, verbose=0)
     start = time.perf_counter()
