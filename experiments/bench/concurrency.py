@@ -3,30 +3,42 @@ one run: training env steps/s and the ratios.
 
 Pong: the Atari preset (8 envs x 128 steps, Nature CNN on CPU, 4 epochs of 256-minibatches)
 with the cpu sampler (2 workers); SB3: PPO with rl-baselines3-zoo's Atari settings (same
-sizes) on SubprocVecEnv. CartPole: the CartPole preset with the cpu sampler. Also measured:
-the learn-only rate (learner time alone per batch), the bound that full overlap of sampling
-with learning approaches when both share the machine's cores.
+sizes) on SubprocVecEnv. CartPole: the CartPole preset with the cpu sampler. Two bounds,
+both from the sync run: learn-only (steps over the learner's own time: what overlap would
+reach if sampling cost nothing) and the CPU bound (the run's CPU time, this process and its
+workers, spread perfectly over the usable cores: the most any overlap can reach here).
 
     python experiments/bench/concurrency.py [--pong-steps 8192] [--cartpole-steps 40960]
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.runners import RunSchedule
+from rlfw.samplers.workers import usable_cpus
 
 RUNNERS = ("sync", "concurrent", "async")
 
 
-def rlfw_rate(env: str, runner: str, steps: int, sampler: str = "cpu") -> tuple[float, float]:
-    """(env steps/s of the whole run, learn-only steps/s)."""
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished (joined) children."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def rlfw_rate(env: str, runner: str, steps: int,
+              sampler: str = "cpu") -> tuple[float, float, float]:
+    """(env steps/s of the whole run, learn-only steps/s, CPU-bound steps/s: the rate if
+    the run's CPU time were spread perfectly over the usable cores)."""
     config = apply_overrides(RunConfig(algo="ppo", env=env, sampler=sampler, n_workers=2,
                                        runner=runner), preset("ppo", env))
     config.schedule = RunSchedule(n_steps=steps, log_every=10 * steps,
                                   checkpoint_every=10 * steps, eval_every=None)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), cpu_seconds()
     with build_runner(config, None, progress=False, stdout=False) as run:
         learn_s = [0.0]
         optimize = run.algo.optimize
@@ -39,8 +51,8 @@ def rlfw_rate(env: str, runner: str, steps: int, sampler: str = "cpu") -> tuple[
 
         run.algo.optimize = timed
         run.train()
-    seconds = time.perf_counter() - start
-    return steps / seconds, steps / learn_s[0]
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
+    return steps / seconds, steps / learn_s[0], steps / (cpu / len(usable_cpus()))
 
 
 def sb3_pong_rate(steps: int) -> float:
@@ -82,15 +94,15 @@ def main() -> None:
         table.append((env, steps, rates))
     sb3 = None if args.no_sb3 else sb3_pong_rate(args.pong_steps)
     print(f"\n{'env':<12} {'runner':<11} {'steps/s':>9} {'vs sync':>8} {'vs SB3':>7} "
-          f"{'vs learn-only bound':>20}")
+          f"{'vs learn-only':>14} {'vs CPU bound':>13}")
     for env, steps, rates in table:
-        sync, bound = rates["sync"]  # the learner alone, measured in the sync run
-        for runner, (rate, _) in rates.items():
+        sync, learn_only, cpu_bound = rates["sync"]  # bounds from the sync run
+        for runner, (rate, _, _) in rates.items():
             vs_sb3 = f"{rate / sb3:>6.2f}x" if sb3 and env.startswith("ALE") else f"{'':>7}"
             print(f"{env.split('/')[-1]:<12} {runner:<11} {rate:>9,.0f} {rate / sync:>7.2f}x "
-                  f"{vs_sb3} {rate / bound:>19.2f}x")
-        print(f"{env.split('/')[-1]:<12} {'learn-only':<11} {bound:>9,.0f} "
-              f"{bound / sync:>7.2f}x")
+                  f"{vs_sb3} {rate / learn_only:>13.2f}x {rate / cpu_bound:>12.2f}x")
+        for name, bound in (("learn-only", learn_only), ("CPU bound", cpu_bound)):
+            print(f"{env.split('/')[-1]:<12} {name:<11} {bound:>9,.0f} {bound / sync:>7.2f}x")
     if sb3:
         print(f"{'Pong-v5':<12} {'SB3 PPO':<11} {sb3:>9,.0f}")
 

@@ -60,7 +60,7 @@ class ConcurrentRunner(SyncRunner):
     """
 
     def __init__(self, algo, agent, sampler, schedule, **kwargs):
-        if hasattr(algo, "replay"):
+        if hasattr(algo, "learn_from_replay"):
             raise ValueError(f"runner 'concurrent' runs on-policy algorithms (ppo, a2c), not "
                              f"{type(algo).__name__}; for dqn use runner 'sync' or 'async'")
         super().__init__(algo, agent, sampler, schedule, **kwargs)
