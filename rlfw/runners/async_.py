@@ -24,7 +24,6 @@ import torch
 import torch.multiprocessing as tmp
 
 from rlfw.buffers import Samples, tree_map
-from rlfw.checks import NonFiniteError
 from rlfw.runners.sync import SyncRunner
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
@@ -365,20 +364,16 @@ class AsyncRunner(SyncRunner):
         report = self.sampler.last_report
         self.idle["sampler"] += report.idle_s
         self.episodes += episodes
-        if self.sampler.uses_replay:
-            with self.timing.add_time("learn"):
-                try:
-                    stats = self.algo.learn_from_replay(itr)
-                except NonFiniteError as err:
-                    raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration "
-                                         f"was saved{self._newest_note()}") from None
-            self.logger.record_many(stats)
-        else:
-            self._learn(samples, itr)
+        self._learn(samples, itr)
         self.sampler.publish(self.agent, itr + 1)
         self.sampler.release()
         self._record_async(itr, report)
         return self._after_update(itr)
+
+    def _update(self, samples, itr: int) -> dict[str, float]:
+        if self.sampler.uses_replay:  # the sampler process appended the batch already
+            return self.algo.learn_from_replay(itr)
+        return self.algo.optimize(samples, itr)
 
     def _record_async(self, itr: int, report: BatchReport) -> None:
         log = self.logger.record

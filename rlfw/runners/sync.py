@@ -147,15 +147,19 @@ class SyncRunner:
         return self._after_update(itr)
 
     def _learn(self, samples, itr: int) -> None:
+        """One update from batch ``itr``, timed and logged; a non-finite loss names it."""
         with self.timing.add_time("learn"):
             try:
-                stats = self.algo.optimize(samples, itr)
+                stats = self._update(samples, itr)
             except NonFiniteError as err:
                 raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration was "
                                      f"saved{self._newest_note()}") from None
         self.logger.record_many(stats)
-        if samples.policy_version is not None:
+        if samples is not None and samples.policy_version is not None:
             self.logger.record("train/policy_lag", float(itr - samples.policy_version.min()))
+
+    def _update(self, samples, itr: int) -> dict[str, float]:
+        return self.algo.optimize(samples, itr)
 
     def _after_update(self, itr: int) -> bool:
         """Count update ``itr`` as done, then evaluate/log/checkpoint when due; True: stop."""
@@ -240,7 +244,7 @@ class SyncRunner:
     def _run_evaluation(self) -> bool:
         """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
         s, result = self.schedule, self.result
-        episodes = self._evaluation_episodes()
+        episodes = self.sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
         whole = [e for e in episodes if not e.truncated]
         counted = whole or episodes  # only cut episodes: report them, flagged by the count
         returns = np.array([e.ret for e in counted])
@@ -262,10 +266,6 @@ class SyncRunner:
                 save_best(self.log_dir, {"agent": self.agent.state_dict(), "config": self.config,
                                          "env_steps": result.env_steps, "eval_return": mean})
         return s.stop_at_return is not None and mean >= s.stop_at_return
-
-    def _evaluation_episodes(self) -> list[EpisodeInfo]:
-        s = self.schedule
-        return self.sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
 
     def _dump_logs(self) -> None:
         logger, episodes = self.logger, self.episodes

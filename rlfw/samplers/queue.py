@@ -93,10 +93,11 @@ class QueueSampler(SamplerBase):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
         self.slots = split_slots(batch_B, self.n_workers)
+        self.widest = max(len(s) for s in self.slots)  # envs of the largest actor
         self.max_batch = batch_B if max_batch is None else max_batch
-        if self.max_batch < max(len(s) for s in self.slots):
+        if self.max_batch < self.widest:
             raise ValueError(f"max_batch={self.max_batch} is smaller than one actor's "
-                             f"{max(len(s) for s in self.slots)} envs; allowed: >= that")
+                             f"{self.widest} envs; allowed: >= that")
         if batch_wait_s < 0:
             raise ValueError(f"batch_wait_s must be >= 0, got {batch_wait_s}")
         self.batch_wait_s = batch_wait_s
@@ -166,7 +167,7 @@ class QueueSampler(SamplerBase):
                 return batch
             batch.append((actor, t))
             size += len(self.slots[actor])
-            if size + max(len(s) for s in self.slots) > self.max_batch:
+            if size + self.widest > self.max_batch:
                 return batch
 
     def _predict(self, requests: list[tuple[int, int]]) -> int:
