@@ -14,6 +14,7 @@ from rlfw.checks import NonFiniteError
 from rlfw.launch.checkpoint import list_checkpoints
 from rlfw.launch.config import (RUNNERS, SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
                                 schedule_for, set_field)
+from rlfw.runners.distributed import RankError, RankGroup, init_from_environment
 from rlfw.samplers.workers import WorkerError
 
 
@@ -199,33 +200,56 @@ def default_log_dir(config: RunConfig) -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    if args.resume:
-        config = RunConfig.load(args.resume)
+    resume_dir = args.resume or _elastic_resume_dir(args)
+    if resume_dir:
+        config = RunConfig.load(resume_dir)
         if args.steps is not None:  # extend (or shorten) the run; cadence stays as saved
             set_field(config, "schedule.n_steps", args.steps)
         if args.max_restarts is not None:
             set_field(config, "schedule.max_restarts", args.max_restarts)
-        log_dir = args.resume
-        runner = build_runner(config, log_dir, resume=True, progress=not args.no_progress)
+        log_dir = resume_dir
     else:
         config = config_from_args(args)
         config.validate()
         log_dir = args.log_dir or default_log_dir(config)
-        runner = build_runner(config, log_dir, progress=not args.no_progress)
-    print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, runner "
-          f"{config.runner}, "
-          f"{config.batch_B} envs x {config.batch_T} steps, {config.schedule.n_steps} steps -> "
-          f"{log_dir}")
+    ranks = init_from_environment(config.device)
+    try:
+        return _train(args, config, log_dir, bool(resume_dir), ranks)
+    finally:
+        if ranks is not None:
+            ranks.close()
+
+
+def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bool,
+           ranks: RankGroup | None) -> int:
+    if ranks is not None:  # rank 0's config and run folder (its timestamp) for every rank
+        saved, log_dir = ranks.broadcast((config.to_dict(), log_dir), "the run config")
+        config = RunConfig.from_dict(saved)
+    runner = build_runner(config, log_dir, resume=resume, progress=not args.no_progress,
+                          ranks=ranks)
+    chief = ranks is None or ranks.is_chief
+    if chief:
+        batch = f"{config.batch_B} envs x {config.batch_T} steps"
+        if ranks is not None:
+            batch = (f"{ranks.world_size} ranks x {batch} = global batch "
+                     f"{ranks.world_size * config.batch_B * config.batch_T} ({ranks.backend})")
+        print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, runner "
+              f"{config.runner}, {batch}, {config.schedule.n_steps} steps -> {log_dir}")
+    where = "" if ranks is None else f"rank {ranks.rank}: "
     try:
         with runner:
             result = runner.train()
-    except (WorkerError, NonFiniteError) as err:
+    except (WorkerError, NonFiniteError, RankError) as err:
         first, _, details = str(err).partition("\n")
-        print(f"rlfw: error: {first}", file=sys.stderr)
+        named = where if not isinstance(err, RankError) else ""  # it names its rank
+        print(f"rlfw: error: {named}{first}", file=sys.stderr)
         if details.strip():
             print(details.rstrip(), file=sys.stderr)
-        print(f"rlfw: {_checkpoint_note(log_dir)}", file=sys.stderr)
+        if chief:
+            print(f"rlfw: {_checkpoint_note(log_dir)}", file=sys.stderr)
         return 1
+    if not chief:
+        return 130 if result.interrupted else 0
     status = "interrupted" if result.interrupted else "done"
     if result.eval_return is None:
         evals = "no evaluation yet"
@@ -235,6 +259,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"rlfw: {status} after {result.env_steps} env steps; {evals}{restarts}; run folder "
           f"{log_dir}")
     return 130 if result.interrupted else 0
+
+
+def _elastic_resume_dir(args: argparse.Namespace) -> str | None:
+    """After torchrun restarted the ranks (``--max-restarts``), continue the run in
+    ``--log-dir`` from its newest checkpoint instead of starting over."""
+    restarted = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
+    if restarted and args.log_dir and list_checkpoints(args.log_dir):
+        return args.log_dir
+    return None
 
 
 def _checkpoint_note(log_dir: str) -> str:

@@ -6,7 +6,7 @@ of a PPO minibatch step on CartPole-sized MLPs).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import torch
 from torch import nn
@@ -18,9 +18,14 @@ class FlatParameters:
 
     The module keeps working as usual (``state_dict``, ``load_state_dict`` copy in place);
     only moving it to another device afterwards would break the views.
+
+    ``grad_sync`` (e.g. ``RankGroup.average_gradient``) turns the local gradient into the
+    one every replica applies; with one flat buffer that is one collective per step.
     """
 
-    def __init__(self, params: Iterable[nn.Parameter]):
+    def __init__(self, params: Iterable[nn.Parameter],
+                 grad_sync: Callable[[torch.Tensor], None] | None = None):
+        self.grad_sync = grad_sync
         params = [p for p in params if p.requires_grad]
         if not params:
             raise ValueError("FlatParameters needs at least one trainable parameter")
@@ -43,6 +48,11 @@ class FlatParameters:
 
     def zero_grad(self) -> None:
         self.flat.grad.zero_()  # in place: the per-parameter grads are views of it
+
+    def sync_grad(self) -> None:
+        """Replace the local gradient by the replicas' common one (no-op alone)."""
+        if self.grad_sync is not None:
+            self.grad_sync(self.flat.grad)
 
     def clip_grad_norm(self, max_norm: float | None) -> torch.Tensor:
         """Scale the gradient to at most ``max_norm`` (None: no clip); returns the norm."""

@@ -23,9 +23,11 @@ def make_optimizer(flat: FlatParameters, name: str, lr: float,
     raise ValueError(f"optimizer {name!r} unknown; choose from {OPTIMIZERS}")
 
 
-def flat_optimizer(parameters, config) -> tuple[FlatParameters, torch.optim.Optimizer]:
-    """The flat parameter buffer and its optimizer, as every algorithm here sets them up."""
-    flat = FlatParameters(parameters)
+def flat_optimizer(parameters, config, grad_sync=None
+                   ) -> tuple[FlatParameters, torch.optim.Optimizer]:
+    """The flat parameter buffer and its optimizer, as every algorithm here sets them up;
+    ``grad_sync`` averages gradients across replicas (see ``FlatParameters``)."""
+    flat = FlatParameters(parameters, grad_sync)
     return flat, make_optimizer(flat, config.optimizer, config.learning_rate,
                                 config.optimizer_eps)
 
@@ -46,10 +48,13 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
 
 def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
                   loss: torch.Tensor, max_grad_norm: float | None) -> float:
-    """Backward, optional grad-norm clip, step; returns the pre-clip gradient norm. A
-    non-finite loss or gradient raises ``NonFiniteError`` before the step is applied."""
+    """Backward, gradient sync across replicas (if any), optional grad-norm clip, step;
+    returns the pre-clip norm of the synced gradient. A non-finite loss or gradient raises
+    ``NonFiniteError`` before the step is applied (on every replica alike: they all see the
+    same synced gradient)."""
     flat.zero_grad()
     loss.backward()
+    flat.sync_grad()
     norm = flat.clip_grad_norm(max_grad_norm).item()
     if not math.isfinite(norm):  # a non-finite loss shows up here too, at no extra cost
         check_finite("loss", loss.detach())

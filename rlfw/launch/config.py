@@ -15,6 +15,7 @@ from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
+from rlfw.runners.distributed import RankGroup, rank_device
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, QueueSampler, SerialSampler)
 from rlfw.checks import check_positive
@@ -53,6 +54,7 @@ class RunConfig:
     tune_seconds: float = 2.0        # measuring time per tried worker count
     pin_cpus: bool = False           # pin sampler worker i to usable core i (psutil)
     start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
+    world_size: int = 1              # learner ranks (set by torchrun; recorded, not chosen)
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))
     atari: AtariOptions = field(default_factory=AtariOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -74,12 +76,16 @@ class RunConfig:
         if self.tune_workers and self.sampler == "serial":
             raise ValueError("n_workers 'auto' with sampler 'serial' cannot work: it has no "
                              "workers; use sampler cpu, gpu, alternating, queue or native")
+        if self.tune_workers and self.world_size > 1:
+            raise ValueError("n_workers 'auto' in a multi-rank run is not supported: ranks "
+                             "would tune apart; tune with one rank, then pass --n-workers N")
         if self.tune_workers and not self.tune_seconds > 0:
             raise ValueError(f"tune_seconds must be > 0, got {self.tune_seconds!r}")
         if self.runner == "async" and self.algo == "dqn" and self.dqn.prioritized:
             raise ValueError("runner 'async' with dqn.prioritized=true is not supported; use "
                              "uniform replay with runner 'async', or runner 'sync'")
-        check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs)
+        check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
+                       world_size=self.world_size)
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
         self.schedule.validate()
@@ -388,20 +394,38 @@ def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str
 
 
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
-                 progress: bool = True, stdout: bool = True) -> SyncRunner:
+                 progress: bool = True, stdout: bool = True,
+                 ranks: RankGroup | None = None) -> SyncRunner:
     """Validate, seed, and compose agent + sampler + algorithm into a runner (``with
-    runner:`` closes its sampler); tunes ``n_workers`` first if ``config.tune_workers``."""
+    runner:`` closes its sampler); tunes ``n_workers`` first if ``config.tune_workers``.
+
+    With ``ranks`` (a torchrun launch) this builds one rank's replica: the same initial
+    weights everywhere, the rank's own env seeds and noise streams, its model on
+    ``cuda:LOCAL_RANK`` when ``device`` is a GPU; ``config.world_size`` records the rank
+    count, and resuming with a different one is refused."""
+    world = 1 if ranks is None else ranks.world_size
+    if resume and config.world_size != world:
+        raise ValueError(f"run {log_dir!r} was trained with world_size {config.world_size} and "
+                         f"this launch has {world} rank(s); resume it with the same number of "
+                         f"ranks (torchrun --nproc-per-node ... with {config.world_size} in all)")
+    config.world_size = world
     config.validate()
-    seed_everything(config.seed)  # model init depends on it
+    seed = config.seed if ranks is None else ranks.seed(config.seed)
+    local = dataclasses.replace(config, seed=seed, device=rank_device(config.device, ranks))
+    seed_everything(config.seed)  # model init depends on it: the same on every rank
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
-    agent = build_agent(config, spaces)
+    agent = build_agent(local, spaces)
+    if ranks is not None:
+        seed_everything(seed)  # then each rank's global streams are its own
     if config.tune_workers:
         tune_workers(config, env_factory, agent, log_dir, say=print if stdout else
                      (lambda line: None))
+        local.n_workers = config.n_workers
     algo = build_algo(config)
-    sampler = build_sampler(config, env_factory)
+    sampler = build_sampler(local, env_factory)
     kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner,
             "async": AsyncRunner}[config.runner]
-    return kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=config.seed,
-                config=config.to_dict(), resume=resume, progress=progress, stdout=stdout)
+    return kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
+                config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
+                ranks=ranks)

@@ -386,8 +386,8 @@ class AsyncRunner(SyncRunner):
 
     def achieved_replay_ratio(self, itr: int) -> float:
         """Gradient updates per env step since learning started, over batches 0..itr."""
-        first = max(math.ceil(self.algo.config.learning_starts / self.per_itr) - 1, 0)
-        return self.algo.updates / max((itr + 1 - first) * self.per_itr, 1)
+        first = max(math.ceil(self.algo.config.learning_starts / self.local_per_itr) - 1, 0)
+        return self.algo.updates / max((itr + 1 - first) * self.local_per_itr, 1)
 
     def _startup(self) -> None:
         self.idle = {"learner": 0.0, "sampler": 0.0}

@@ -14,6 +14,7 @@ from tqdm import tqdm
 from rlfw.checks import NonFiniteError, check_positive
 from rlfw.launch.checkpoint import (latest_checkpoint, list_checkpoints, load_newest_valid,
                                     save_best, save_checkpoint)
+from rlfw.runners.distributed import RankGroup
 from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
                           plot_learning_curve, tensorboard_available)
 from rlfw.samplers.episodes import EpisodeInfo
@@ -81,11 +82,15 @@ class SyncRunner:
     the run ends bitwise identical to an uninterrupted one. The caller owns the sampler's
     lifetime: ``train`` initializes it if needed and leaves it open (``with runner:`` or
     ``with sampler:`` closes it), so ``sampler.evaluate`` still works afterwards.
+
+    ``ranks`` (a ``RankGroup``, from ``torchrun``) makes this one replica of a multi-rank
+    run: gradients averaged across ranks, env steps counted over all ranks, and only rank 0
+    logs, evaluates and writes checkpoints (holding every rank's state).
     """
 
     def __init__(self, algo, agent, sampler, schedule: RunSchedule, log_dir: str | None = None,
                  seed: int = 0, config: dict | None = None, resume: bool = False,
-                 progress: bool = True, stdout: bool = True):
+                 progress: bool = True, stdout: bool = True, ranks: RankGroup | None = None):
         schedule.validate()
         self.algo, self.agent, self.sampler = algo, agent, sampler
         self.schedule = schedule
@@ -93,12 +98,22 @@ class SyncRunner:
         self.seed = seed
         self.config = config or {}
         self.resume = resume
-        self.progress = progress
-        self.stdout = stdout
+        self.ranks = ranks
+        self.is_chief = ranks is None or ranks.is_chief
+        self.world_size = 1 if ranks is None else ranks.world_size
+        self.progress = progress and self.is_chief
+        self.stdout = stdout and self.is_chief
         if resume and log_dir is None:
             raise ValueError("resume=True needs the log_dir of the run to continue")
         if schedule.max_restarts and log_dir is None:
             raise ValueError("max_restarts needs a log_dir: restarts resume from its checkpoints")
+        if schedule.max_restarts and ranks is not None:
+            raise ValueError("max_restarts restarts one rank's sampler, which would leave the "
+                             "other ranks behind; in a multi-rank run use torchrun's own "
+                             "--max-restarts with a fixed --log-dir (the restarted ranks "
+                             "resume from the newest checkpoint)")
+        if not self.is_chief:
+            return  # rank 0 owns the run folder
         if resume:
             latest_checkpoint(log_dir)  # fails early, naming the folder, if there is none
         elif log_dir is not None and list_checkpoints(log_dir):
@@ -170,7 +185,9 @@ class SyncRunner:
         stop = False
         if self.eval_every and (done % self.eval_every == 0 or last):
             with self.timing.add_time("eval"):
-                stop = self._run_evaluation()
+                stop = self._run_evaluation() if self.is_chief else False
+            if self.ranks is not None:  # every rank stops at the same iteration
+                stop = self.ranks.broadcast(stop, "the stop decision")
         if done % self.log_every == 0 or last or stop:
             self._dump_logs()
         if done % self.checkpoint_every == 0 or last or stop:
@@ -180,11 +197,16 @@ class SyncRunner:
     # -- setup and teardown --------------------------------------------------------------
     def _startup(self) -> None:
         s = self.schedule
+        if self.ranks is not None:
+            self.ranks.broadcast_agent(self.agent)
         if not getattr(self.sampler, "initialized", False):
             self.sampler.initialize(self._sampling_agent())
-        self.per_itr = self.sampler.batch_T * self.sampler.batch_B
+        self.local_per_itr = self.sampler.batch_T * self.sampler.batch_B
+        self.per_itr = self.local_per_itr * self.world_size  # env steps of all ranks
         self.n_itr = math.ceil(s.n_steps / self.per_itr)
-        self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed)
+        self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed,
+                             grad_sync=None if self.ranks is None
+                             else self.ranks.average_gradient)
         self.eval_every = _every(s.eval_every, self.per_itr) if s.eval_every else 0
         self.log_every = _every(s.log_every, self.per_itr)
         self.checkpoint_every = _every(s.checkpoint_every, self.per_itr)
@@ -208,7 +230,7 @@ class SyncRunner:
     def _shutdown(self) -> None:
         self.bar.close()
         self.logger.close()
-        if self.log_dir is not None:
+        if self.log_dir is not None and self.is_chief:
             plot_learning_curve(os.path.join(self.log_dir, "progress.csv"),
                                 os.path.join(self.log_dir, "learning_curve.png"),
                                 title=str(self.config.get("env", "")))
@@ -281,6 +303,8 @@ class SyncRunner:
         logger.dump(self.result.env_steps)
 
     def _make_logger(self, append: bool) -> Logger:
+        if not self.is_chief:
+            return Logger([])
         writers = []
         if self.stdout:
             writers.append(StdoutTable(tqdm.write))
@@ -297,12 +321,23 @@ class SyncRunner:
     def _save(self, itr: int) -> None:
         if self.log_dir is None:
             return
-        state = {
-            "itr": itr, "result": self.result.__dict__, "agent": self.agent.state_dict(),
-            "algo": self.algo.state_dict(), "sampler": self.sampler.state_dict(),
-            "rng": capture_rng(), "config": self.config, **self._extra_state(),
-        }
+        own = self._rank_state()
+        others = []
+        if self.ranks is not None:
+            gathered = self.ranks.gather(own, "checkpoint state")
+            if not self.is_chief:
+                return
+            others = gathered[1:]
+        state = {"itr": itr, "result": self.result.__dict__, "agent": self.agent.state_dict(),
+                 "config": self.config, **own}
+        if others:
+            state["ranks"] = others  # ranks 1.. (rank 0's state is the top level)
         save_checkpoint(self.log_dir, itr * self.per_itr, state, self.schedule.keep_checkpoints)
+
+    def _rank_state(self) -> dict:
+        """What differs between ranks: each has its own sampler, RNG streams, replay."""
+        return {"algo": self.algo.state_dict(), "sampler": self.sampler.state_dict(),
+                "rng": capture_rng(), **self._extra_state()}
 
     def _extra_state(self) -> dict:
         """What a runner kind adds to its checkpoints (nothing here)."""
@@ -314,9 +349,9 @@ class SyncRunner:
     def _load_newest(self) -> int:
         """Restore agent, algorithm, sampler and RNGs from the newest checkpoint that loads;
         returns its iteration."""
-        path, state, skipped = load_newest_valid(self.log_dir)
-        for bad, why in skipped:
-            self._say(f"skipped damaged checkpoint {bad}: {why}")
+        state = self._load_chief_checkpoint() if self.is_chief else None
+        if self.ranks is not None:
+            state = self._scatter_checkpoint(state)
         self.agent.load_state_dict(state["agent"])
         self.algo.load_state_dict(state["algo"])
         self.sampler.load_state_dict(state["sampler"])
@@ -327,4 +362,22 @@ class SyncRunner:
         self.result = TrainResult(**saved)
         self.result.restarts = self.restarts
         return state["itr"]
+
+    def _load_chief_checkpoint(self) -> dict:
+        path, state, skipped = load_newest_valid(self.log_dir)
+        for bad, why in skipped:
+            self._say(f"skipped damaged checkpoint {bad}: {why}")
+        saved_world = 1 + len(state.get("ranks", []))
+        if saved_world != self.world_size:
+            raise ValueError(f"checkpoint {path} holds {saved_world} rank(s) but this run has "
+                             f"{self.world_size}; resume with the same number of ranks")
+        return state
+
+    def _scatter_checkpoint(self, state: dict | None) -> dict:
+        """Rank 0's checkpoint to every rank: the shared part plus the rank's own state."""
+        parts = None
+        if self.is_chief:
+            shared = {k: v for k, v in state.items() if k not in ("ranks",)}
+            parts = [shared] + [{**shared, **own} for own in state.get("ranks", [])]
+        return self.ranks.scatter(parts, "the checkpoint")
 

@@ -90,12 +90,14 @@ class DQN:
         self.replay: Replay | None = None
         self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
 
-    def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
+    def initialize(self, agent, n_itr: int, seed: int = 0, grad_sync=None) -> None:
+        """Bind to ``agent`` for ``n_itr`` iterations; ``grad_sync`` averages each
+        gradient across learner replicas (multi-rank runs)."""
         c = self.config
         self.agent, self.n_itr, self.seed = agent, n_itr, seed
         self.target = copy.deepcopy(agent.q)
         self.target.requires_grad_(False)
-        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c)
+        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c, grad_sync)
         self.updates = 0
         self.update_budget = 0.0
         self.last_target_step = 0

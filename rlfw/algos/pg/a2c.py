@@ -37,10 +37,12 @@ class A2C:
         self.config = config or A2CConfig()
         self.config.validate()
 
-    def initialize(self, agent, n_itr: int, seed: int = 0) -> None:
+    def initialize(self, agent, n_itr: int, seed: int = 0, grad_sync=None) -> None:
+        """Bind to ``agent`` for ``n_itr`` iterations; ``grad_sync`` averages each
+        gradient across learner replicas (multi-rank runs)."""
         self.agent = agent
         self.n_itr = n_itr
-        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config)
+        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config, grad_sync)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config

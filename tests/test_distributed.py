@@ -1,0 +1,136 @@
+"""Multi-rank training on torch.distributed (gloo), launched by torchrun as a user would:
+replicas stay bitwise identical, gradients are averaged, ranks sample different
+experience, resume is bitwise, a dead rank stops the job naming it."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from conftest import children
+
+PROBE = str(Path(__file__).with_name("dist_probe.py"))
+
+
+def torchrun(*args: str, nproc: int = 2) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc}", *args]
+
+
+def run(cmd: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=str(Path(__file__).parent))
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_two_ranks_stay_identical_and_apply_the_mean_gradient(algo, tmp_path):
+    done = run(torchrun(PROBE, str(tmp_path), algo, "3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    assert r0["world_size"] == r1["world_size"] == 2
+    assert r0["iterations"] == r1["iterations"] == 3
+    assert r0["env_steps"] == 3 * 2 * 2 * 16  # counted over both ranks
+    assert len(r0["params"]) == len(r1["params"]) == 3
+    for p0, p1 in zip(r0["params"], r1["params"]):  # after each of the 3 updates
+        assert torch.equal(p0, p1)
+    assert r0["params"][0].ne(r0["params"][-1]).any()  # they did learn
+    steps = len(r0["local"])
+    assert steps == len(r1["local"]) and steps >= 3
+    for l0, l1, a0, a1 in zip(r0["local"], r1["local"], r0["applied"], r1["applied"]):
+        assert torch.equal(a0, a1)
+        assert torch.equal(a0, (l0 + l1) / 2)  # exact for two ranks
+    assert any(not torch.equal(l0, l1) for l0, l1 in zip(r0["local"], r1["local"]))
+    assert r0["seed"] == 0 and r1["seed"] != r0["seed"]  # rank 0 keeps the run seed
+    assert not torch.equal(r0["first_obs"], r1["first_obs"])  # no duplicated experience
+
+
+# Schedules that do not depend on the run length, so a 512-step run is the first half of
+# the 1,024-step one (its checkpoint at 512 is the one an interrupted run would leave).
+FAST = ["--steps", "1024", "--batch-B", "2", "--eval-every", "512", "--eval-episodes", "2",
+        "--checkpoint-every", "512", "--no-progress", "--set", "ppo.minibatch_size=64",
+        "--set", "ppo.anneal_lr=false", "--set", "ppo.anneal_clip=false"]
+
+
+def _final_agent(run_dir: Path) -> dict:
+    newest = sorted((run_dir / "checkpoints").glob("ckpt_*.pt"))[-1]
+    return torch.load(newest, weights_only=False)
+
+
+def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_path):
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    done = run(torchrun("-m", "rlfw", "train", "--log-dir", str(whole), *FAST))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "2 ranks x 2 envs x 32 steps = global batch 128 (gloo)" in done.stdout
+    first_half = [a if a != "1024" else "512" for a in FAST]
+    done = run(torchrun("-m", "rlfw", "train", "--log-dir", str(part), *first_half))
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = run(torchrun("-m", "rlfw", "train", "--resume", str(part), "--steps", "1024",
+                        "--no-progress"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    a, b = _final_agent(whole), _final_agent(part)
+    assert a["itr"] == b["itr"] == 8 and len(a["ranks"]) == len(b["ranks"]) == 1
+    for key in a["agent"]:
+        assert torch.equal(a["agent"][key], b["agent"][key]), key
+    assert torch.equal(a["ranks"][0]["rng"]["torch"], b["ranks"][0]["rng"]["torch"])
+
+    alone = run([sys.executable, "-m", "rlfw", "train", "--resume", str(part),
+                 "--steps", "2048", "--no-progress"])
+    assert alone.returncode == 2
+    assert "was trained with world_size 2 and this launch has 1 rank(s)" in alone.stderr
+
+
+def test_a_rank_that_dies_stops_the_job_naming_it(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    job = subprocess.Popen(torchrun("-m", "rlfw", "train", "--log-dir", str(tmp_path / "run"),
+                                    "--steps", "10000000", "--eval-every", "1000000",
+                                    "--no-progress"),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        victim = None
+        while victim is None and time.monotonic() < deadline:
+            for proc in psutil.Process(job.pid).children(recursive=True):
+                try:
+                    if proc.environ().get("RANK") == "1" and "rlfw" in proc.cmdline():
+                        victim = proc
+                except psutil.NoSuchProcess:
+                    pass
+            time.sleep(0.2)
+        assert victim is not None, "rank 1 never started"
+        time.sleep(4)  # well into training
+        victim.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        out, _ = job.communicate(timeout=60)
+        stopped_in = time.monotonic() - killed
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode != 0
+    assert stopped_in < 30
+    assert re.search(r"rank\s*:\s*1 \(local_rank: 1\)\s+exitcode\s*:\s*-9", out), out[-3000:]
+    assert "Signal 9 (SIGKILL)" in out
+    assert not children()  # torchrun took the other rank and every sampler worker down
+
+
+@pytest.mark.slow
+def test_two_rank_ppo_learns_cartpole(tmp_path):
+    """The preset's global batch (8 envs x 32 steps, minibatch 256) split over two ranks:
+    4 envs and minibatch 128 each; the final policy, not the best evaluation, is judged."""
+    run_dir = tmp_path / "run"
+    done = run(torchrun("-m", "rlfw", "train", "--batch-B", "4", "--set",
+                        "ppo.minibatch_size=128", "--log-dir", str(run_dir), "--no-progress"),
+               timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "global batch 256" in done.stdout
+    judged = run([sys.executable, "-m", "rlfw", "eval", str(run_dir), "--episodes", "20"])
+    assert judged.returncode == 0, judged.stderr
+    mean = float(re.search(r"mean return (-?[\d.]+) ±", judged.stdout).group(1))
+    assert mean >= 475, judged.stdout
