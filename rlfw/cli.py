@@ -45,7 +45,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "or async (sampler in its own process, free-running; dqn: shared "
                         "replay with the replay ratio enforced)")
     p.add_argument("--pin-cpus", action="store_const", const=True,
-                   help="pin sampler worker i to core i")
+                   help="pin the learner and each sampler worker to its cores in the "
+                        "affinity plan (printed at start, saved as affinity.json)")
     p.add_argument("--batch-T", type=int, help="steps per env per batch T (preset)")
     p.add_argument("--steps", type=int, help="total env steps (default 120k; Atari 10M); with "
                                              "--resume, extends the run to this many")

@@ -15,6 +15,7 @@ from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
+from rlfw.launch.affinity import AffinityPlan, Machine, apply_affinity, plan_affinity
 from rlfw.runners.distributed import RankGroup, rank_device
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, QueueSampler, SerialSampler)
@@ -52,7 +53,7 @@ class RunConfig:
     n_workers: int | None = None     # parallel samplers; None: number of usable cores
     tune_workers: bool = False       # pick n_workers by measured steps/s first (GA3C)
     tune_seconds: float = 2.0        # measuring time per tried worker count
-    pin_cpus: bool = False           # pin sampler worker i to usable core i (psutil)
+    pin_cpus: bool = False           # pin learner and workers as the affinity plan says
     start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
     world_size: int = 1              # learner ranks (set by torchrun; recorded, not chosen)
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))
@@ -347,8 +348,10 @@ def build_algo(config: RunConfig) -> PPO | A2C | DQN:
     return kinds[config.algo](config.algo_config())
 
 
-def build_sampler(config: RunConfig, env_factory: EnvFactory):
-    """The sampler named by ``config.sampler``; every kind fills the same ``Samples``."""
+def build_sampler(config: RunConfig, env_factory: EnvFactory,
+                  worker_cores: list[int] | None = None):
+    """The sampler named by ``config.sampler``; every kind fills the same ``Samples``.
+    ``worker_cores`` (an affinity plan's) are where ``pin_cpus`` puts the workers."""
     eval_workers = config.n_eval_workers
     if eval_workers is None:  # Atari envs cost more than a pipe round trip; CartPole does not
         eval_workers = default_workers(config.n_eval_envs) if is_atari(config.env) \
@@ -359,8 +362,8 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory):
         return SerialSampler(env_factory, **common)
     if config.sampler == "native":
         return NativeAtariSampler(env_factory, n_threads=config.n_workers, **common)
-    parallel = dict(n_workers=config.n_workers, pin_cpus=config.pin_cpus,
-                    start_method=config.start_method)
+    pin = (worker_cores or True) if config.pin_cpus else False
+    parallel = dict(n_workers=config.n_workers, pin_cpus=pin, start_method=config.start_method)
     kinds = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,
              "alternating": AlternatingSampler, "queue": QueueSampler}
     return kinds[config.sampler](env_factory, **common, **parallel)
@@ -393,6 +396,23 @@ def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str
                        "trials": [dataclasses.asdict(t) for t in trials]}, f, indent=2)
 
 
+def sampler_workers(config: RunConfig, cores: int) -> int:
+    """Worker processes (native: ALE threads) one rank's sampler runs on ``cores`` cores."""
+    if config.sampler == "serial":
+        return 0
+    return config.n_workers if config.n_workers is not None else min(cores, config.batch_B)
+
+
+def affinity_plan(config: RunConfig, ranks: RankGroup | None) -> AffinityPlan:
+    """The affinity plan of this machine's ranks for ``config``."""
+    machine = Machine.detect()
+    local_world = 1 if ranks is None else ranks.local_world_size
+    per_rank = max(len(machine.physical) // local_world, 1)
+    cores = sum(len(g) for g in machine.physical[:per_rank])
+    use_gpus = torch.device(config.device).type == "cuda"
+    return plan_affinity(sampler_workers(config, cores), local_world, use_gpus, machine)
+
+
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                  progress: bool = True, stdout: bool = True,
                  ranks: RankGroup | None = None) -> SyncRunner:
@@ -412,6 +432,16 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     config.validate()
     seed = config.seed if ranks is None else ranks.seed(config.seed)
     local = dataclasses.replace(config, seed=seed, device=rank_device(config.device, ranks))
+    plan = affinity_plan(local, ranks)
+    share = plan.for_rank(0 if ranks is None else ranks.local_rank)
+    if ranks is not None and local.n_workers is None and local.sampler != "serial":
+        local.n_workers = min(len(share.cores), local.batch_B)  # this rank's cores only
+    apply_affinity(share, local.pin_cpus)
+    if ranks is None or ranks.is_chief:
+        if stdout:
+            print(f"rlfw: {plan.describe()}")
+        if log_dir is not None:
+            plan.save(log_dir)
     seed_everything(config.seed)  # model init depends on it: the same on every rank
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
@@ -423,7 +453,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                      (lambda line: None))
         local.n_workers = config.n_workers
     algo = build_algo(config)
-    sampler = build_sampler(local, env_factory)
+    sampler = build_sampler(local, env_factory, share.worker_cores)
     kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner,
             "async": AsyncRunner}[config.runner]
     return kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,

@@ -3,7 +3,7 @@ writing straight into the shared ``[T, B]`` buffer; one synchronisation per batc
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from typing import Callable, Sequence
 
 import gymnasium as gym
 import torch
@@ -46,12 +46,13 @@ class ParallelCpuSampler(SamplerBase):
 
     Weights travel through one shared-memory copy of the state dict, refreshed by the master
     before each batch. ``n_workers`` defaults to the number of usable cores; ``pin_cpus``
-    pins worker i to the i-th usable core.
+    pins worker i to the i-th usable core (``True``) or to the i-th of a list of cores (an
+    affinity plan's).
     """
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False,
+                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn", debug: bool = False,
                  n_eval_workers: int = 0):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)

@@ -8,7 +8,7 @@ other: after releasing group 0 the master already computes group 1's actions.
 from __future__ import annotations
 
 import os
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import gymnasium as gym
 import torch
@@ -89,7 +89,7 @@ class ParallelGpuSampler(SamplerBase):
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool = False, start_method: str = "spawn", debug: bool = False,
+                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn", debug: bool = False,
                  n_eval_workers: int = 0):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         n_workers = n_workers if n_workers is not None else default_workers(batch_B)

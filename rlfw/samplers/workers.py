@@ -105,11 +105,14 @@ def default_workers(batch_B: int) -> int:
     return min(len(usable_cpus()), batch_B)
 
 
-def worker_cpus(n_workers: int, pin: bool) -> list[int | None]:
-    """The core each worker is pinned to (round-robin over usable cores), or None each."""
-    if not pin:
+def worker_cpus(n_workers: int, pin: bool | Sequence[int]) -> list[int | None]:
+    """The core each worker is pinned to, or None each: ``pin=True`` goes round-robin over
+    the usable cores, a list of cores (an affinity plan's) round-robin over those."""
+    if pin is False or pin is None:
         return [None] * n_workers
-    cpus = usable_cpus()
+    cpus = usable_cpus() if pin is True else list(pin)
+    if not cpus:
+        raise ValueError("pin_cpus got an empty list of cores")
     return [cpus[w % len(cpus)] for w in range(n_workers)]
 
 

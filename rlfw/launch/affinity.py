@@ -1,0 +1,157 @@
+"""Which cores each rank's learner and sampler workers use, and how many torch threads
+each learner gets: one readable plan per machine, from psutil and the GPUs present.
+
+The usable cores (the process's affinity mask, not the machine's count) are grouped by
+physical core, split evenly between the ranks on this machine, and inside a rank's share
+sampler workers take one physical core each before any takes a hyperthread sibling. The
+learner's torch threads are the share's physical cores: sampling and learning alternate
+in the sync runner, so they can use the same cores. A plan that puts more workers than
+cores on a rank, or more ranks than physical cores on the machine, says so in
+``warnings`` (printed at start); nothing is oversubscribed silently.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import psutil
+import torch
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The cores and GPUs this process can use."""
+
+    usable: tuple[int, ...]                  # logical cores in the affinity mask
+    physical: tuple[tuple[int, ...], ...]    # usable cores grouped by physical core
+    logical_count: int                       # on the whole machine
+    physical_count: int
+    gpus: int
+
+    @classmethod
+    def detect(cls) -> "Machine":
+        try:
+            usable = tuple(sorted(psutil.Process().cpu_affinity()))
+        except (AttributeError, NotImplementedError):  # macOS has no affinity
+            usable = tuple(range(psutil.cpu_count() or 1))
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        return cls(usable, _group_by_physical_core(usable), psutil.cpu_count() or len(usable),
+                   psutil.cpu_count(logical=False) or len(usable), gpus)
+
+
+def _group_by_physical_core(usable: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Hyperthread siblings together (Linux sysfs); one group per core elsewhere."""
+    groups: dict[str, list[int]] = {}
+    for cpu in usable:
+        path = f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+        try:
+            with open(path) as f:
+                key = f.read().strip()
+        except OSError:
+            key = str(cpu)
+        groups.setdefault(key, []).append(cpu)
+    return tuple(tuple(g) for g in sorted(groups.values()))
+
+
+@dataclass
+class RankAffinity:
+    """One rank's share of the machine."""
+
+    local_rank: int
+    cores: list[int]              # logical cores of the share
+    torch_threads: int            # learner intra-op threads (the share's physical cores)
+    worker_cores: list[int]       # the core of each sampler worker, in worker order
+    gpu: int | None               # cuda index of this rank's model, None: on CPU
+
+
+@dataclass
+class AffinityPlan:
+    machine: Machine
+    n_workers: int                # sampler workers (or ALE threads) per rank
+    ranks: list[RankAffinity]
+    warnings: list[str] = field(default_factory=list)
+
+    def for_rank(self, local_rank: int) -> RankAffinity:
+        return self.ranks[local_rank]
+
+    def describe(self) -> str:
+        m = self.machine
+        lines = [f"affinity: {len(m.usable)} usable of {m.logical_count} logical cores "
+                 f"({m.physical_count} physical), {m.gpus} GPU(s); {len(self.ranks)} rank(s) "
+                 f"on this machine, {self.n_workers} sampler worker(s) each"]
+        for r in self.ranks:
+            gpu = f", model on cuda:{r.gpu}" if r.gpu is not None else ""
+            workers = ", ".join(f"w{i}->{c}" for i, c in enumerate(r.worker_cores)) or "none"
+            lines.append(f"  local rank {r.local_rank}: cores {_ranges(r.cores)}, learner "
+                         f"{r.torch_threads} torch thread(s){gpu}; workers {workers}")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def save(self, run_dir: str) -> str:
+        os.makedirs(run_dir, exist_ok=True)
+        path = os.path.join(run_dir, "affinity.json")
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f, indent=2)
+        return path
+
+
+def plan_affinity(n_workers: int, local_world_size: int = 1, use_gpus: bool = False,
+                  machine: Machine | None = None) -> AffinityPlan:
+    """Split ``machine`` (default: this one) between ``local_world_size`` ranks with
+    ``n_workers`` sampler workers each; ``use_gpus``: one GPU per rank."""
+    if local_world_size < 1 or n_workers < 0:
+        raise ValueError(f"need local_world_size >= 1 and n_workers >= 0, got "
+                         f"{local_world_size} and {n_workers}")
+    machine = machine or Machine.detect()
+    groups, warnings = list(machine.physical), []
+    if local_world_size > len(groups):
+        warnings.append(f"{local_world_size} ranks on {len(groups)} usable physical core(s): "
+                        "ranks share cores and slow each other down")
+    if use_gpus and local_world_size > machine.gpus:
+        warnings.append(f"{local_world_size} ranks on {machine.gpus} GPU(s): ranks share GPUs")
+    ranks = []
+    for r in range(local_world_size):
+        share = _share(groups, r, local_world_size)
+        # one worker per physical core first, then the hyperthread siblings
+        order = [g[i] for i in range(max(len(g) for g in share)) for g in share if i < len(g)]
+        workers = [order[w % len(order)] for w in range(n_workers)]
+        if n_workers > len(order):
+            warnings.append(f"local rank {r}: {n_workers} sampler workers on {len(order)} "
+                            "core(s): more workers than cores, they time-share")
+        gpu = (r % machine.gpus) if use_gpus and machine.gpus else None
+        ranks.append(RankAffinity(r, sorted(c for g in share for c in g), len(share), workers,
+                                  gpu))
+    return AffinityPlan(machine, n_workers, ranks, warnings)
+
+
+def _share(groups: list[tuple[int, ...]], rank: int, n_ranks: int) -> list[tuple[int, ...]]:
+    """A contiguous, even slice of the physical cores; a core of its own per rank at
+    least (shared round-robin when there are more ranks than cores)."""
+    if n_ranks >= len(groups):
+        return [groups[rank % len(groups)]]
+    lo, hi = rank * len(groups) // n_ranks, (rank + 1) * len(groups) // n_ranks
+    return groups[lo:hi]
+
+
+def apply_affinity(share: RankAffinity, pin: bool) -> None:
+    """Give this process's learner its torch threads; with ``pin``, keep it on its cores
+    (the sampler pins its workers to ``share.worker_cores``)."""
+    torch.set_num_threads(share.torch_threads)
+    if pin:
+        psutil.Process().cpu_affinity(share.cores)
+
+
+def _ranges(cores: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    out, start = [], None
+    for i, c in enumerate(cores):
+        if start is None:
+            start = c
+        if i + 1 == len(cores) or cores[i + 1] != c + 1:
+            out.append(f"{start}-{c}" if c != start else f"{c}")
+            start = None
+    return ",".join(out)
