@@ -6,6 +6,8 @@ extras = {
     "tb": ["tensorboard"],
     "plot": ["matplotlib"],
     "bench": ["stable-baselines3>=2.3"],
+    # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
+    "ray": ["ray>=2.9"],
     "test": ["pytest"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})

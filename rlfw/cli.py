@@ -133,13 +133,72 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seconds", type=float, default=10.0, help="timed duration (default 10)")
 
 
+def _sweep_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep", help="run a grid of variants x seeds, each its own train process",
+        allow_abbrev=False,  # so train flags such as --seed pass through untouched
+        description="Run every grid point x seed as a separate `rlfw train` process with its "
+                    "own run folder under --runs-dir, at most --max-parallel at once, and "
+                    "print and write a summary table (summary.md/.csv/.json). Re-running "
+                    "skips finished variants and resumes interrupted ones. Any other flags "
+                    "are train flags applied to every variant, e.g. `rlfw sweep --runs-dir "
+                    "runs/sweep --seeds 0 1 --grid ppo.epochs=4,10 --algo ppo --steps 50000`.")
+    p.add_argument("--runs-dir", required=True, help="folder for the variants' run folders")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds (default 0)")
+    p.add_argument("--grid", metavar="KEY=V1,V2", action="append", default=[],
+                   help="a config key and its values (repeatable; the grid is their product), "
+                        "e.g. --grid ppo.epochs=4,10 --grid n_envs=8,32")
+    p.add_argument("--max-parallel", type=int, default=1,
+                   help="variants running at once (local: each on its own slice of the "
+                        "cores; default 1)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local processes (default) or Ray tasks (extra [ray])")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join ('auto', 'ray://head:10001'); default: start a "
+                        "local Ray instance")
+    p.add_argument("--cpus-per-run", type=float, default=1.0,
+                   help="ray: CPUs each variant reserves (default 1)")
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlfw", description="rlfw: modular deep RL")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _eval_parser(sub)
     _bench_parser(sub)
+    _sweep_parser(sub)
     return parser
+
+
+def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
+    from rlfw.launch.sweep import (LocalBackend, RayBackend, Sweep, check_train_flags, expand,
+                                   parse_grid, summary_table)
+
+    check_train_flags(train_flags)
+    variants = expand(parse_grid(args.grid), args.seeds)
+    for variant in variants:  # every variant's config is valid before anything starts
+        argv = ["train", *train_flags, *[a for k, v in variant.settings
+                                         for a in ("--set", f"{k}={v}")]]
+        config_from_args(make_parser().parse_args(argv)).validate()
+    if args.backend == "ray":
+        backend = RayBackend(args.ray_address, args.cpus_per_run, args.max_parallel)
+    else:
+        backend = LocalBackend(args.max_parallel)
+    sweep = Sweep(args.runs_dir, variants, train_flags)
+    print(f"rlfw sweep: {len(variants)} variant(s) -> {args.runs_dir} ({args.backend}, "
+          f"{args.max_parallel} at once)")
+    finished = [0]
+
+    def report(outcome) -> None:
+        finished[0] += 1
+        evals = "" if outcome.final_eval is None else f", final eval {outcome.final_eval:.2f}"
+        print(f"rlfw sweep: [{finished[0]}/{len(variants)}] {outcome.name}: "
+              f"{outcome.status}{evals}", flush=True)
+
+    outcomes = sweep.run(backend, report)
+    print(summary_table(outcomes))
+    failed = [o for o in outcomes if o.status.startswith("failed")]
+    return 1 if failed else 0
 
 
 # flag -> dotted config key; DQN-only flags are applied only to dqn runs.
@@ -310,8 +369,12 @@ def cmd_bench_sampler(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "sweep":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if args.command == "sweep":
+            return cmd_sweep(args, [a for a in extra if a != "--"])
         if args.command == "train":
             return cmd_train(args)
         if args.command == "bench-sampler":

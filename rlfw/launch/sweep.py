@@ -1,0 +1,300 @@
+"""Grid sweeps: every (grid point x seed) is one ``rlfw train`` process with its own run
+folder, queued over this machine's cores (``LocalBackend``) or a Ray cluster's
+(``RayBackend``), summarized in one table.
+
+A variant's folder records how its process ended (``sweep.json``): a re-run skips the
+variants that finished, resumes the ones stopped midway from their newest checkpoint, and
+runs the rest. A failed variant stays in the table with the last lines of its log.
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+from rlfw.launch.checkpoint import list_checkpoints
+from rlfw.launch.config import RunConfig, config_keys, set_field
+
+ALIASES = {"n_envs": "batch_B"}     # the CLI's names for config keys
+OWNED_FLAGS = ("--log-dir", "--resume", "--seed", "--config")  # set per variant by the sweep
+STATUS_FILE, LOG_FILE = "sweep.json", "train.log"
+LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One run of the sweep: a grid point and a seed."""
+
+    settings: tuple[tuple[str, str], ...]   # (config key, value as text), in grid order
+    seed: int
+
+    @property
+    def name(self) -> str:
+        """Folder name: ``ppo.epochs=4,batch_B=8,seed=0`` made file-system safe."""
+        parts = [f"{k}={v}" for k, v in self.settings] + [f"seed={self.seed}"]
+        return re.sub(r"[^A-Za-z0-9_.=,+-]+", "_", ",".join(parts))
+
+    def train_argv(self, run_dir: str, train_flags: Sequence[str]) -> list[str]:
+        """``rlfw train`` arguments: a fresh run, or a resume of one stopped midway."""
+        if list_checkpoints(run_dir):
+            return ["train", "--resume", run_dir, "--no-progress"]
+        sets = [arg for k, v in self.settings for arg in ("--set", f"{k}={v}")]
+        return ["train", *train_flags, *sets, "--seed", str(self.seed), "--log-dir", run_dir,
+                "--no-progress"]
+
+
+@dataclass
+class Outcome:
+    """A variant's row in the summary."""
+
+    name: str
+    status: str                      # 'done', 'failed (exit N)', 'interrupted', 'skipped (done)'
+    final_eval: float | None = None  # the last evaluation's mean return
+    best_eval: float | None = None
+    steps_per_s: float | None = None
+    wall_s: float | None = None
+    env_steps: int | None = None
+    log_tail: str = ""
+    settings: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+
+
+def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``["ppo.epochs=4,10", "n_envs=8,32"]`` -> ``[("ppo.epochs", ["4", "10"]), ...]``,
+    each key a config field and each value valid for it, checked before anything runs."""
+    grid, valid = [], config_keys()
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = ALIASES.get(key.strip(), key.strip())
+        if not sep or not values.strip():
+            raise ValueError(f"--grid takes KEY=V1,V2,..., got {item!r}")
+        if key not in valid:
+            raise ValueError(f"grid key {key!r} is not a config field; valid keys: "
+                             f"{', '.join(valid)}")
+        choices = [v.strip() for v in values.split(",") if v.strip()]
+        for value in choices:
+            set_field(RunConfig(), key, value)  # a bad value names the key and the type
+        grid.append((key, choices))
+    return grid
+
+
+def expand(grid: Sequence[tuple[str, list[str]]], seeds: Sequence[int]) -> list[Variant]:
+    """Every grid point x seed, in a stable order (seeds innermost)."""
+    keys = [k for k, _ in grid]
+    points = itertools.product(*(values for _, values in grid))
+    return [Variant(tuple(zip(keys, point)), seed) for point in points for seed in seeds]
+
+
+def check_train_flags(train_flags: Sequence[str]) -> None:
+    owned = [f for f in train_flags if f.split("=")[0] in OWNED_FLAGS]
+    if owned:
+        raise ValueError(f"the sweep sets {', '.join(OWNED_FLAGS)} per variant; remove "
+                         f"{', '.join(owned)} from the train flags")
+
+
+def read_outcome(variant: Variant, run_dir: str) -> Outcome:
+    """A variant's row from its folder: ``sweep.json`` and ``progress.csv``."""
+    out = Outcome(variant.name, "not run", settings=dict(variant.settings), seed=variant.seed)
+    status_path = os.path.join(run_dir, STATUS_FILE)
+    if os.path.exists(status_path):
+        with open(status_path) as f:
+            saved = json.load(f)
+        out.status, out.wall_s = saved["status"], saved.get("wall_s")
+    progress = os.path.join(run_dir, "progress.csv")
+    if os.path.exists(progress):
+        with open(progress, newline="") as f:
+            rows = list(csv.DictReader(f))
+        evals = [float(r["eval/return_mean"]) for r in rows if r.get("eval/return_mean")]
+        rates = [float(r["time/steps_per_second"]) for r in rows
+                 if r.get("time/steps_per_second")]
+        if evals:
+            out.final_eval, out.best_eval = evals[-1], max(evals)
+        if rates:
+            out.steps_per_s = sum(rates) / len(rates)
+        if rows:
+            out.env_steps = int(float(rows[-1]["step"]))
+    if out.status.startswith("failed"):
+        out.log_tail = log_tail(os.path.join(run_dir, LOG_FILE))
+    return out
+
+
+def log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
+                cores: Sequence[int] | None = None) -> Outcome:
+    """Run one variant to the end in a child ``rlfw train`` process (on ``cores`` if
+    given), its output in ``train.log``; record how it ended in ``sweep.json``."""
+    os.makedirs(run_dir, exist_ok=True)
+    argv = [sys.executable, "-m", "rlfw", *variant.train_argv(run_dir, train_flags)]
+    started = time.perf_counter()
+    with open(os.path.join(run_dir, LOG_FILE), "a") as log:
+        log.write(f"$ {' '.join(argv)}\n")
+        log.flush()
+        pin = (lambda: os.sched_setaffinity(0, cores)) if cores and hasattr(
+            os, "sched_setaffinity") else None
+        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin)
+    status = {0: "done", 130: "interrupted"}.get(code, f"failed (exit {code})")
+    with open(os.path.join(run_dir, STATUS_FILE), "w") as f:
+        json.dump({"status": status, "returncode": code, "argv": argv,
+                   "wall_s": time.perf_counter() - started}, f, indent=2)
+    return read_outcome(variant, run_dir)
+
+
+class LocalBackend:
+    """Up to ``max_parallel`` variants at once on this machine, each pinned to its own
+    slice of the usable cores (so their affinity plans see only that slice)."""
+
+    def __init__(self, max_parallel: int):
+        if max_parallel < 1:
+            raise ValueError(f"max_parallel must be >= 1, got {max_parallel}")
+        self.max_parallel = max_parallel
+
+    def _core_slices(self) -> list[list[int] | None]:
+        try:
+            usable = sorted(os.sched_getaffinity(0))
+        except AttributeError:
+            return [None] * self.max_parallel
+        if self.max_parallel > len(usable):
+            return [None] * self.max_parallel  # more runs than cores: let the OS share them
+        n = self.max_parallel
+        return [usable[i * len(usable) // n:(i + 1) * len(usable) // n] for i in range(n)]
+
+    def run(self, jobs: list[tuple[Variant, str]], train_flags: Sequence[str],
+            report: Callable[[Outcome], None]) -> list[Outcome]:
+        free = self._core_slices()
+        lock = threading.Lock()
+        results: dict[str, Outcome] = {}
+        with ThreadPoolExecutor(self.max_parallel) as pool:
+            pending: dict[Future, list[int] | None] = {}
+            queue = list(jobs)
+            while queue or pending:
+                while queue and free:
+                    variant, run_dir = queue.pop(0)
+                    cores = free.pop(0)
+                    pending[pool.submit(run_variant, variant, run_dir, train_flags,
+                                        cores)] = cores
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    free.append(pending.pop(fut))
+                    outcome = fut.result()
+                    with lock:
+                        results[outcome.name] = outcome
+                    report(outcome)
+        return [results[v.name] for v, _ in jobs]
+
+
+class RayBackend:
+    """Each variant a Ray task (``num_cpus=cpus_per_run``) on an existing cluster
+    (``address``: 'auto', 'ray://host:10001', or None for a local instance). Every node
+    needs rlfw installed and ``runs_dir`` on a filesystem the driver reads too (the tasks
+    write the run folders; rows come back to the driver either way)."""
+
+    def __init__(self, address: str | None, cpus_per_run: float = 1.0,
+                 max_parallel: int | None = None):
+        try:
+            import ray  # noqa: F401  (the [ray] extra)
+        except ImportError:
+            raise ValueError("--backend ray needs Ray: pip install -e '.[ray]'") from None
+        self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, \
+            max_parallel
+
+    def run(self, jobs: list[tuple[Variant, str]], train_flags: Sequence[str],
+            report: Callable[[Outcome], None]) -> list[Outcome]:
+        import ray
+
+        started_here = not ray.is_initialized()
+        if started_here:
+            kwargs = {"address": self.address} if self.address else {}
+            if not self.address and self.max_parallel:
+                kwargs["num_cpus"] = int(self.max_parallel * self.cpus_per_run)
+            ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+        try:
+            task = ray.remote(num_cpus=self.cpus_per_run, max_retries=0)(run_variant)
+            refs = {task.remote(v, d, list(train_flags)): v.name for v, d in jobs}
+            results: dict[str, Outcome] = {}
+            waiting = list(refs)
+            while waiting:
+                ready, waiting = ray.wait(waiting, num_returns=1)
+                outcome = ray.get(ready[0])
+                results[outcome.name] = outcome
+                report(outcome)
+            return [results[v.name] for v, _ in jobs]
+        finally:
+            if started_here:
+                ray.shutdown()
+
+
+@dataclass
+class Sweep:
+    runs_dir: str
+    variants: list[Variant]
+    train_flags: list[str]
+
+    def run(self, backend, report: Callable[[Outcome], None] = lambda o: None
+            ) -> list[Outcome]:
+        """Run what is not finished yet; every variant gets a row (finished ones are read
+        back); writes ``summary.md``, ``summary.csv`` and ``summary.json`` in runs_dir."""
+        os.makedirs(self.runs_dir, exist_ok=True)
+        rows: dict[str, Outcome] = {}
+        jobs = []
+        for variant in self.variants:
+            run_dir = os.path.join(self.runs_dir, variant.name)
+            before = read_outcome(variant, run_dir)
+            if before.status == "done":
+                before.status = "skipped (done)"
+                rows[variant.name] = before
+                report(before)
+            else:
+                jobs.append((variant, run_dir))
+        for outcome in backend.run(jobs, self.train_flags, report):
+            rows[outcome.name] = outcome
+        outcomes = [rows[v.name] for v in self.variants]
+        self.write_summary(outcomes)
+        return outcomes
+
+    def write_summary(self, outcomes: list[Outcome]) -> None:
+        with open(os.path.join(self.runs_dir, "summary.md"), "w") as f:
+            f.write(summary_table(outcomes) + "\n")
+        with open(os.path.join(self.runs_dir, "summary.json"), "w") as f:
+            json.dump([asdict(o) for o in outcomes], f, indent=2)
+        columns = ["name", "status", "final_eval", "best_eval", "steps_per_s", "wall_s",
+                   "env_steps", "seed"]
+        with open(os.path.join(self.runs_dir, "summary.csv"), "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            for o in outcomes:
+                writer.writerow([getattr(o, c) for c in columns])
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)
+
+
+def summary_table(outcomes: list[Outcome]) -> str:
+    """A markdown table, one row per variant, then the log tail of each failed one."""
+    lines = ["| variant | status | final eval | best eval | env steps/s | wall s | env steps |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for o in outcomes:
+        lines.append(f"| {o.name} | {o.status} | {_fmt(o.final_eval, '.2f')} | "
+                     f"{_fmt(o.best_eval, '.2f')} | {_fmt(o.steps_per_s, ',.0f')} | "
+                     f"{_fmt(o.wall_s, '.1f')} | {_fmt(o.env_steps, 'd')} |")
+    for o in outcomes:
+        if o.log_tail:
+            lines += ["", f"{o.name} {o.status}; last lines of its log:", "```",
+                      o.log_tail.rstrip(), "```"]
+    return "\n".join(lines)
