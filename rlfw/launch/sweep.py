@@ -9,6 +9,7 @@ runs the rest. A failed variant stays in the table with the last lines of its lo
 from __future__ import annotations
 
 import csv
+import importlib.util
 import itertools
 import json
 import os
@@ -206,10 +207,8 @@ class RayBackend:
 
     def __init__(self, address: str | None, cpus_per_run: float = 1.0,
                  max_parallel: int | None = None):
-        try:
-            import ray  # noqa: F401  (the [ray] extra)
-        except ImportError:
-            raise ValueError("--backend ray needs Ray: pip install -e '.[ray]'") from None
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError("--backend ray needs Ray: pip install -e '.[ray]'")
         self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, \
             max_parallel
 

@@ -218,7 +218,7 @@ class SyncRunner:
         self.episodes: list[EpisodeInfo] = []
         self.bar = tqdm(total=self.n_itr * self.per_itr, initial=self.start_itr * self.per_itr,
                         unit="step", disable=not self.progress, dynamic_ncols=True)
-        self.last_dump = time.perf_counter()
+        self.last_dump = self.started = time.perf_counter()
         self.steps_at_dump = self.start_itr * self.per_itr
         if s.max_restarts and not list_checkpoints(self.log_dir):
             self._save(0)  # a restart needs a checkpoint to go back to
@@ -299,6 +299,7 @@ class SyncRunner:
         now = time.perf_counter()
         steps = self.result.env_steps - self.steps_at_dump
         logger.record("time/steps_per_second", steps / max(now - self.last_dump, 1e-9))
+        logger.record("time/elapsed_s", now - self.started)  # since this process started
         self.episodes, self.last_dump, self.steps_at_dump = [], now, self.result.env_steps
         logger.dump(self.result.env_steps)
 

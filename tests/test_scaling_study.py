@@ -1,0 +1,48 @@
+"""experiments/scaling/study.py: the smoke scale runs all three parts and writes its
+tables, plots and numbers; the DGX plan is well-formed without a GPU."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+STUDY = str(Path(__file__).parents[1] / "experiments" / "scaling" / "study.py")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_smoke_scale_writes_tables_and_plots(tmp_path):
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    done = subprocess.run([sys.executable, STUDY, "--scale", "smoke", "--out", str(out),
+                           "--runs-dir", str(runs)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    kinds = {r["sampler"] for r in results["sampler"]}
+    assert kinds == {"serial", "cpu", "queue"}
+    assert all(r["steps_per_s"] > 0 for r in results["sampler"])
+    assert [(r["algo"], r["factor"]) for r in results["batch"]] == [("ppo", 1), ("ppo", 2)]
+    assert all(r["status"] == "done" for r in results["batch"])
+    assert results["batch"][1]["batch_B"] == 2 * results["batch"][0]["batch_B"]
+    ranks = {(r["kind"], r["ranks"]): r for r in results["ranks"]}
+    assert set(ranks) == {("strong", 1), ("strong", 2), ("weak", 1), ("weak", 2)}
+    assert all(r["status"] == 0 and r["steps_per_s"] > 0 for r in ranks.values())
+    assert ranks[("weak", 1)]["efficiency"] == 1.0 and ranks[("weak", 2)]["efficiency"] > 0
+    assert json.loads((runs / "ranks" / "strong-ranks=2" / "config.json").read_text())[
+        "world_size"] == 2
+    text = (out / "README.md").read_text()
+    for heading in ("## (a) Sampler throughput", "## (b) Batch size",
+                    "## (c) Learner ranks (torchrun)"):
+        assert heading in text
+    for name in ("sampler_scaling.png", "batch_scaling.png", "rank_scaling.png"):
+        assert (out / name).read_bytes()[:8] == PNG
+        assert f"({name})" in text
+
+
+def test_dgx_plan_is_well_formed_without_running():
+    done = subprocess.run([sys.executable, STUDY, "--scale", "dgx", "--dry-run"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "(b) 12 training runs; (c) 8 torchrun launches" in done.stdout
+    assert '"device": "cuda"' in done.stdout
