@@ -1,6 +1,7 @@
 """Multi-rank training on torch.distributed (gloo), launched by torchrun as a user would:
 replicas stay bitwise identical, gradients are averaged, ranks sample different
 experience, resume is bitwise, a dead rank stops the job naming it."""
+import json
 import os
 import re
 import signal
@@ -118,6 +119,15 @@ def test_a_rank_that_dies_stops_the_job_naming_it(tmp_path):
     assert re.search(r"rank\s*:\s*1 \(local_rank: 1\)\s+exitcode\s*:\s*-9", out), out[-3000:]
     assert "Signal 9 (SIGKILL)" in out
     assert not children()  # torchrun took the other rank and every sampler worker down
+
+
+def test_the_distributed_script_runs_under_torchrun(tmp_path):
+    script = str(Path(__file__).parents[1] / "experiments" / "distributed.py")
+    done = run(torchrun(script, "--steps", "2048", "--log-dir", str(tmp_path / "run")))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("final eval") == 1  # rank 0 alone reports
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["world_size"] == 2 and saved["batch_B"] == 4  # the preset's 8 split in two
 
 
 @pytest.mark.slow

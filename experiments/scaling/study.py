@@ -91,7 +91,7 @@ SCALES = {
         SamplerPart("ALE/Pong-v5", ("serial", "cpu", "gpu", "alternating", "queue", "native"),
                     (8, 16, 32), (1, 2), 32, 3.0),
         BatchPart("CartPole-v1", ("ppo", "a2c", "dqn"), (1, 2, 4, 8), threshold=475.0,
-                  max_steps={"ppo": 160_000, "a2c": 400_000, "dqn": 60_000},
+                  max_steps={"ppo": 160_000, "a2c": 200_000, "dqn": 60_000},
                   eval_every=8_192),
         RankPart((1, 2), "CartPole-v1", threshold=475.0, max_steps=160_000, eval_every=8_192,
                  throughput_env="ALE/Pong-v5", throughput_steps=8_192,
