@@ -6,6 +6,8 @@ extras = {
     "tb": ["tensorboard"],
     "plot": ["matplotlib"],
     "bench": ["stable-baselines3>=2.3"],
+    # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)
+    "mujoco": ["gymnasium[mujoco]"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
     "ray": ["ray>=2.9"],
     "test": ["pytest"],

@@ -10,7 +10,8 @@ from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
                            QueueSampler, SerialSampler, WorkerError)
-from rlfw.testing import CountingAgent, CountingEnv, RaisingEnv, SelfKillingEnv
+from rlfw.testing import (ContinuousCountingEnv, CountingAgent, CountingEnv, RaisingEnv,
+                          SelfKillingEnv, elementwise_gaussian_agent)
 
 PARALLEL = {
     "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),
@@ -44,6 +45,27 @@ def test_counting_env_samples_equal_the_serial_samplers_exactly(kind):
     assert all(any(getattr(s, end).any() for s, _ in expected)
                for end in ("terminated", "truncated"))
     assert sum(s.bootstrap_value.abs().sum() for s, _ in expected) > 0
+
+
+@pytest.mark.parametrize("kind", list(PARALLEL))
+def test_box_actions_equal_the_serial_samplers_exactly(kind):
+    """A Gaussian actor-critic agent with normalized observations on a Box-action env:
+    every sampler's batches (actions, log-probs, values, bootstraps) equal the serial
+    sampler's bits. Its model has no matrix products, whose bits depend on how many rows
+    one call gets (a worker's share vs all B)."""
+    factory = EnvFactory("continuous-counting", entry=ContinuousCountingEnv)
+    runs = []
+    for make in (ALL["serial"], PARALLEL[kind]):
+        torch.manual_seed(0)
+        agent = elementwise_gaussian_agent(EnvSpaces.of(factory))
+        agent.update_normalization(torch.linspace(-3, 9, 60).reshape(4, 5, 3))
+        with make(factory, 7, 5, 11) as sampler:
+            runs.append(collect(sampler, agent, 3))
+    for (a, eps_a), (b, eps_b) in zip(*runs):
+        assert trees_equal(a, b) and eps_a == eps_b
+    first = runs[0][0][0]
+    assert first.action.shape[-1] == 2 and first.action.dtype == torch.float32
+    assert first.action.ne(first.action.round()).any()  # real Gaussian samples
 
 
 @pytest.mark.parametrize("kind", list(ALL))

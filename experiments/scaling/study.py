@@ -412,6 +412,12 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     results: dict = {"scale": args.scale, "machine": machine_line(),
                      "lr_scaling": args.lr_scaling}
+    previous = os.path.join(out_dir, "results.json")
+    if set(args.parts) != set("abc") and os.path.exists(previous):
+        with open(previous) as f:  # re-running some parts keeps the others' results
+            kept = json.load(f)
+        if kept.get("scale") == args.scale:
+            results = {**kept, **results, "wall_s_before": kept.get("wall_s", 0.0)}
 
     def say(line: str) -> None:
         print(f"scaling[{args.scale}] {line}", flush=True)
@@ -426,7 +432,7 @@ def main(argv=None) -> int:
     if "c" in args.parts:
         results["ranks"] = run_rank_part(scale.ranks, args.seed,
                                          os.path.join(runs_dir, "ranks"), say)
-    results["wall_s"] = time.perf_counter() - started
+    results["wall_s"] = time.perf_counter() - started + results.pop("wall_s_before", 0.0)
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
     with open(os.path.join(out_dir, "README.md"), "w") as f:

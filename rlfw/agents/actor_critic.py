@@ -13,6 +13,7 @@ from rlfw.agents.distributions import Categorical, DiagGaussian
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
+from rlfw.models.normalize import NormalizedModel
 
 MODELS = ("auto", "mlp", "cnn")
 
@@ -41,9 +42,11 @@ class ActorCriticAgent(ModelAgent):
 
     @classmethod
     def build(cls, spaces: EnvSpaces, model: str = "auto", hidden: Sequence[int] = (64, 64),
-              activation: str = "tanh", device: str = "cpu",
-              algo: str = "ppo/a2c") -> "ActorCriticAgent":
-        """Pick MLP or Nature-CNN from the observation space (``model='auto'``)."""
+              activation: str = "tanh", device: str = "cpu", algo: str = "ppo/a2c",
+              normalize_obs: bool = False, obs_clip: float = 10.0) -> "ActorCriticAgent":
+        """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
+        ``normalize_obs`` feeds it running-mean/std normalized, clipped observations
+        (statistics updated by the algorithm once per batch)."""
         if model not in MODELS:
             raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
         dist = distribution_for(spaces.action, algo)
@@ -57,6 +60,8 @@ class ActorCriticAgent(ModelAgent):
             net: nn.Module = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
         else:
             net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim)
+        if normalize_obs:
+            net = NormalizedModel(net, obs_space.shape, obs_clip)
         return cls(net, dist, spaces.action, device)
 
     @property

@@ -87,5 +87,12 @@ class ModelAgent:
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.model.state_dict()
 
+    def update_normalization(self, observation: torch.Tensor) -> None:
+        """Add a batch's raw observations (``[T, B, *obs]``) to the model's observation
+        statistics, if it normalizes its input (a no-op otherwise)."""
+        update = getattr(self.model, "update_normalization", None)
+        if update is not None:
+            update(observation.reshape(-1, *observation.shape[2:]))
+
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rlfw.envs.atari import AtariOptions, make_atari
 
@@ -37,6 +39,44 @@ def check_env_id(env_id: str) -> None:
         "their package first")
 
 
+def is_mujoco(env_id: str) -> bool:
+    """One of gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)."""
+    spec = gym.registry.get(env_id)
+    entry = getattr(spec, "entry_point", "") if spec is not None else ""
+    return isinstance(entry, str) and entry.startswith("gymnasium.envs.mujoco")
+
+
+def check_env_available(env_id: str) -> None:
+    """Raise ``ValueError`` naming the extra to install when ``env_id`` needs a package
+    that is missing."""
+    if is_mujoco(env_id) and importlib.util.find_spec("mujoco") is None:
+        raise ValueError(f"env {env_id!r} is one of gymnasium's MuJoCo envs and needs MuJoCo, "
+                         "which is not installed: pip install -e '.[mujoco]' (the extra "
+                         "installs gymnasium[mujoco])")
+
+
+class Float32Observation(gym.ObservationWrapper):
+    """float64 Box observations (MuJoCo's) as float32, the models' dtype (as SB3 does).
+    A class, not gymnasium's lambda-based wrapper: envs are pickled into checkpoints."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(space.low.astype(np.float32),
+                                                space.high.astype(np.float32),
+                                                space.shape, np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return observation.astype(np.float32)
+
+
+def _float32_observations(env: gym.Env) -> gym.Env:
+    space = env.observation_space
+    if isinstance(space, gym.spaces.Box) and space.dtype == np.float64:
+        return Float32Observation(env)
+    return env
+
+
 @dataclass(frozen=True)
 class EnvFactory:
     """Builds one environment of ``env_id``; training and evaluation differ only for Atari
@@ -57,11 +97,13 @@ class EnvFactory:
             return make_atari(self.env_id, self.atari, train)
         make = self.entry if self.entry is not None else partial(gym.make, self.env_id)
         # Statistics wrapper outermost: for non-Atari tasks the episode *is* the game episode.
-        return gym.wrappers.RecordEpisodeStatistics(make(**dict(self.kwargs)))
+        return gym.wrappers.RecordEpisodeStatistics(
+            _float32_observations(make(**dict(self.kwargs))))
 
     def validate(self) -> None:
         if self.entry is None:
             check_env_id(self.env_id)
+            check_env_available(self.env_id)
 
 
 def make_env(env_id: str, train: bool = True, **kwargs: Any) -> gym.Env:

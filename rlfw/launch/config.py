@@ -8,12 +8,13 @@ import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import torch
 
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
-from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
+from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari, is_mujoco
 from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
 from rlfw.launch.affinity import AffinityPlan, Machine, apply_affinity, plan_affinity
 from rlfw.runners.distributed import RankGroup, rank_device
@@ -48,6 +49,8 @@ class RunConfig:
     model: str = "auto"              # 'mlp', 'cnn' or 'auto' (CNN for uint8 images)
     hidden: tuple[int, ...] = (64, 64)
     device: str = "cpu"
+    normalize_obs: bool = False      # ppo/a2c: running mean/std of observations in the model
+    obs_clip: float = 10.0           # of normalized observations
     n_eval_envs: int = 4
     n_eval_workers: int | None = None  # eval env processes; None: usable cores on Atari, else 0
     n_workers: int | None = None     # parallel samplers; None: number of usable cores
@@ -87,6 +90,18 @@ class RunConfig:
                              "uniform replay with runner 'async', or runner 'sync'")
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size)
+        if self.normalize_obs and self.algo == "dqn":
+            raise ValueError("normalize_obs is for ppo and a2c (continuous control); dqn "
+                             "learns from raw observations: set normalize_obs=false")
+        if not self.obs_clip > 0:
+            raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
+        normalizing = self.normalize_obs or getattr(self.algo_config(), "normalize_reward",
+                                                    False)
+        if normalizing and self.world_size > 1:
+            raise ValueError("observation/reward normalization in a multi-rank run is not "
+                             "supported yet (each rank would keep its own statistics); run "
+                             "with one rank, or set normalize_obs=false and "
+                             f"{self.algo}.normalize_reward=false")
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
         self.schedule.validate()
@@ -137,12 +152,20 @@ def schedule_for(n_steps: int) -> dict[str, Any]:
 def preset(algo: str, env_id: str) -> dict[str, Any]:
     """Tuned defaults per (algorithm, env family); explicit user values override them.
 
-    Classic control: rl-baselines3-zoo's CartPole settings, 120k steps. Atari: the PPO
-    paper's Atari settings and the A2C/A3C paper's, 10M steps; evaluation as the literature
-    does it (policy-gradient agents sample their actions, DQN is ε-greedy with ε = 0.05),
-    episodes capped at 108k frames and each evaluation at 100k agent steps.
+    Classic control: rl-baselines3-zoo's CartPole settings, 120k steps. Continuous classic
+    control (Box actions: Pendulum-v1, MountainCarContinuous-v0): the zoo's Pendulum PPO
+    settings with observation and reward normalization, 200k steps. MuJoCo: CleanRL's /
+    the PPO paper's MuJoCo settings, normalized, 1M steps. Atari: the PPO paper's Atari
+    settings and the A2C/A3C paper's, 10M steps; evaluation as the literature does it
+    (policy-gradient agents sample their actions, DQN is ε-greedy with ε = 0.05), episodes
+    capped at 108k frames and each evaluation at 100k agent steps.
     """
-    atari = is_atari(env_id)
+    family = env_family(env_id)
+    if family in ("continuous", "mujoco") and algo in ("ppo", "a2c"):
+        out = _continuous_preset(algo, family)
+        out["schedule"] = schedule_for(1_000_000 if family == "mujoco" else 200_000)
+        return out
+    atari = family == "atari"
     out = _algo_preset(algo, atari)
     if atari:
         frames_per_step = AtariOptions().frame_skip
@@ -154,6 +177,45 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     else:
         out["schedule"] = schedule_for(120_000)
     return out
+
+
+def env_family(env_id: str) -> str:
+    """'atari', 'mujoco', 'continuous' (other Box-action envs) or 'classic'."""
+    if is_atari(env_id):
+        return "atari"
+    if is_mujoco(env_id):
+        return "mujoco"
+    if env_id in gym.registry:
+        try:
+            env = gym.make(env_id)
+        except Exception:  # unusable here: validation reports why, the preset need not
+            return "classic"
+        continuous = isinstance(env.action_space, gym.spaces.Box)
+        env.close()
+        return "continuous" if continuous else "classic"
+    return "classic"
+
+
+def _continuous_preset(algo: str, family: str) -> dict[str, Any]:
+    """Box-action presets: observations normalized and clipped to ±10 in the model,
+    rewards scaled by the discounted return's running std (VecNormalize's defaults)."""
+    common = {"normalize_obs": True, "hidden": (64, 64)}
+    if algo == "ppo" and family == "mujoco":  # CleanRL ppo_continuous_action
+        return {**common, "batch_B": 1, "batch_T": 2048, "ppo": dict(
+            learning_rate=3e-4, anneal_lr=True, gamma=0.99, gae_lambda=0.95, epochs=10,
+            minibatch_size=64, clip=0.2, value_clip=0.2, entropy_coef=0.0,
+            max_grad_norm=0.5, normalize_reward=True)}
+    if algo == "ppo":  # zoo Pendulum-v1 (without gSDE)
+        return {**common, "batch_B": 4, "batch_T": 1024, "ppo": dict(
+            learning_rate=1e-3, gamma=0.9, gae_lambda=0.95, epochs=10, minibatch_size=64,
+            clip=0.2, entropy_coef=0.0, max_grad_norm=0.5, normalize_reward=True)}
+    if family == "mujoco":  # A2C paper's continuous setup, synchronous, 8 envs x 5 steps
+        return {**common, "batch_B": 8, "batch_T": 5, "a2c": dict(
+            learning_rate=7e-4, anneal_lr=True, gamma=0.99, gae_lambda=1.0,
+            normalize_reward=True)}
+    return {**common, "batch_B": 8, "batch_T": 8, "a2c": dict(  # zoo Pendulum-v1 A2C
+        learning_rate=7e-4, anneal_lr=True, gamma=0.9, gae_lambda=0.9, value_coef=0.4,
+        normalize_reward=True)}
 
 
 def _algo_preset(algo: str, atari: bool) -> dict[str, Any]:
@@ -340,7 +402,8 @@ def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent | DqnA
                               config.dqn.dueling, device=config.device,
                               eval_epsilon=config.dqn.eval_epsilon)
     return ActorCriticAgent.build(spaces, config.model, config.hidden, device=config.device,
-                                  algo=config.algo)
+                                  algo=config.algo, normalize_obs=config.normalize_obs,
+                                  obs_clip=config.obs_clip)
 
 
 def build_algo(config: RunConfig) -> PPO | A2C | DQN:

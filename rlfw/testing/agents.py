@@ -66,3 +66,39 @@ class ConstantActionAgent(ModelAgent):
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.numpy()
+
+
+class ElementwiseActorCritic(torch.nn.Module):
+    """A trainable actor-critic with no matrix products: Gaussian mean = ``w * obs[:d]``,
+    value = ``v · obs``. Row results then never depend on how many rows one call gets
+    (matrix-multiply kernels do), so a real ``ActorCriticAgent`` on it samples the same
+    bits on every sampler, and a whole training run compares bitwise across samplers."""
+
+    def __init__(self, obs_dim: int, action_dim: int):
+        super().__init__()
+        if action_dim > obs_dim:
+            raise ValueError(f"needs action_dim <= obs_dim, got {action_dim} > {obs_dim}")
+        self.action_dim = action_dim
+        self.w = torch.nn.Parameter(torch.full((action_dim,), 0.5))
+        self.v = torch.nn.Parameter(torch.full((obs_dim,), 0.1))
+        self.log_std = torch.nn.Parameter(torch.zeros(action_dim))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        obs = obs.float()
+        mean = self.w * obs[..., :self.action_dim]
+        params = torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
+        return params, (obs * self.v).sum(-1)
+
+
+def elementwise_gaussian_agent(spaces, normalize_obs: bool = True, obs_clip: float = 10.0):
+    """An ``ActorCriticAgent`` (DiagGaussian, optionally normalized observations) on an
+    ``ElementwiseActorCritic``, for Box-action envs with flat observations."""
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.agents.distributions import DiagGaussian
+    from rlfw.models.normalize import NormalizedModel
+
+    obs_shape, action_dim = spaces.observation.shape, spaces.action.shape[0]
+    model: torch.nn.Module = ElementwiseActorCritic(obs_shape[0], action_dim)
+    if normalize_obs:
+        model = NormalizedModel(model, obs_shape, obs_clip)
+    return ActorCriticAgent(model, DiagGaussian(action_dim), spaces.action)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from rlfw.algos.optim import flat_optimizer, gradient_step, linear_schedule, set_lr
 from rlfw.checks import check_config
-from rlfw.algos.pg.common import advantages, common_checks, explained_variance
+from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
+                                  explained_variance)
 from rlfw.buffers import Samples
 
 
@@ -23,6 +24,8 @@ class A2CConfig:
     value_coef: float = 0.5
     entropy_coef: float = 0.0
     max_grad_norm: float | None = 0.5
+    normalize_reward: bool = False    # scale by the discounted return's running std
+    reward_clip: float = 10.0         # of scaled rewards
     normalize_advantage: bool = False
 
     def validate(self) -> None:
@@ -43,12 +46,13 @@ class A2C:
         self.agent = agent
         self.n_itr = n_itr
         self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config, grad_sync)
+        self.normalizers = BatchNormalizers(self.config)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
         lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
-        adv, ret = advantages(samples, c)
+        adv, ret = advantages(samples, c, self.normalizers.reward(samples))
         obs = samples.observation.flatten(0, 1)
         action = samples.action.flatten(0, 1)
         if c.normalize_advantage:
@@ -60,6 +64,7 @@ class A2C:
         entropy_mean = entropy.mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
         grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
+        self.normalizers.after_update(self.agent, samples)
         return {
             "train/policy_loss": policy_loss.item(), "train/value_loss": value_loss.item(),
             "train/entropy": entropy_mean.item(), "train/grad_norm": grad_norm,
@@ -68,7 +73,9 @@ class A2C:
         }
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict()}
+        return {"optimizer": self.optimizer.state_dict(),
+                "normalizers": self.normalizers.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
+        self.normalizers.load_state_dict(state.get("normalizers"))

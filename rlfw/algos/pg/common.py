@@ -5,6 +5,7 @@ import torch
 
 from rlfw.algos.optim import OPTIMIZERS
 from rlfw.algos.pg.gae import generalized_advantages
+from rlfw.models.normalize import RewardScaler
 
 
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
@@ -23,14 +24,44 @@ def common_checks(config) -> dict[str, tuple[object, bool, str]]:
         gae_lambda=(c.gae_lambda, 0 <= c.gae_lambda <= 1, "must be in [0, 1]"),
         max_grad_norm=(c.max_grad_norm, c.max_grad_norm is None or c.max_grad_norm > 0,
                        "None or > 0"),
+        reward_clip=(c.reward_clip, c.reward_clip > 0, "must be > 0"),
     )
 
 
-def advantages(samples, config) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE advantages and returns of a ``Samples`` batch, flattened to ``[T * B]``."""
-    adv, ret = generalized_advantages(samples.reward, samples.agent_info.value,
+def advantages(samples, config, reward: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE advantages and returns of a ``Samples`` batch, flattened to ``[T * B]``
+    (``reward``: the batch's rewards as the learner sees them, if not the raw ones)."""
+    reward = samples.reward if reward is None else reward
+    adv, ret = generalized_advantages(reward, samples.agent_info.value,
                                       samples.terminated, samples.truncated,
                                       samples.bootstrap_value, config.gamma, config.gae_lambda)
     return adv.flatten(), ret.flatten()
 
 
+
+
+class BatchNormalizers:
+    """What PPO and A2C normalize per batch: rewards scaled by the return's running std
+    (``config.normalize_reward``) before the update, the agent's observation statistics
+    (if its model normalizes) after it, so a batch is learned from with the statistics
+    it was sampled with."""
+
+    def __init__(self, config):
+        self.rewards = RewardScaler(config.gamma, config.reward_clip) \
+            if config.normalize_reward else None
+
+    def reward(self, samples) -> torch.Tensor:
+        if self.rewards is None:
+            return samples.reward
+        return self.rewards(samples.reward, samples.done)
+
+    def after_update(self, agent, samples) -> None:
+        agent.update_normalization(samples.observation)
+
+    def state_dict(self) -> dict | None:
+        return None if self.rewards is None else self.rewards.state_dict()
+
+    def load_state_dict(self, state: dict | None) -> None:
+        if self.rewards is not None and state is not None:
+            self.rewards.load_state_dict(state)

@@ -7,7 +7,8 @@ import torch
 
 from rlfw.algos.optim import flat_optimizer, gradient_step, linear_schedule, set_lr
 from rlfw.checks import check_config
-from rlfw.algos.pg.common import advantages, common_checks, explained_variance
+from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
+                                  explained_variance)
 from rlfw.buffers import Samples
 
 
@@ -29,6 +30,8 @@ class PPOConfig:
     value_coef: float = 0.5
     entropy_coef: float = 0.0
     max_grad_norm: float | None = 0.5
+    normalize_reward: bool = False    # scale by the discounted return's running std
+    reward_clip: float = 10.0         # of scaled rewards
     normalize_advantage: bool = True  # per minibatch
 
     def validate(self) -> None:
@@ -61,6 +64,7 @@ class PPO:
         self.agent = agent
         self.n_itr = n_itr
         self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config, grad_sync)
+        self.normalizers = BatchNormalizers(self.config)
         # Minibatch order has its own stream: reproducible, and saved with checkpoints.
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -69,7 +73,7 @@ class PPO:
         lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
         clip = linear_schedule(c.clip, itr, self.n_itr, c.anneal_clip)
-        adv, ret = advantages(samples, c)
+        adv, ret = advantages(samples, c, self.normalizers.reward(samples))
         obs = samples.observation.flatten(0, 1)
         action = samples.action.flatten(0, 1)
         old_logp = samples.agent_info.logp.flatten()
@@ -89,6 +93,7 @@ class PPO:
                 for key, value in stats.items():
                     totals[key] += value
                 n_updates += 1
+        self.normalizers.after_update(self.agent, samples)
         out = {f"train/{k}": v / n_updates for k, v in totals.items()}
         out.update({"train/learning_rate": lr, "train/clip_range": clip,
                     "train/n_updates": float(n_updates),
@@ -121,8 +126,10 @@ class PPO:
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(),
-                "generator": self.generator.get_state()}
+                "generator": self.generator.get_state(),
+                "normalizers": self.normalizers.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
+        self.normalizers.load_state_dict(state.get("normalizers"))

@@ -1,0 +1,120 @@
+"""Running mean/std statistics for observation normalization and reward scaling, as in
+SB3's VecNormalize and CleanRL's continuous PPO, but updated once per ``[T, B]`` batch.
+
+A batch is merged in one step (Chan et al.'s parallel variance), in float64, from the
+whole batch buffer: the statistics depend only on what the envs produced, never on how
+many workers stepped them, so every sampler's run stays bitwise identical. Statistics
+are module buffers: they travel with the weights to sampler workers, go into checkpoints
+with the agent (or algorithm), and stay frozen wherever nothing calls ``update``
+(evaluation, ``rlfw eval``).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+
+class RunningMeanStd(nn.Module):
+    """Mean and variance of every row ever passed to ``update``, per feature."""
+
+    def __init__(self, shape: Sequence[int] = (), epsilon: float = 1e-4):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(tuple(shape), dtype=torch.float64))
+        self.register_buffer("var", torch.ones(tuple(shape), dtype=torch.float64))
+        # a tiny prior count, as VecNormalize: the first batch dominates at once
+        self.register_buffer("count", torch.tensor(epsilon, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, rows: torch.Tensor) -> None:
+        """Merge ``rows`` (``[N, *shape]``) into the statistics."""
+        rows = rows.detach().to(self.mean.device, torch.float64).reshape(-1, *self.mean.shape)
+        n = rows.shape[0]
+        if n == 0:
+            return
+        batch_mean = rows.mean(0)
+        batch_var = rows.var(0, unbiased=False)
+        delta = batch_mean - self.mean
+        total = self.count + n
+        m2 = self.var * self.count + batch_var * n + delta.square() * self.count * n / total
+        self.mean.add_(delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def std(self, epsilon: float = 1e-8) -> torch.Tensor:
+        return torch.sqrt(self.var + epsilon)
+
+
+class ObservationNormalizer(nn.Module):
+    """``clip((obs - mean) / std, -clip, clip)`` as float32 (the models' dtype)."""
+
+    def __init__(self, shape: Sequence[int], clip: float = 10.0):
+        super().__init__()
+        if not clip > 0:
+            raise ValueError(f"observation clip must be > 0, got {clip!r}")
+        self.clip = float(clip)
+        self.stats = RunningMeanStd(shape)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        dtype = torch.float32
+        mean = self.stats.mean.to(dtype)
+        std = self.stats.std().to(dtype)
+        return torch.clamp((obs.to(dtype) - mean) / std, -self.clip, self.clip)
+
+
+class NormalizedModel(nn.Module):
+    """``model`` fed normalized observations; ``update_normalization`` adds a batch."""
+
+    def __init__(self, model: nn.Module, obs_shape: Sequence[int], clip: float = 10.0):
+        super().__init__()
+        self.normalizer = ObservationNormalizer(obs_shape, clip)
+        self.model = model
+
+    def forward(self, obs: torch.Tensor):
+        return self.model(self.normalizer(obs))
+
+    def update_normalization(self, observations: torch.Tensor) -> None:
+        self.normalizer.stats.update(observations)
+
+
+class RewardScaler:
+    """Rewards divided by the running std of the discounted return, then clipped.
+
+    Each env slot keeps its discounted return ``G <- gamma * G + r`` (reset where an
+    episode ended); every batch adds all of its ``G`` values to the statistics, then its
+    rewards are scaled by their std (VecNormalize's rule, batch by batch). The per-slot
+    returns are sized by the first batch."""
+
+    def __init__(self, gamma: float, clip: float = 10.0):
+        if not clip > 0:
+            raise ValueError(f"reward clip must be > 0, got {clip!r}")
+        self.gamma, self.clip = float(gamma), float(clip)
+        self.stats = RunningMeanStd(())
+        self.returns: torch.Tensor | None = None
+
+    @torch.no_grad()
+    def __call__(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        """Scaled ``reward`` (``[T, B]``), after adding this batch to the statistics."""
+        if self.returns is None:
+            self.returns = torch.zeros(reward.shape[1], dtype=torch.float64)
+        if reward.shape[1] != self.returns.shape[0]:
+            raise ValueError(f"reward scaler holds returns of {self.returns.shape[0]} env "
+                             f"slots, got a batch with {reward.shape[1]}")
+        seen = torch.empty(reward.shape, dtype=torch.float64)
+        returns = self.returns
+        for t in range(reward.shape[0]):
+            returns = returns * self.gamma + reward[t].to(torch.float64)
+            seen[t] = returns
+            returns = torch.where(done[t].bool(), torch.zeros_like(returns), returns)
+        self.returns = returns
+        self.stats.update(seen)
+        scaled = reward.to(torch.float64) / self.stats.std()
+        return torch.clamp(scaled, -self.clip, self.clip).to(reward.dtype)
+
+    def state_dict(self) -> dict:
+        return {"stats": self.stats.state_dict(), "returns": self.returns}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.stats.load_state_dict(state["stats"])
+        self.returns = None if state["returns"] is None else state["returns"].clone()

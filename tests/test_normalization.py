@@ -1,0 +1,235 @@
+"""Observation normalization and reward scaling for continuous control: exact statistics,
+identical whatever the worker count, saved and restored, frozen at evaluation; presets,
+the MuJoCo extra, Box actions on every sampler."""
+import importlib.util
+import re
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import bits
+from rlfw.cli import main
+from rlfw.launch.checkpoint import list_checkpoints
+from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.models.normalize import RewardScaler, RunningMeanStd
+
+def trees_equal(a: dict, b: dict) -> bool:
+    """Same keys and bitwise-equal tensors (state dicts, nested dicts of them)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(
+            trees_equal(a[k], b[k]) for k in a)
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(bits(a), bits(b))
+
+
+mujoco = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None,
+                            reason="the [mujoco] extra is part of [all], which CI installs")
+
+
+def test_running_statistics_equal_those_of_all_rows_at_once():
+    rng = np.random.default_rng(0)
+    batches = [torch.as_tensor(rng.normal(3.0, 2.0, (n, 3))) for n in (5, 17, 1, 40)]
+    stats = RunningMeanStd((3,), epsilon=0.0)
+    for batch in batches:
+        stats.update(batch)
+    every = torch.cat(batches)
+    assert stats.count.item() == len(every)
+    torch.testing.assert_close(stats.mean, every.mean(0), rtol=0, atol=1e-12)
+    torch.testing.assert_close(stats.var, every.var(0, unbiased=False), rtol=0, atol=1e-12)
+
+
+def test_reward_scaler_divides_by_the_std_of_the_discounted_return():
+    gamma = 0.5
+    reward = torch.tensor([[1.0, 2.0], [1.0, 0.0], [4.0, 1.0]])
+    done = torch.tensor([[False, False], [True, False], [False, False]])
+    scaler = RewardScaler(gamma, clip=100.0)
+    scaler.stats.count.fill_(0.0)  # no prior: the returns' plain variance
+    scaled = scaler(reward, done)
+    # slot 0: G = 1, 1.5 (episode ends), then 4; slot 1: G = 2, 1, 1.5
+    returns = torch.tensor([1.0, 2.0, 1.5, 1.0, 4.0, 1.5], dtype=torch.float64)
+    std = torch.sqrt(returns.var(unbiased=False) + 1e-8)
+    torch.testing.assert_close(scaled, (reward / std).float(), rtol=0, atol=1e-6)
+    assert scaler.returns.tolist() == [4.0, 1.5]  # carried into the next batch
+    assert RewardScaler(gamma, clip=0.5)(reward, done).abs().max() <= 0.5
+
+
+def pendulum_config(sampler: str, **overrides) -> RunConfig:
+    config = apply_overrides(RunConfig(algo="ppo", env="Pendulum-v1", sampler=sampler,
+                                       n_workers=2 if sampler != "serial" else None),
+                             preset("ppo", "Pendulum-v1"))
+    apply_overrides(config, {"batch_T": 64, "ppo": {"epochs": 2},
+                             "schedule": {"n_steps": 3 * 4 * 64, "eval_every": None},
+                             **overrides})
+    return config
+
+
+def train(config: RunConfig, log_dir=None, resume=False):
+    with build_runner(config, log_dir, resume=resume, progress=False, stdout=False) as runner:
+        runner.train()
+        return runner
+
+
+def elementwise_run(sampler: str):
+    """PPO on Pendulum with every normalization on, through a real runner, on an agent
+    whose sampled bits cannot depend on rows per inference call (see the testing agent)."""
+    from rlfw.envs import EnvSpaces
+    from rlfw.launch.config import build_algo, build_sampler
+    from rlfw.runners import SyncRunner
+    from rlfw.testing import elementwise_gaussian_agent
+
+    config = pendulum_config(sampler)
+    factory = config.env_factory()
+    agent = elementwise_gaussian_agent(EnvSpaces.of(factory))
+    runner = SyncRunner(build_algo(config), agent, build_sampler(config, factory),
+                        config.schedule, progress=False, stdout=False)
+    with runner:
+        runner.train()
+    return runner
+
+
+def test_statistics_are_identical_whatever_the_worker_count():
+    serial, parallel = elementwise_run("serial"), elementwise_run("cpu")
+    stats = serial.agent.model.normalizer.stats
+    assert stats.count.item() > 3 * 4 * 64 - 1  # every step of the three batches
+    assert stats.var.ne(1).all()
+    assert trees_equal(serial.agent.state_dict(), parallel.agent.state_dict())
+    rewards = serial.algo.normalizers.state_dict()
+    assert rewards["stats"]["count"].item() > 3 * 4 * 64 - 1
+    assert trees_equal(rewards, parallel.algo.normalizers.state_dict())
+
+
+def test_statistics_come_from_all_workers_with_the_real_model():
+    """With the preset's MLP, matrix-product rounding differs between 4 rows per call and
+    2: the runs then differ only by that, statistics included (per-worker statistics, as
+    VecNormalize keeps per process, would differ by far more)."""
+    serial, parallel = train(pendulum_config("serial")), train(pendulum_config("cpu"))
+    a = serial.agent.model.normalizer.stats
+    b = parallel.agent.model.normalizer.stats
+    assert a.count.item() == b.count.item() > 3 * 4 * 64 - 1
+    torch.testing.assert_close(a.mean, b.mean, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(a.var, b.var, rtol=1e-5, atol=1e-6)
+
+
+def test_statistics_are_saved_restored_and_a_resumed_run_is_bitwise(tmp_path):
+    whole = train(pendulum_config("serial", schedule={"n_steps": 4 * 4 * 64,
+                                                      "eval_every": None,
+                                                      "checkpoint_every": 2 * 4 * 64}),
+                  str(tmp_path / "whole"))
+    part_config = pendulum_config("serial", schedule={"n_steps": 2 * 4 * 64, "eval_every": None,
+                                                      "checkpoint_every": 2 * 4 * 64})
+    first = train(part_config, str(tmp_path / "part"))
+    saved = torch.load(list_checkpoints(str(tmp_path / "part"))[-1], weights_only=False)
+    assert trees_equal(saved["agent"], first.agent.state_dict())
+    assert "normalizer.stats.mean" in saved["agent"]
+    assert trees_equal(saved["algo"]["normalizers"]["stats"],
+                       first.algo.normalizers.state_dict()["stats"])
+    resumed_config = RunConfig.load(str(tmp_path / "part"))
+    resumed_config.schedule.n_steps = 4 * 4 * 64
+    resumed = train(resumed_config, str(tmp_path / "part"), resume=True)
+    assert trees_equal(whole.agent.state_dict(), resumed.agent.state_dict())
+    assert trees_equal(whole.algo.normalizers.state_dict()["stats"],
+                       resumed.algo.normalizers.state_dict()["stats"])
+
+
+def test_evaluation_uses_the_statistics_and_never_changes_them(tmp_path):
+    from rlfw.launch.evaluate import evaluate_checkpoint
+
+    run = tmp_path / "run"
+    runner = train(pendulum_config("serial", schedule={"n_steps": 3 * 4 * 64,
+                                                       "eval_every": None}), str(run))
+    before = {k: v.clone() for k, v in runner.agent.state_dict().items()}
+    runner.sampler.evaluate(2)
+    assert trees_equal(before, runner.agent.state_dict())  # frozen at evaluation
+    returns = evaluate_checkpoint(str(run), 2, seed=3)
+    assert np.array_equal(returns, evaluate_checkpoint(str(run), 2, seed=3))
+    # the same weights with other statistics act differently: `rlfw eval` used them
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    path = list_checkpoints(str(other))[-1]
+    state = torch.load(path, weights_only=False)
+    state["agent"]["normalizer.stats.mean"] += 5.0
+    torch.save(state, path)
+    assert not np.array_equal(returns, evaluate_checkpoint(str(other), 2, seed=3))
+
+
+def test_gaussian_actions_are_clipped_for_the_env_only():
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.envs import EnvFactory, EnvSpaces
+
+    agent = ActorCriticAgent.build(EnvSpaces.of(EnvFactory("Pendulum-v1")), normalize_obs=True)
+    with torch.no_grad():
+        agent.model.model.log_std.fill_(2.0)  # std e^2: most samples leave [-2, 2]
+    obs = torch.zeros(64, 3)
+    step = agent.step(obs, torch.randn(64, 1))
+    assert step.action.abs().max() > 2.0  # the buffer keeps the sample itself ...
+    assert np.abs(agent.env_action(step.action)).max() <= 2.0  # ... the env gets it clipped
+    params, _ = agent.model(obs)
+    torch.testing.assert_close(step.info.logp, agent.distribution.log_prob(params, step.action))
+
+
+def test_presets_follow_the_action_space_and_the_family():
+    pendulum, cheetah, cartpole = (preset("ppo", e) for e in
+                                   ("Pendulum-v1", "HalfCheetah-v5", "CartPole-v1"))
+    assert pendulum["normalize_obs"] and pendulum["ppo"]["normalize_reward"]
+    assert pendulum["schedule"]["n_steps"] == 200_000 and pendulum["ppo"]["gamma"] == 0.9
+    assert cheetah["batch_T"] == 2048 and cheetah["schedule"]["n_steps"] == 1_000_000
+    assert cheetah["ppo"]["learning_rate"] == 3e-4 and cheetah["ppo"]["normalize_reward"]
+    assert "normalize_obs" not in cartpole
+    assert preset("a2c", "MountainCarContinuous-v0")["a2c"]["normalize_reward"]
+
+
+def test_normalize_obs_with_dqn_is_refused(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--algo", "dqn", "--set", "normalize_obs=true", "--log-dir",
+              str(tmp_path / "r")])
+    assert exc.value.code == 2
+    assert "normalize_obs is for ppo and a2c" in capsys.readouterr().err
+
+
+def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch):
+    from rlfw.envs import EnvFactory
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mujoco" else real(name, *a))
+    with pytest.raises(ValueError, match=re.escape("pip install -e '.[mujoco]'")):
+        EnvFactory("HalfCheetah-v5").validate()
+
+
+@mujoco
+def test_halfcheetah_trains_checkpoints_resumes_and_evaluates(tmp_path, capsys):
+    run = str(tmp_path / "cheetah")
+    common = ["--eval-episodes", "1", "--checkpoint-every", "2048", "--no-progress"]
+    assert main(["train", "--env", "HalfCheetah-v5", "--steps", "2048", "--eval-every",
+                 "2048", "--log-dir", run, *common]) == 0
+    assert "done after 2048 env steps" in capsys.readouterr().out
+    assert main(["train", "--resume", run, "--steps", "4096", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "done after 4096 env steps" in out
+    assert len(list_checkpoints(run)) == 2
+    assert main(["eval", run, "--episodes", "1"]) == 0
+    assert re.search(r"mean return -?[\d.]+ ± [\d.]+ over 1 episodes", capsys.readouterr().out)
+
+
+def test_a2c_runs_on_a_continuous_preset(tmp_path, capsys):
+    assert main(["train", "--algo", "a2c", "--env", "Pendulum-v1", "--steps", "1024",
+                 "--eval-every", "1024", "--eval-episodes", "1", "--no-progress",
+                 "--log-dir", str(tmp_path / "a2c")]) == 0
+    assert "done after 1024 env steps" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_ppo_learns_pendulum_for_two_of_three_seeds(tmp_path):
+    """The preset's final policy (not the best evaluation) over 20 fresh episodes."""
+    from rlfw.launch.evaluate import evaluate_checkpoint
+
+    finals = []
+    for seed in (0, 1, 2):
+        run = str(tmp_path / f"s{seed}")
+        assert main(["train", "--env", "Pendulum-v1", "--seed", str(seed), "--log-dir", run,
+                     "--no-progress"]) == 0
+        finals.append(float(evaluate_checkpoint(run, 20).mean()))
+        if sum(f >= -300 for f in finals) >= 2:
+            break
+    assert sum(f >= -300 for f in finals) >= 2, finals
