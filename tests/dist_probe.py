@@ -2,6 +2,8 @@
 built by ``build_runner`` and save, per rank, what the test compares across ranks.
 
     torchrun --nproc-per-node 2 tests/dist_probe.py OUT_DIR ALGO ITERATIONS
+
+ALGO: ppo or dqn on CartPole, or ppo-pendulum (observation and reward normalization on).
 """
 import sys
 
@@ -12,7 +14,9 @@ from rlfw.runners.distributed import init_from_environment
 
 
 def main(out_dir: str, algo: str, iterations: int) -> None:
-    config = apply_overrides(RunConfig(algo=algo, env="CartPole-v1"), preset(algo, "x"))
+    env = "Pendulum-v1" if algo == "ppo-pendulum" else "CartPole-v1"
+    algo = algo.split("-")[0]
+    config = apply_overrides(RunConfig(algo=algo, env=env), preset(algo, env))
     config.batch_B, config.batch_T = 2, 16
     if algo == "ppo":
         config.ppo.epochs, config.ppo.minibatch_size = 2, 16
@@ -45,7 +49,8 @@ def main(out_dir: str, algo: str, iterations: int) -> None:
     with runner:
         result = runner.train()
     record.update(rank=ranks.rank, world_size=ranks.world_size, seed=runner.sampler.seed,
-                  iterations=result.iterations, env_steps=result.env_steps)
+                  iterations=result.iterations, env_steps=result.env_steps,
+                  agent=runner.agent.state_dict())
     torch.save(record, f"{out_dir}/rank{ranks.rank}.pt")
     ranks.close()
 

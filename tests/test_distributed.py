@@ -54,6 +54,19 @@ def test_two_ranks_stay_identical_and_apply_the_mean_gradient(algo, tmp_path):
 
 # Schedules that do not depend on the run length, so a 512-step run is the first half of
 # the 1,024-step one (its checkpoint at 512 is the one an interrupted run would leave).
+def test_normalization_statistics_are_the_same_on_every_rank(tmp_path):
+    """Pendulum's preset normalizes observations and scales rewards: every rank adds every
+    rank's batch, so the statistics stay as identical as the weights."""
+    done = run(torchrun(PROBE, str(tmp_path), "ppo-pendulum", "3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    assert "normalizer.stats.mean" in r0["agent"]
+    assert r0["agent"]["normalizer.stats.count"].item() > 3 * 2 * 2 * 16 - 1  # both ranks'
+    for key in r0["agent"]:
+        assert torch.equal(r0["agent"][key], r1["agent"][key]), key
+    assert not torch.equal(r0["first_obs"], r1["first_obs"])
+
+
 FAST = ["--steps", "1024", "--batch-B", "2", "--eval-every", "512", "--eval-episodes", "2",
         "--checkpoint-every", "512", "--no-progress", "--set", "ppo.minibatch_size=64",
         "--set", "ppo.anneal_lr=false", "--set", "ppo.anneal_clip=false"]

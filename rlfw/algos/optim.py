@@ -3,6 +3,7 @@ step with clipping, learning-rate setting and schedule."""
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 
@@ -10,6 +11,20 @@ from rlfw.algos.flat_params import FlatParameters
 from rlfw.checks import NonFiniteError, check_finite
 
 OPTIMIZERS = ("adam", "rmsprop")
+
+
+class Replicas(Protocol):
+    """The learner replicas of a multi-rank run (``RankGroup``), as algorithms see them."""
+
+    def average_gradient(self, grad: torch.Tensor) -> None:
+        """In place: the mean of every replica's ``grad``, the same bits on each."""
+
+    def all_gather(self, rows: torch.Tensor) -> torch.Tensor:
+        """Every replica's ``rows`` concatenated in rank order (dim 0)."""
+
+
+def gradient_sync(replicas: Replicas | None):
+    return None if replicas is None else replicas.average_gradient
 
 
 def make_optimizer(flat: FlatParameters, name: str, lr: float,

@@ -95,13 +95,6 @@ class RunConfig:
                              "learns from raw observations: set normalize_obs=false")
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
-        normalizing = self.normalize_obs or getattr(self.algo_config(), "normalize_reward",
-                                                    False)
-        if normalizing and self.world_size > 1:
-            raise ValueError("observation/reward normalization in a multi-rank run is not "
-                             "supported yet (each rank would keep its own statistics); run "
-                             "with one rank, or set normalize_obs=false and "
-                             f"{self.algo}.normalize_reward=false")
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
         self.schedule.validate()

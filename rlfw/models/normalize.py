@@ -84,12 +84,13 @@ class RewardScaler:
     Each env slot keeps its discounted return ``G <- gamma * G + r`` (reset where an
     episode ended); every batch adds all of its ``G`` values to the statistics, then its
     rewards are scaled by their std (VecNormalize's rule, batch by batch). The per-slot
-    returns are sized by the first batch."""
+    returns are sized by the first batch. ``gather`` (multi-rank runs) concatenates every
+    rank's returns, so all ranks keep the same statistics."""
 
-    def __init__(self, gamma: float, clip: float = 10.0):
+    def __init__(self, gamma: float, clip: float = 10.0, gather=None):
         if not clip > 0:
             raise ValueError(f"reward clip must be > 0, got {clip!r}")
-        self.gamma, self.clip = float(gamma), float(clip)
+        self.gamma, self.clip, self.gather = float(gamma), float(clip), gather
         self.stats = RunningMeanStd(())
         self.returns: torch.Tensor | None = None
 
@@ -108,7 +109,7 @@ class RewardScaler:
             seen[t] = returns
             returns = torch.where(done[t].bool(), torch.zeros_like(returns), returns)
         self.returns = returns
-        self.stats.update(seen)
+        self.stats.update(seen if self.gather is None else self.gather(seen))
         scaled = reward.to(torch.float64) / self.stats.std()
         return torch.clamp(scaled, -self.clip, self.clip).to(reward.dtype)
 

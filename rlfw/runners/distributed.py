@@ -67,6 +67,15 @@ class RankGroup:
             raise self._failed("the gradient all-reduce", err) from None
         grad.div_(self.world_size)
 
+    def all_gather(self, rows: torch.Tensor) -> torch.Tensor:
+        """Every rank's ``rows`` (same shape on each) concatenated in rank order."""
+        parts = [torch.empty_like(rows) for _ in range(self.world_size)]
+        try:
+            dist.all_gather(parts, rows, group=self.control)
+        except RuntimeError as err:
+            raise self._failed("gathering batch statistics", err) from None
+        return torch.cat(parts)
+
     def broadcast(self, obj: Any, what: str) -> Any:
         """Rank 0's ``obj`` on every rank."""
         box = [obj if self.is_chief else None]

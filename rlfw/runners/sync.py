@@ -204,9 +204,7 @@ class SyncRunner:
         self.local_per_itr = self.sampler.batch_T * self.sampler.batch_B
         self.per_itr = self.local_per_itr * self.world_size  # env steps of all ranks
         self.n_itr = math.ceil(s.n_steps / self.per_itr)
-        self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed,
-                             grad_sync=None if self.ranks is None
-                             else self.ranks.average_gradient)
+        self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed, replicas=self.ranks)
         self.eval_every = _every(s.eval_every, self.per_itr) if s.eval_every else 0
         self.log_every = _every(s.log_every, self.per_itr)
         self.checkpoint_every = _every(s.checkpoint_every, self.per_itr)

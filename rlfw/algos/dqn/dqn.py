@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
-from rlfw.algos.optim import (OPTIMIZERS, flat_optimizer, gradient_step, linear_schedule,
-                              set_lr)
+from rlfw.algos.optim import (OPTIMIZERS, Replicas, flat_optimizer, gradient_step,
+                              gradient_sync, linear_schedule, set_lr)
 from rlfw.checks import check_config
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
@@ -90,14 +90,16 @@ class DQN:
         self.replay: Replay | None = None
         self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
 
-    def initialize(self, agent, n_itr: int, seed: int = 0, grad_sync=None) -> None:
-        """Bind to ``agent`` for ``n_itr`` iterations; ``grad_sync`` averages each
-        gradient across learner replicas (multi-rank runs)."""
+    def initialize(self, agent, n_itr: int, seed: int = 0,
+                   replicas: Replicas | None = None) -> None:
+        """Bind to ``agent`` for ``n_itr`` iterations; ``replicas`` (multi-rank runs)
+        average each gradient across the learner replicas."""
         c = self.config
         self.agent, self.n_itr, self.seed = agent, n_itr, seed
         self.target = copy.deepcopy(agent.q)
         self.target.requires_grad_(False)
-        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c, grad_sync)
+        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c,
+                                                   gradient_sync(replicas))
         self.updates = 0
         self.update_budget = 0.0
         self.last_target_step = 0

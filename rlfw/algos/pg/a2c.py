@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from rlfw.algos.optim import flat_optimizer, gradient_step, linear_schedule, set_lr
+from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
+                              linear_schedule, set_lr)
 from rlfw.checks import check_config
 from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
                                   explained_variance)
@@ -40,13 +41,15 @@ class A2C:
         self.config = config or A2CConfig()
         self.config.validate()
 
-    def initialize(self, agent, n_itr: int, seed: int = 0, grad_sync=None) -> None:
-        """Bind to ``agent`` for ``n_itr`` iterations; ``grad_sync`` averages each
-        gradient across learner replicas (multi-rank runs)."""
+    def initialize(self, agent, n_itr: int, seed: int = 0,
+                   replicas: Replicas | None = None) -> None:
+        """Bind to ``agent`` for ``n_itr`` iterations; ``replicas`` (multi-rank runs)
+        average each gradient across the learner replicas."""
         self.agent = agent
         self.n_itr = n_itr
-        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config, grad_sync)
-        self.normalizers = BatchNormalizers(self.config)
+        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
+                                                   gradient_sync(replicas))
+        self.normalizers = BatchNormalizers(self.config, replicas)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config

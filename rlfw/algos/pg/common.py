@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from rlfw.algos.optim import OPTIMIZERS
+from rlfw.algos.optim import OPTIMIZERS, Replicas
 from rlfw.algos.pg.gae import generalized_advantages
 from rlfw.models.normalize import RewardScaler
 
@@ -45,11 +45,14 @@ class BatchNormalizers:
     """What PPO and A2C normalize per batch: rewards scaled by the return's running std
     (``config.normalize_reward``) before the update, the agent's observation statistics
     (if its model normalizes) after it, so a batch is learned from with the statistics
-    it was sampled with."""
+    it was sampled with. With ``replicas`` every rank adds every rank's batch, in rank
+    order: the statistics, like the weights, are the same bits on all ranks."""
 
-    def __init__(self, config):
-        self.rewards = RewardScaler(config.gamma, config.reward_clip) \
+    def __init__(self, config, replicas: Replicas | None = None):
+        gather = None if replicas is None else replicas.all_gather
+        self.rewards = RewardScaler(config.gamma, config.reward_clip, gather) \
             if config.normalize_reward else None
+        self.gather = gather
 
     def reward(self, samples) -> torch.Tensor:
         if self.rewards is None:
@@ -57,7 +60,12 @@ class BatchNormalizers:
         return self.rewards(samples.reward, samples.done)
 
     def after_update(self, agent, samples) -> None:
-        agent.update_normalization(samples.observation)
+        if getattr(agent.model, "update_normalization", None) is None:
+            return  # nothing to gather for
+        observation = samples.observation
+        if self.gather is not None:
+            observation = self.gather(observation.contiguous())
+        agent.update_normalization(observation)
 
     def state_dict(self) -> dict | None:
         return None if self.rewards is None else self.rewards.state_dict()
