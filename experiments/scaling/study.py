@@ -422,19 +422,26 @@ def main(argv=None) -> int:
     def say(line: str) -> None:
         print(f"scaling[{args.scale}] {line}", flush=True)
 
+    before = results.pop("wall_s_before", 0.0)
+
+    def save() -> None:  # after every part: an interrupted study keeps what it measured
+        results["wall_s"] = time.perf_counter() - started + before
+        with open(previous, "w") as f:
+            json.dump(results, f, indent=2)
+
     if "a" in args.parts:
         results.update(env_a=scale.sampler.env, T_a=scale.sampler.batch_T,
                        sampler=run_sampler_part(scale.sampler, say))
+        save()
     if "b" in args.parts:
         results.update(env_b=scale.batch.env, threshold_b=scale.batch.threshold,
                        batch=run_batch_part(scale.batch, args.lr_scaling, args.seed,
                                             os.path.join(runs_dir, "batch"), say))
+        save()
     if "c" in args.parts:
         results["ranks"] = run_rank_part(scale.ranks, args.seed,
                                          os.path.join(runs_dir, "ranks"), say)
-    results["wall_s"] = time.perf_counter() - started + results.pop("wall_s_before", 0.0)
-    with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    save()
     with open(os.path.join(out_dir, "README.md"), "w") as f:
         f.write(tables(args.scale, results))
     for path in plots(results, out_dir):

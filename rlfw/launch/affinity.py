@@ -137,10 +137,11 @@ def _share(groups: list[tuple[int, ...]], rank: int, n_ranks: int) -> list[tuple
     return groups[lo:hi]
 
 
-def apply_affinity(share: RankAffinity, pin: bool) -> None:
-    """Give this process's learner its torch threads; with ``pin``, keep it on its cores
-    (the sampler pins its workers to ``share.worker_cores``)."""
-    torch.set_num_threads(share.torch_threads)
+def apply_affinity(share: RankAffinity, pin: bool, set_threads: bool = True) -> None:
+    """With ``set_threads``, give this process's learner its torch threads; with ``pin``,
+    keep it on its cores (the sampler pins its workers to ``share.worker_cores``)."""
+    if set_threads:
+        torch.set_num_threads(share.torch_threads)
     if pin:
         psutil.Process().cpu_affinity(share.cores)
 

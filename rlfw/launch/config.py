@@ -492,7 +492,9 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     share = plan.for_rank(0 if ranks is None else ranks.local_rank)
     if ranks is not None and local.n_workers is None and local.sampler != "serial":
         local.n_workers = min(len(share.cores), local.batch_B)  # this rank's cores only
-    apply_affinity(share, local.pin_cpus)
+    # One process alone keeps the torch threads its caller chose; ranks and pinned runs
+    # take the plan's (torchrun's default of one thread per rank starves the learner).
+    apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)
     if ranks is None or ranks.is_chief:
         if stdout:
             print(f"rlfw: {plan.describe()}")
