@@ -345,8 +345,11 @@ def plots(results: dict, out_dir: str) -> list[str]:
                 pts = [(r["factor"], r[key]) for r in mine if r[key] is not None]
                 if pts:
                     ax.plot(*zip(*pts), marker="o", label=algo)
-        axes[0].set(xlabel="batch x", ylabel="env steps to threshold", xscale="log")
-        axes[1].set(xlabel="batch x", ylabel="seconds to threshold", xscale="log")
+        factors = sorted({r["factor"] for r in results["batch"]})
+        for ax, label in zip(axes, ("env steps to threshold", "seconds to threshold")):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(factors, [f"x{k}" for k in factors])
+            ax.set(xlabel="batch", ylabel=label)
         axes[0].legend()
         fig.suptitle("(b) batch-size scaling")
         written.append(_save(fig, out_dir, "batch_scaling.png"))
@@ -396,6 +399,8 @@ def main(argv=None) -> int:
     parser.add_argument("--lr-scaling", choices=("sqrt", "linear", "none"), default="sqrt")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite the tables and plots from --out's results.json")
     args = parser.parse_args(argv)
     if set(args.parts) - set("abc") or not args.parts:
         parser.error(f"--parts takes letters of 'abc', got {args.parts!r}")
@@ -409,6 +414,9 @@ def main(argv=None) -> int:
               f"(c) {2 * len(scale.ranks.ranks)} torchrun launches")
         return 0
     os.makedirs(out_dir, exist_ok=True)
+    if args.report_only:
+        with open(os.path.join(out_dir, "results.json")) as f:
+            return report(args.scale, json.load(f), out_dir, print)
     started = time.perf_counter()
     results: dict = {"scale": args.scale, "machine": machine_line(),
                      "lr_scaling": args.lr_scaling}
@@ -442,11 +450,15 @@ def main(argv=None) -> int:
         results["ranks"] = run_rank_part(scale.ranks, args.seed,
                                          os.path.join(runs_dir, "ranks"), say)
     save()
+    return report(args.scale, results, out_dir, say)
+
+
+def report(scale: str, results: dict, out_dir: str, say) -> int:
     with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write(tables(args.scale, results))
+        f.write(tables(scale, results))
     for path in plots(results, out_dir):
         say(f"wrote {path}")
-    say(f"wrote {os.path.join(out_dir, 'README.md')} in {results['wall_s']:.0f} s")
+    say(f"wrote {os.path.join(out_dir, 'README.md')} ({results['wall_s']:.0f} s of runs)")
     return 0
 
 
