@@ -157,3 +157,41 @@ def test_two_rank_ppo_learns_cartpole(tmp_path):
     assert judged.returncode == 0, judged.stderr
     mean = float(re.search(r"mean return (-?[\d.]+) ±", judged.stdout).group(1))
     assert mean >= 475, judged.stdout
+
+
+def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
+    """torchrun's elastic restart relaunches every rank with the same command; with a fixed
+    --log-dir the relaunched ranks continue from the folder's newest checkpoint."""
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node=2", "--max-restarts=1", "-m", "rlfw", "train", "--log-dir",
+            str(run_dir), "--steps", "40960", "--checkpoint-every", "2048", "--eval-every",
+            "40960", "--eval-episodes", "2", "--no-progress"]
+    job = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=env)
+    try:
+        deadline = time.monotonic() + 90
+        while not list((run_dir / "checkpoints").glob("ckpt_*.pt")) if (
+                run_dir / "checkpoints").exists() else True:
+            assert time.monotonic() < deadline and job.poll() is None, "no checkpoint"
+            time.sleep(0.1)
+        for proc in psutil.Process(job.pid).children(recursive=True):
+            try:
+                if proc.environ().get("RANK") == "1" and "rlfw" in proc.cmdline():
+                    proc.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
+                pass
+        out, _ = job.communicate(timeout=240)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode == 0, out[-3000:]
+    assert "done after 40960 env steps" in out
+    starts = [line for line in out.splitlines() if line.startswith("rlfw: ppo on CartPole-v1")]
+    assert len(starts) == 2  # the first launch and the restarted one
+    final = torch.load(sorted((run_dir / "checkpoints").glob("ckpt_*.pt"))[-1],
+                       weights_only=False)
+    assert final["itr"] * 2 * 8 * 32 == 40960 and len(final["ranks"]) == 1
+    assert not children()

@@ -146,7 +146,13 @@ def init_from_environment(device: str, timeout_s: float = 1800.0) -> RankGroup |
     if backend == "nccl":
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
-        dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+        timeout = timedelta(seconds=timeout_s)
+        store, _, _ = next(dist.rendezvous("env://", timeout=timeout))
+        # torchrun's elastic restarts reuse its store: keys of the failed attempt (the old
+        # ranks' addresses) would be read by the new one, so each attempt gets its prefix.
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        dist.init_process_group(backend, store=dist.PrefixStore(f"rlfw/attempt{attempt}", store),
+                                rank=rank, world_size=world, timeout=timeout)
     control = dist.new_group(backend="gloo") if backend == "nccl" else None
     return RankGroup(rank, world, local_rank, local_world, backend, control)
 
