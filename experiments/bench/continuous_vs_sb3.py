@@ -1,10 +1,11 @@
 """rlfw vs stable-baselines3: PPO on a MuJoCo task (default HalfCheetah-v5), same run.
 
-rlfw runs its preset (CleanRL's / the PPO paper's MuJoCo settings: 1 env x 2048 steps,
-minibatch 64, 10 epochs, lr 3e-4 annealed, observations normalized, rewards scaled); SB3
-runs rl-baselines3-zoo's tuned HalfCheetah PPO (VecNormalize, 1 env x 512 steps, 20
-epochs, 256-256 ReLU networks). Both get the same number of env steps and one torch
-thread. Prints wall-clock, env steps/s, the final policy's deterministic return over 10
+Both run rl-baselines3-zoo's tuned HalfCheetah PPO (1 env x 512 steps, minibatch 64, 20
+epochs, lr 2.06e-5, clip 0.1, γ 0.98, λ 0.92, 256-256 ReLU networks, initial log-std -2,
+observations normalized and rewards scaled: SB3 through VecNormalize, rlfw through its
+own normalization); the only difference left is the zoo's ortho_init=False (rlfw always
+initializes orthogonally). `--preset` adds a run of rlfw's own MuJoCo preset (CleanRL's
+settings). Same env steps, one torch thread each. Prints wall-clock, env steps/s, the final policy's deterministic return over 10
 episodes (fresh envs, frozen normalization statistics) and the time ratio rlfw / SB3.
 
     python experiments/bench/continuous_vs_sb3.py --steps 1000000     # the issue's length
@@ -22,9 +23,20 @@ from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.launch.evaluate import evaluate_checkpoint
 
 
-def rlfw_run(env_id: str, steps: int, seed: int, log_dir: str) -> tuple[float, float]:
+ZOO = {"batch_B": 1, "batch_T": 512, "hidden": (256, 256), "activation": "relu",
+       "log_std_init": -2.0, "normalize_obs": True,
+       "ppo": dict(learning_rate=2.0633e-05, anneal_lr=False, gamma=0.98, gae_lambda=0.92,
+                   epochs=20, minibatch_size=64, clip=0.1, value_clip=None,
+                   entropy_coef=0.000401762, value_coef=0.58096, max_grad_norm=0.8,
+                   normalize_reward=True)}
+
+
+def rlfw_run(env_id: str, steps: int, seed: int, log_dir: str,
+             zoo: bool = True) -> tuple[float, float]:
     config = apply_overrides(RunConfig(algo="ppo", env=env_id, seed=seed),
                              preset("ppo", env_id))
+    if zoo:
+        apply_overrides(config, ZOO)
     apply_overrides(config, {"schedule": {"n_steps": steps, "eval_every": None,
                                           "log_every": max(steps // 10, 1),
                                           "checkpoint_every": 10 * steps}})
@@ -64,16 +76,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log-dir", default=None, help="rlfw's run folder (default: runs/)")
+    parser.add_argument("--preset", action="store_true",
+                        help="also run rlfw's own MuJoCo preset (CleanRL's settings)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # both alike; 64-256 unit MLPs gain little from threads
     log_dir = args.log_dir or time.strftime(f"runs/bench-continuous-{args.env}-%Y%m%d-%H%M%S")
-    t_ours, e_ours = rlfw_run(args.env, args.steps, args.seed, log_dir)
-    t_peer, e_peer = sb3_run(args.env, args.steps, args.seed)
-    print(f"\n{'env':<16} {'steps':>8} | {'rlfw s':>7} {'steps/s':>8} {'eval':>8} | "
-          f"{'sb3 s':>7} {'steps/s':>8} {'eval':>8} | {'time ratio rlfw/sb3':>19}")
-    print(f"{args.env:<16} {args.steps:>8} | {t_ours:>7.1f} {args.steps / t_ours:>8.0f} "
-          f"{e_ours:>8.1f} | {t_peer:>7.1f} {args.steps / t_peer:>8.0f} {e_peer:>8.1f} | "
-          f"{t_ours / t_peer:>19.2f}")
+    rows = [("rlfw, zoo settings", rlfw_run(args.env, args.steps, args.seed, log_dir))]
+    if args.preset:
+        rows.append(("rlfw, its preset", rlfw_run(args.env, args.steps, args.seed,
+                                                  log_dir + "-preset", zoo=False)))
+    peer = sb3_run(args.env, args.steps, args.seed)
+    rows.append(("SB3, zoo settings", peer))
+    print(f"\n{args.env}, {args.steps} env steps, seed {args.seed}")
+    print(f"{'run':<20} {'seconds':>8} {'steps/s':>8} {'final eval':>11} {'time vs SB3':>12}")
+    for name, (seconds, final) in rows:
+        print(f"{name:<20} {seconds:>8.1f} {args.steps / seconds:>8.0f} {final:>11.1f} "
+              f"{seconds / peer[0]:>11.2f}x")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ class ActorCriticAgent(ModelAgent):
     @classmethod
     def build(cls, spaces: EnvSpaces, model: str = "auto", hidden: Sequence[int] = (64, 64),
               activation: str = "tanh", device: str = "cpu", algo: str = "ppo/a2c",
-              normalize_obs: bool = False, obs_clip: float = 10.0) -> "ActorCriticAgent":
+              normalize_obs: bool = False, obs_clip: float = 10.0,
+              log_std_init: float = 0.0) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations
         (statistics updated by the algorithm once per batch)."""
@@ -59,7 +60,8 @@ class ActorCriticAgent(ModelAgent):
         if kind == "cnn":
             net: nn.Module = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
         else:
-            net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim)
+            net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
+                                 log_std_init)
         if normalize_obs:
             net = NormalizedModel(net, obs_space.shape, obs_clip)
         return cls(net, dist, spaces.action, device)

@@ -48,6 +48,8 @@ class RunConfig:
     seed: int = 0
     model: str = "auto"              # 'mlp', 'cnn' or 'auto' (CNN for uint8 images)
     hidden: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"         # of MLP hidden layers: 'tanh' or 'relu'
+    log_std_init: float = 0.0        # Gaussian policies' initial log-std
     device: str = "cpu"
     normalize_obs: bool = False      # ppo/a2c: running mean/std of observations in the model
     obs_clip: float = 10.0           # of normalized observations
@@ -396,7 +398,8 @@ def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent | DqnA
                               eval_epsilon=config.dqn.eval_epsilon)
     return ActorCriticAgent.build(spaces, config.model, config.hidden, device=config.device,
                                   algo=config.algo, normalize_obs=config.normalize_obs,
-                                  obs_clip=config.obs_clip)
+                                  obs_clip=config.obs_clip, activation=config.activation,
+                                  log_std_init=config.log_std_init)
 
 
 def build_algo(config: RunConfig) -> PPO | A2C | DQN:

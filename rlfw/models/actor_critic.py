@@ -15,7 +15,7 @@ class MlpActorCritic(nn.Module):
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int,
                  hidden: Sequence[int] = (64, 64), activation: str = "tanh",
-                 gaussian_dim: int = 0):
+                 gaussian_dim: int = 0, log_std_init: float = 0.0):
         super().__init__()
         in_dim = int(torch.tensor(obs_shape).prod())
         self.obs_ndim = len(obs_shape)
@@ -24,7 +24,8 @@ class MlpActorCritic(nn.Module):
         orthogonal_init(self.pi[-1], 0.01)  # near-uniform initial policy
         orthogonal_init(self.v[-1], 1.0)
         # State-independent log-std for Gaussian policies (0 params for Discrete).
-        self.log_std = nn.Parameter(torch.zeros(gaussian_dim)) if gaussian_dim else None
+        self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
+            if gaussian_dim else None
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = flatten_obs(obs, self.obs_ndim)
