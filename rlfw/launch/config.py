@@ -498,11 +498,6 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     # One process alone keeps the torch threads its caller chose; ranks and pinned runs
     # take the plan's (torchrun's default of one thread per rank starves the learner).
     apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)
-    if ranks is None or ranks.is_chief:
-        if stdout:
-            print(f"rlfw: {plan.describe()}")
-        if log_dir is not None:
-            plan.save(log_dir)
     seed_everything(config.seed)  # model init depends on it: the same on every rank
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
@@ -517,6 +512,12 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     sampler = build_sampler(local, env_factory, share.worker_cores)
     kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner,
             "async": AsyncRunner}[config.runner]
-    return kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
-                config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
-                ranks=ranks)
+    runner = kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
+                  config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
+                  ranks=ranks)
+    if ranks is None or ranks.is_chief:  # once everything was accepted
+        if stdout:
+            print(f"rlfw: {plan.describe()}")
+        if log_dir is not None:
+            plan.save(log_dir)
+    return runner
