@@ -68,7 +68,7 @@ class RankAffinity:
 @dataclass
 class AffinityPlan:
     machine: Machine
-    n_workers: int                # sampler workers (or ALE threads) per rank
+    n_workers: int                # sampler workers (or ALE threads) of each rank (rank 0's)
     ranks: list[RankAffinity]
     warnings: list[str] = field(default_factory=list)
 
@@ -99,11 +99,13 @@ class AffinityPlan:
         return path
 
 
-def plan_affinity(n_workers: int, local_world_size: int = 1, use_gpus: bool = False,
-                  machine: Machine | None = None) -> AffinityPlan:
+def plan_affinity(n_workers: int | None, local_world_size: int = 1, use_gpus: bool = False,
+                  machine: Machine | None = None, max_workers: int | None = None
+                  ) -> AffinityPlan:
     """Split ``machine`` (default: this one) between ``local_world_size`` ranks with
-    ``n_workers`` sampler workers each; ``use_gpus``: one GPU per rank."""
-    if local_world_size < 1 or n_workers < 0:
+    ``n_workers`` sampler workers each (None: one per core of the rank's share, at most
+    ``max_workers``); ``use_gpus``: one GPU per rank."""
+    if local_world_size < 1 or (n_workers is not None and n_workers < 0):
         raise ValueError(f"need local_world_size >= 1 and n_workers >= 0, got "
                          f"{local_world_size} and {n_workers}")
     machine = machine or Machine.detect()
@@ -118,14 +120,15 @@ def plan_affinity(n_workers: int, local_world_size: int = 1, use_gpus: bool = Fa
         share = _share(groups, r, local_world_size)
         # one worker per physical core first, then the hyperthread siblings
         order = [g[i] for i in range(max(len(g) for g in share)) for g in share if i < len(g)]
-        workers = [order[w % len(order)] for w in range(n_workers)]
-        if n_workers > len(order):
-            warnings.append(f"local rank {r}: {n_workers} sampler workers on {len(order)} "
+        n = n_workers if n_workers is not None else min(len(order), max_workers or len(order))
+        workers = [order[w % len(order)] for w in range(n)]
+        if n > len(order):
+            warnings.append(f"local rank {r}: {n} sampler workers on {len(order)} "
                             "core(s): more workers than cores, they time-share")
         gpu = (r % machine.gpus) if use_gpus and machine.gpus else None
         ranks.append(RankAffinity(r, sorted(c for g in share for c in g), len(share), workers,
                                   gpu))
-    return AffinityPlan(machine, n_workers, ranks, warnings)
+    return AffinityPlan(machine, len(ranks[0].worker_cores), ranks, warnings)
 
 
 def _share(groups: list[tuple[int, ...]], rank: int, n_ranks: int) -> list[tuple[int, ...]]:

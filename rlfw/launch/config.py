@@ -8,21 +8,26 @@ import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import torch
 
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
-from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari, is_mujoco
+from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
-from rlfw.launch.affinity import AffinityPlan, Machine, apply_affinity, plan_affinity
+from rlfw.launch.affinity import AffinityPlan, apply_affinity, plan_affinity
+from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.runners.distributed import RankGroup, rank_device
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, QueueSampler, SerialSampler)
 from rlfw.checks import check_positive
 from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
+
+__all__ = ["RUNNERS", "SAMPLERS", "RunConfig", "affinity_plan", "apply_overrides",
+           "available_devices", "build_agent", "build_algo", "build_runner", "build_sampler",
+           "check_device", "config_keys", "env_family", "preset", "schedule_for", "set_field",
+           "tune_workers"]
 
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native", "queue")
 RUNNERS = ("sync", "concurrent", "async")
@@ -136,115 +141,6 @@ class RunConfig:
             raise FileNotFoundError(f"{run_dir!r} is not a run folder: no config.json in it")
         with open(path) as f:
             return cls.from_dict(json.load(f))
-
-
-def schedule_for(n_steps: int) -> dict[str, Any]:
-    """Run length and the evaluation/log cadence that goes with it."""
-    return {"n_steps": n_steps, "eval_every": min(max(n_steps // 10, 1), 250_000),
-            "log_every": min(max(n_steps // 20, 1), 100_000)}
-
-
-def preset(algo: str, env_id: str) -> dict[str, Any]:
-    """Tuned defaults per (algorithm, env family); explicit user values override them.
-
-    Classic control: rl-baselines3-zoo's CartPole settings, 120k steps. Continuous classic
-    control (Box actions: Pendulum-v1, MountainCarContinuous-v0): the zoo's Pendulum PPO
-    settings with observation and reward normalization, 200k steps. MuJoCo: CleanRL's /
-    the PPO paper's MuJoCo settings, normalized, 1M steps. Atari: the PPO paper's Atari
-    settings and the A2C/A3C paper's, 10M steps; evaluation as the literature does it
-    (policy-gradient agents sample their actions, DQN is ε-greedy with ε = 0.05), episodes
-    capped at 108k frames and each evaluation at 100k agent steps.
-    """
-    family = env_family(env_id)
-    if family in ("continuous", "mujoco") and algo in ("ppo", "a2c"):
-        out = _continuous_preset(algo, family)
-        out["schedule"] = schedule_for(1_000_000 if family == "mujoco" else 200_000)
-        return out
-    atari = family == "atari"
-    out = _algo_preset(algo, atari)
-    if atari:
-        frames_per_step = AtariOptions().frame_skip
-        out["schedule"] = {**schedule_for(10_000_000), "eval_greedy": algo == "dqn",
-                           "eval_max_episode_steps": AtariOptions().max_episode_frames
-                           // frames_per_step, "eval_max_steps": 100_000}
-        if algo == "dqn":
-            out["dqn"]["eval_epsilon"] = 0.05
-    else:
-        out["schedule"] = schedule_for(120_000)
-    return out
-
-
-def env_family(env_id: str) -> str:
-    """'atari', 'mujoco', 'continuous' (other Box-action envs) or 'classic'."""
-    if is_atari(env_id):
-        return "atari"
-    if is_mujoco(env_id):
-        return "mujoco"
-    if env_id in gym.registry:
-        try:
-            env = gym.make(env_id)
-        except Exception:  # unusable here: validation reports why, the preset need not
-            return "classic"
-        continuous = isinstance(env.action_space, gym.spaces.Box)
-        env.close()
-        return "continuous" if continuous else "classic"
-    return "classic"
-
-
-def _continuous_preset(algo: str, family: str) -> dict[str, Any]:
-    """Box-action presets: observations normalized and clipped to ±10 in the model,
-    rewards scaled by the discounted return's running std (VecNormalize's defaults)."""
-    common = {"normalize_obs": True, "hidden": (64, 64)}
-    if algo == "ppo" and family == "mujoco":  # CleanRL ppo_continuous_action
-        return {**common, "batch_B": 1, "batch_T": 2048, "ppo": dict(
-            learning_rate=3e-4, anneal_lr=True, gamma=0.99, gae_lambda=0.95, epochs=10,
-            minibatch_size=64, clip=0.2, value_clip=0.2, entropy_coef=0.0,
-            max_grad_norm=0.5, normalize_reward=True)}
-    if algo == "ppo":  # zoo Pendulum-v1 (without gSDE)
-        return {**common, "batch_B": 4, "batch_T": 1024, "ppo": dict(
-            learning_rate=1e-3, gamma=0.9, gae_lambda=0.95, epochs=10, minibatch_size=64,
-            clip=0.2, entropy_coef=0.0, max_grad_norm=0.5, normalize_reward=True)}
-    if family == "mujoco":  # A2C paper's continuous setup, synchronous, 8 envs x 5 steps
-        return {**common, "batch_B": 8, "batch_T": 5, "a2c": dict(
-            learning_rate=7e-4, anneal_lr=True, gamma=0.99, gae_lambda=1.0,
-            normalize_reward=True)}
-    return {**common, "batch_B": 8, "batch_T": 8, "a2c": dict(  # zoo Pendulum-v1 A2C
-        learning_rate=7e-4, anneal_lr=True, gamma=0.9, gae_lambda=0.9, value_coef=0.4,
-        normalize_reward=True)}
-
-
-def _algo_preset(algo: str, atari: bool) -> dict[str, Any]:
-    if algo == "ppo" and not atari:
-        return {"batch_B": 8, "batch_T": 32, "ppo": dict(
-            learning_rate=1e-3, anneal_lr=True, gamma=0.98, gae_lambda=0.8, epochs=20,
-            minibatch_size=256, clip=0.2, anneal_clip=True, entropy_coef=0.0)}
-    if algo == "ppo" and atari:
-        return {"batch_B": 8, "batch_T": 128, "ppo": dict(
-            learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=4,
-            minibatch_size=256, clip=0.1, anneal_clip=True, value_clip=0.1,
-            entropy_coef=0.01)}
-    if algo == "a2c" and not atari:
-        return {"batch_B": 8, "batch_T": 5, "a2c": dict(learning_rate=7e-4, entropy_coef=0.0)}
-    if algo == "a2c" and atari:
-        return {"batch_B": 16, "batch_T": 5, "a2c": dict(
-            learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25)}
-    if algo == "dqn" and not atari:
-        # zoo CartPole (train every 256 steps with 128 gradient steps, replay ratio 0.5) plus
-        # 3-step double-Q targets and LR annealing: with zoo's 1-step targets the greedy
-        # policy learns to balance, then drifts off the track and collapses again (see
-        # docs/results.md); n-step returns carry the far-off cost of drifting back in time.
-        return {"batch_B": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
-            learning_rate=2.3e-3, anneal_lr=True, batch_size=64, replay_capacity=100_000,
-            learning_starts=1000, gamma=0.99, target_update_interval=10, replay_ratio=0.5,
-            exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0,
-            double_dqn=True, n_step=3)}
-    if algo == "dqn" and atari:
-        # zoo Atari: train every 4 steps per env, target every 1000 steps, 100k replay.
-        return {"batch_B": 8, "batch_T": 4, "dqn": dict(
-            learning_rate=1e-4, batch_size=32, replay_capacity=100_000,
-            learning_starts=100_000, target_update_interval=1000, replay_ratio=0.25,
-            exploration_fraction=0.1, epsilon_final=0.01, optimizer_eps=1.5e-4)}
-    return {}
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
@@ -455,21 +351,13 @@ def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str
                        "trials": [dataclasses.asdict(t) for t in trials]}, f, indent=2)
 
 
-def sampler_workers(config: RunConfig, cores: int) -> int:
-    """Worker processes (native: ALE threads) one rank's sampler runs on ``cores`` cores."""
-    if config.sampler == "serial":
-        return 0
-    return config.n_workers if config.n_workers is not None else min(cores, config.batch_B)
-
-
 def affinity_plan(config: RunConfig, ranks: RankGroup | None) -> AffinityPlan:
-    """The affinity plan of this machine's ranks for ``config``."""
-    machine = Machine.detect()
-    local_world = 1 if ranks is None else ranks.local_world_size
-    per_rank = max(len(machine.physical) // local_world, 1)
-    cores = sum(len(g) for g in machine.physical[:per_rank])
-    use_gpus = torch.device(config.device).type == "cuda"
-    return plan_affinity(sampler_workers(config, cores), local_world, use_gpus, machine)
+    """The affinity plan of this machine's ranks for ``config``: its sampler's workers
+    (native: ALE threads), by default one per core of a rank's share."""
+    n_workers = 0 if config.sampler == "serial" else config.n_workers
+    return plan_affinity(n_workers, 1 if ranks is None else ranks.local_world_size,
+                         torch.device(config.device).type == "cuda",
+                         max_workers=config.batch_B)
 
 
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
@@ -494,7 +382,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     plan = affinity_plan(local, ranks)
     share = plan.for_rank(0 if ranks is None else ranks.local_rank)
     if ranks is not None and local.n_workers is None and local.sampler != "serial":
-        local.n_workers = min(len(share.cores), local.batch_B)  # this rank's cores only
+        local.n_workers = len(share.worker_cores)  # this rank's cores only
     # One process alone keeps the torch threads its caller chose; ranks and pinned runs
     # take the plan's (torchrun's default of one thread per rank starves the learner).
     apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)

@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -178,8 +177,7 @@ class LocalBackend:
     def run(self, jobs: list[tuple[Variant, str]], train_flags: Sequence[str],
             report: Callable[[Outcome], None]) -> list[Outcome]:
         free = self._core_slices()
-        lock = threading.Lock()
-        results: dict[str, Outcome] = {}
+        results: dict[str, Outcome] = {}  # filled here, in the calling thread
         with ThreadPoolExecutor(self.max_parallel) as pool:
             pending: dict[Future, list[int] | None] = {}
             queue = list(jobs)
@@ -193,8 +191,7 @@ class LocalBackend:
                 for fut in done:
                     free.append(pending.pop(fut))
                     outcome = fut.result()
-                    with lock:
-                        results[outcome.name] = outcome
+                    results[outcome.name] = outcome
                     report(outcome)
         return [results[v.name] for v, _ in jobs]
 

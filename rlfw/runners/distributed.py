@@ -48,10 +48,6 @@ class RankGroup:
     def is_chief(self) -> bool:
         return self.rank == 0
 
-    def describe(self) -> str:
-        return (f"rank {self.rank} of {self.world_size} (local {self.local_rank} of "
-                f"{self.local_world_size}, {self.backend})")
-
     def _failed(self, what: str, err: BaseException) -> RankError:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return RankError(f"rank {self.rank} of {self.world_size}: {what} failed: another rank "
