@@ -87,6 +87,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="dqn: prioritized replay")
     p.add_argument("--sticky-actions", type=float,
                    help="Atari sticky-action probability (default 0.0)")
+    p.add_argument("--compile", choices=("auto", "on", "off"),
+                   help="torch.compile the learner's loss (default auto: on where the run is "
+                        "long enough to win back the compile time, see docs/results.md)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its newest checkpoint with its saved "
@@ -245,6 +248,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         for flag, key in DQN_FLAG_KEYS.items():
             if getattr(args, flag) is not None:
                 set_field(config, f"dqn.{key}", getattr(args, flag))
+    if args.compile is not None:
+        config.algo_config().compile = {"auto": None, "on": True, "off": False}[args.compile]
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:

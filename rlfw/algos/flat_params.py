@@ -41,9 +41,12 @@ class FlatParameters:
         offset = 0
         for p in params:
             n = p.numel()
-            self.flat.data[offset:offset + n].copy_(p.data.reshape(-1))
-            p.data = self.flat.data[offset:offset + n].view_as(p)
-            p.grad = self.flat.grad[offset:offset + n].view_as(p)
+            # Each parameter keeps its memory layout (channels-last conv weights stay
+            # channels-last, so their kernels keep running in that layout).
+            data = _laid_out_like(self.flat.data[offset:offset + n], p)
+            data.copy_(p.data)
+            p.data = data
+            p.grad = _laid_out_like(self.flat.grad[offset:offset + n], p)
             offset += n
 
     def zero_grad(self) -> None:
@@ -61,3 +64,25 @@ class FlatParameters:
         if max_norm is not None:
             grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm
+
+
+def _laid_out_like(chunk: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """A view of the 1-d ``chunk`` with ``param``'s shape and strides (any dense layout)."""
+    if param.is_contiguous():
+        return chunk.view(param.shape)
+    if not _is_dense(param):
+        raise ValueError(f"parameter of shape {tuple(param.shape)} and strides "
+                         f"{param.stride()} has gaps or overlaps; FlatParameters needs dense "
+                         "parameters")
+    return chunk.as_strided(param.shape, param.stride())
+
+
+def _is_dense(t: torch.Tensor) -> bool:
+    """Strides that cover exactly ``numel`` elements once (a permutation of a contiguous
+    layout), as ``as_strided`` on a chunk of that size needs."""
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride()), key=lambda d: d[1]):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True

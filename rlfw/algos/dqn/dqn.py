@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
+from rlfw.algos.compile import check_compile, maybe_compile, resolve_compile
 from rlfw.algos.optim import (OPTIMIZERS, Replicas, flat_optimizer, gradient_step,
                               gradient_sync, linear_schedule, set_lr)
 from rlfw.checks import check_config
@@ -52,6 +53,7 @@ class DQNConfig:
     frame_dedup: bool = True               # store stacked uint8 frames once (Atari)
     save_replay: bool = False              # put the replay into checkpoints (bitwise resume)
     eval_epsilon: float = 0.0              # ε of evaluation episodes (Atari preset: 0.05)
+    compile: bool | None = None            # torch.compile the loss; None: where it pays off
 
     def validate(self) -> None:
         check_config(
@@ -74,6 +76,7 @@ class DQNConfig:
             exploration_fraction=(self.exploration_fraction,
                                   0 <= self.exploration_fraction <= 1, "must be in [0, 1]"),
             eval_epsilon=(self.eval_epsilon, 0 <= self.eval_epsilon <= 1, "must be in [0, 1]"),
+            compile=check_compile(self.compile),
         )
 
 
@@ -100,6 +103,7 @@ class DQN:
         self.target.requires_grad_(False)
         self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c,
                                                    gradient_sync(replicas))
+        self._loss = None  # compiled or not at the first update
         self.updates = 0
         self.update_budget = 0.0
         self.last_target_step = 0
@@ -183,34 +187,50 @@ class DQN:
         return out
 
     def _learn(self, batch: ReplayBatch, stats: dict[str, list[float]]) -> None:
+        if self._loss is None:  # the auto rule needs the run's length in gradient steps
+            n_steps = int(self.config.replay_ratio * self.n_itr * self.steps_per_itr)
+            self._loss = maybe_compile(self._losses, resolve_compile(
+                self.config.compile, self.agent.q, n_steps))
+        loss, q_taken, td_abs = self._loss(
+            batch.observation, batch.next_observation, batch.action, batch.n_step_return,
+            batch.bootstrap_discount, batch.next_value_known, batch.next_value, batch.weight)
+        norm = gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
+        self.updates += 1
+        self.replay.update_priorities(batch.index, td_abs.numpy())
+        loss, q_mean, td_mean = torch.stack([loss.detach(), q_taken.mean(),
+                                             td_abs.mean()]).tolist()
+        stats["loss"].append(loss)
+        stats["q"].append(q_mean)
+        stats["grad_norm"].append(norm)
+        stats["td_abs"].append(td_mean)
+
+    def _losses(self, observation, next_observation, action, n_step_return,
+                bootstrap_discount, next_value_known, next_value, weight
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(Huber TD loss, Q of the taken actions, |TD error|) of a replay batch: what
+        ``compile`` compiles."""
         c = self.config
-        n = len(batch.action)
+        n = len(action)
         if c.double_dqn:
             # One pass over [obs; next_obs]: the online net both evaluates and picks a*.
-            q_both = self.agent.q(torch.cat([batch.observation, batch.next_observation]))
+            q_both = self.agent.q(torch.cat([observation, next_observation]))
             q_all, next_best = q_both[:n], q_both[n:].detach().argmax(-1, keepdim=True)
         else:
-            q_all, next_best = self.agent.q(batch.observation), None
-        q_taken = q_all.gather(-1, batch.action.long().unsqueeze(-1)).squeeze(-1)
+            q_all, next_best = self.agent.q(observation), None
+        q_taken = q_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
-            next_q = self.target(batch.next_observation)
+            next_q = self.target(next_observation)
             next_v = (next_q.gather(-1, next_best).squeeze(-1) if next_best is not None
                       else next_q.max(-1).values)
-            next_v = torch.where(batch.next_value_known, batch.next_value, next_v)
-            y = batch.n_step_return + batch.bootstrap_discount * next_v
-        if isinstance(self.replay.sampling, PrioritizedSampling):
-            loss = (batch.weight * F.huber_loss(q_taken, y, reduction="none",
-                                                delta=c.huber_delta)).mean()
+            next_v = torch.where(next_value_known, next_value, next_v)
+            y = n_step_return + bootstrap_discount * next_v
+        if c.prioritized:
+            loss = (weight * F.huber_loss(q_taken, y, reduction="none",
+                                          delta=c.huber_delta)).mean()
         else:  # all weights are 1
             loss = F.huber_loss(q_taken, y, delta=c.huber_delta)
-        norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
-        self.updates += 1
-        td_abs = (q_taken.detach() - y).abs()
-        self.replay.update_priorities(batch.index, td_abs.numpy())
-        stats["loss"].append(loss.item())
-        stats["q"].append(q_taken.detach().mean().item())
-        stats["grad_norm"].append(norm)
-        stats["td_abs"].append(td_abs.mean().item())
+        q_taken = q_taken.detach()
+        return loss, q_taken, (q_taken - y).abs()
 
     @torch.no_grad()
     def _update_target(self) -> None:

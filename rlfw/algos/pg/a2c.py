@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 
+from rlfw.algos.compile import check_compile, maybe_compile, resolve_compile
 from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
                               linear_schedule, set_lr)
 from rlfw.checks import check_config
@@ -28,9 +30,10 @@ class A2CConfig:
     normalize_reward: bool = False    # scale by the discounted return's running std
     reward_clip: float = 10.0         # of scaled rewards
     normalize_advantage: bool = False
+    compile: bool | None = None       # torch.compile the loss; None: where it pays off
 
     def validate(self) -> None:
-        check_config("A2CConfig", **common_checks(self))
+        check_config("A2CConfig", **common_checks(self), compile=check_compile(self.compile))
 
 
 class A2C:
@@ -50,6 +53,8 @@ class A2C:
         self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
                                                    gradient_sync(replicas))
         self.normalizers = BatchNormalizers(self.config, replicas)
+        self._loss = maybe_compile(self._losses,
+                                   resolve_compile(self.config.compile, agent.model, n_itr))
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
@@ -61,19 +66,28 @@ class A2C:
         if c.normalize_advantage:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         self.agent.train_mode()
+        loss, stats = self._loss(obs, action, adv, ret)
+        grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
+        self.normalizers.after_update(self.agent, samples)
+        policy_loss, value_loss, entropy = stats.tolist()
+        return {
+            "train/policy_loss": policy_loss, "train/value_loss": value_loss,
+            "train/entropy": entropy, "train/grad_norm": grad_norm,
+            "train/learning_rate": lr,
+            "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
+        }
+
+    def _losses(self, obs, action, adv, ret) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the loss, [policy loss, value loss, entropy]): what ``compile`` compiles."""
+        c = self.config
         logp, entropy, value = self.agent.evaluate_actions(obs, action)
         policy_loss = -(adv * logp).mean()
         value_loss = (ret - value).pow(2).mean()
         entropy_mean = entropy.mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
-        grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
-        self.normalizers.after_update(self.agent, samples)
-        return {
-            "train/policy_loss": policy_loss.item(), "train/value_loss": value_loss.item(),
-            "train/entropy": entropy_mean.item(), "train/grad_norm": grad_norm,
-            "train/learning_rate": lr,
-            "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
-        }
+        with torch.no_grad():
+            stats = torch.stack([policy_loss, value_loss, entropy_mean])
+        return loss, stats
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(),

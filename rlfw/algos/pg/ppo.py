@@ -1,10 +1,12 @@
 """Proximal policy optimization with clipped surrogate (Schulman et al., 2017)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
+from rlfw.algos.compile import check_compile, maybe_compile, resolve_compile
 from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
                               linear_schedule, set_lr)
 from rlfw.checks import check_config
@@ -12,6 +14,7 @@ from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
                                   explained_variance)
 from rlfw.buffers import Samples
 
+STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 @dataclass
 class PPOConfig:
@@ -34,6 +37,7 @@ class PPOConfig:
     normalize_reward: bool = False    # scale by the discounted return's running std
     reward_clip: float = 10.0         # of scaled rewards
     normalize_advantage: bool = True  # per minibatch
+    compile: bool | None = None       # torch.compile the loss; None: where it pays off
 
     def validate(self) -> None:
         check_config(
@@ -46,6 +50,7 @@ class PPOConfig:
             clip=(self.clip, self.clip > 0, "must be > 0"),
             value_clip=(self.value_clip, self.value_clip is None or self.value_clip > 0,
                         "None or > 0"),
+            compile=check_compile(self.compile),
         )
 
 
@@ -70,6 +75,7 @@ class PPO:
         self.normalizers = BatchNormalizers(self.config, replicas)
         # Minibatch order has its own stream: reproducible, and saved with checkpoints.
         self.generator = torch.Generator().manual_seed(seed)
+        self._loss = None  # chosen at the first batch, whose size the auto rule needs
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
@@ -83,28 +89,43 @@ class PPO:
         old_value = samples.agent_info.value.flatten()
         n = len(adv)
         mb = min(c.minibatch_size, n)
+        if self._loss is None:
+            n_steps = self.n_itr * c.epochs * math.ceil(n / mb)
+            self._loss = maybe_compile(self._losses,
+                                       resolve_compile(c.compile, self.agent.model, n_steps))
         self.agent.train_mode()
-        totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
-                  "clip_fraction": 0.0, "grad_norm": 0.0}
+        clip_t = torch.tensor(clip)  # a tensor: a compiled loss need not recompile per value
+        totals = torch.zeros(len(STATS), dtype=torch.float64)
+        grad_norms = 0.0
         n_updates = 0
         for _ in range(c.epochs):
             order = torch.randperm(n, generator=self.generator)
+            # One gather per tensor and epoch; minibatches are then free slices of it.
+            shuffled = [x[order] for x in (obs, action, old_logp, old_value, adv, ret)]
             for start in range(0, n, mb):
-                idx = order[start:start + mb]
-                stats = self._minibatch_step(obs[idx], action[idx], old_logp[idx],
-                                             old_value[idx], adv[idx], ret[idx], clip)
-                for key, value in stats.items():
-                    totals[key] += value
+                stats, grad_norm = self._minibatch_step(
+                    *(x[start:start + mb] for x in shuffled), clip_t)
+                totals += stats
+                grad_norms += grad_norm
                 n_updates += 1
         self.normalizers.after_update(self.agent, samples)
-        out = {f"train/{k}": v / n_updates for k, v in totals.items()}
+        out = {f"train/{k}": v / n_updates for k, v in zip(STATS, totals.tolist())}
+        out["train/grad_norm"] = grad_norms / n_updates
         out.update({"train/learning_rate": lr, "train/clip_range": clip,
                     "train/n_updates": float(n_updates),
                     "train/explained_variance": explained_variance(old_value, ret)})
         return out
 
     def _minibatch_step(self, obs, action, old_logp, old_value, adv, ret,
-                        clip: float) -> dict[str, float]:
+                        clip: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """One gradient step; returns (the ``STATS`` as a tensor, the gradient norm)."""
+        loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip)
+        return stats, gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
+
+    def _losses(self, obs, action, old_logp, old_value, adv, ret,
+                clip: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the loss to minimize, the ``STATS``) of a minibatch: the part ``compile``
+        compiles (forward, loss and, through autograd, their backward)."""
         c = self.config
         if c.normalize_advantage and len(adv) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
@@ -119,13 +140,13 @@ class PPO:
             value_loss = (value - ret).pow(2).mean()
         entropy_mean = entropy.mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
-        grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         with torch.no_grad():
             approx_kl = ((ratio - 1) - log_ratio).mean()  # Schulman's low-variance estimator
             clip_fraction = ((ratio - 1).abs() > clip).float().mean()
-        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
-                "entropy": entropy_mean.item(), "approx_kl": float(approx_kl),
-                "clip_fraction": float(clip_fraction), "grad_norm": grad_norm}
+            # Summed as tensors: one host read per batch, not five per minibatch.
+            stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl,
+                                 clip_fraction])
+        return loss, stats
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(),
