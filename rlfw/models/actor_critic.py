@@ -38,7 +38,8 @@ class MlpActorCritic(nn.Module):
 class CnnActorCritic(nn.Module):
     """Nature CNN torso shared by a policy head and a value head (PPO Atari setup)."""
 
-    def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0):
+    def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0,
+                 channels_last: bool = True):
         super().__init__()
         if len(obs_shape) != 3:
             raise ValueError(f"model 'cnn' needs [C, H, W] image observations, got shape "
@@ -46,7 +47,7 @@ class CnnActorCritic(nn.Module):
         channels, height, width = obs_shape
         if height != width:
             raise ValueError(f"CNN expects square frames, got observation shape {tuple(obs_shape)}")
-        self.torso = NatureCNN(channels, height)
+        self.torso = NatureCNN(channels, height, channels_last=channels_last)
         self.pi = orthogonal_init(nn.Linear(self.torso.out_dim, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(self.torso.out_dim, 1), 1.0)
         self.log_std = nn.Parameter(torch.zeros(gaussian_dim)) if gaussian_dim else None

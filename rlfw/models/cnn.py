@@ -9,10 +9,13 @@ from rlfw.models.mlp import orthogonal_init
 
 class NatureCNN(nn.Module):
     """``[..., C, 84, 84]`` uint8 frames -> ``[..., 512]`` features; scaling to [0, 1] is done
-    here so frames travel through samplers and buffers as compact uint8."""
+    here so frames travel through samplers and buffers as compact uint8. ``channels_last``
+    runs the convolutions in NHWC layout (weights and activations)."""
 
-    def __init__(self, in_channels: int = 4, screen_size: int = 84, features: int = 512):
+    def __init__(self, in_channels: int = 4, screen_size: int = 84, features: int = 512,
+                 channels_last: bool = True):
         super().__init__()
+        self.channels_last = channels_last
         self.convs = nn.Sequential(
             nn.Conv2d(in_channels, 32, 8, stride=4), nn.ReLU(),
             nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
@@ -24,8 +27,13 @@ class NatureCNN(nn.Module):
         self.fc = nn.Sequential(nn.Linear(n_flat, features), nn.ReLU())
         self.out_dim = features
         orthogonal_init(self, gain=2 ** 0.5)
+        if channels_last:  # oneDNN/cuDNN convolutions run faster in NHWC (measured)
+            self.convs.to(memory_format=torch.channels_last)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         lead = frames.shape[:-3]
-        x = frames.reshape(-1, *frames.shape[-3:]).float().mul_(1.0 / 255.0)
+        x = frames.reshape(-1, *frames.shape[-3:])
+        if self.channels_last:  # laid out as uint8, a quarter of the bytes of the floats
+            x = x.contiguous(memory_format=torch.channels_last)
+        x = x.float().mul_(1.0 / 255.0)
         return self.fc(self.convs(x)).reshape(*lead, -1)
