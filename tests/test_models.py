@@ -21,5 +21,19 @@ def test_nature_cnn_scales_uint8_frames_and_keeps_leading_dims():
     frames = torch.randint(0, 256, (2, 3, 4, 84, 84), dtype=torch.uint8)
     out = cnn(frames)
     assert out.shape == (2, 3, 512)
-    manual = cnn.fc(cnn.convs(frames.reshape(6, 4, 84, 84).float() / 255.0)).reshape(2, 3, 512)
+    nhwc = frames.reshape(6, 4, 84, 84).contiguous(memory_format=torch.channels_last)
+    manual = cnn.fc(cnn.convs(nhwc.float() * (1.0 / 255.0))).reshape(2, 3, 512)
     assert torch.allclose(out, manual, atol=1e-6)
+
+
+def test_nature_cnn_channels_last_computes_the_same_function():
+    torch.manual_seed(0)
+    nhwc = NatureCNN(4, 84)
+    torch.manual_seed(0)
+    nchw = NatureCNN(4, 84, channels_last=False)
+    conv = nhwc.convs[0].weight
+    assert conv.is_contiguous(memory_format=torch.channels_last) and not conv.is_contiguous()
+    assert torch.equal(conv, nchw.convs[0].weight)  # same init, other layout
+    frames = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
+    # Other kernels sum in another order: equal up to float32 rounding.
+    assert torch.allclose(nhwc(frames), nchw(frames), rtol=1e-4, atol=1e-5)
