@@ -1,6 +1,7 @@
 """Every sampler against the serial one: exact arrays, determinism, faults, learning."""
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -207,3 +208,15 @@ def test_native_sampler_resume_warns_and_restarts_games():
             sampler.load_state_dict(state)
         samples, _ = sampler.obtain_samples(1)
         assert samples.observation.shape == (8, 2, 4, 84, 84)
+
+
+@pytest.mark.parametrize("kind, shape", [("uniform", ()), ("normal", (3,))])
+def test_noise_drawn_per_batch_equals_noise_drawn_per_step(kind, shape):
+    from rlfw.samplers.noise import SlotNoise
+
+    per_step, per_batch = (SlotNoise(7, 1, [2, 5, 9], shape, kind) for _ in range(2))
+    steps = np.stack([per_step.draw() for _ in range(16)])
+    batch = per_batch.draw_batch(16)
+    assert batch.dtype == np.float32 and batch.shape == (16, 3) + shape
+    assert np.array_equal(steps, batch)
+    assert per_step.state() == per_batch.state()  # checkpoints see the same streams

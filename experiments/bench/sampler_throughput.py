@@ -2,7 +2,9 @@
 
 Rows: rlfw serial, parallel-CPU, parallel-GPU, alternating and native samplers with a
 uniform-random agent; gymnasium AsyncVectorEnv (shared memory) and SB3 SubprocVecEnv
-stepping the same preprocessed envs with random actions; a bare ale-py AtariVectorEnv loop.
+stepping the same preprocessed envs with random actions; the ceiling of a process sampler
+(N_WORKERS bare processes stepping their share of the envs, no framework, no
+synchronisation); a bare ale-py AtariVectorEnv loop (the native sampler's peer).
 Then PPO-Pong training steps/s with each rlfw sampler.
 
     python experiments/bench/sampler_throughput.py [--seconds 8] [--repeats 3] [--no-ppo]
@@ -10,6 +12,7 @@ Then PPO-Pong training steps/s with each rlfw sampler.
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import statistics
 import time
 
@@ -64,10 +67,39 @@ def subproc_vec_rate(seconds: float) -> float:
     return _vector_rate(envs, int(envs.action_space.n), seconds)
 
 
+def _bare_process(n_envs: int, seconds: float, seed: int) -> int:
+    """Steps ``n_envs`` preprocessed envs with random actions for ``seconds``; env steps."""
+    factory = EnvFactory(ENV)
+    envs = [factory(True) for _ in range(n_envs)]
+    for i, env in enumerate(envs):
+        env.reset(seed=seed + i)
+    rng = np.random.default_rng(seed)
+    n_actions = int(envs[0].action_space.n)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for env in envs:
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(n_actions)))
+            if terminated or truncated:
+                env.reset()
+        steps += n_envs
+    return steps
+
+
+def bare_processes_rate(seconds: float) -> float:
+    """The ceiling of a process-per-core sampler: N_WORKERS processes x N_ENVS/N_WORKERS
+    envs stepping on their own, no framework, no synchronisation (startup excluded)."""
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(N_WORKERS) as pool:
+        pool.starmap(_bare_process, [(1, 0.1, 0)] * N_WORKERS)  # warm: imports, ROM load
+        counts = pool.starmap(_bare_process, [(N_ENVS // N_WORKERS, seconds, 100 * w)
+                                              for w in range(N_WORKERS)])
+    return sum(counts) / seconds
+
+
 def bare_native_rate(seconds: float) -> float:
     from ale_py.vector_env import AtariVectorEnv
 
-    envs = AtariVectorEnv(rom_name(ENV), N_ENVS, num_threads=N_WORKERS)
+    envs = AtariVectorEnv(rom_name(ENV), N_ENVS, num_threads=N_WORKERS, batch_size=N_ENVS)
     return _vector_rate(envs, int(envs.single_action_space.n), seconds)
 
 
@@ -92,6 +124,7 @@ def main() -> None:
     rows = {f"rlfw {s}": (lambda s=s: rlfw_rate(s, args.seconds)) for s in SAMPLERS}
     rows.update({"gymnasium AsyncVectorEnv": lambda: async_vector_rate(args.seconds),
                  "SB3 SubprocVecEnv": lambda: subproc_vec_rate(args.seconds),
+                 f"bare {N_WORKERS} processes": lambda: bare_processes_rate(args.seconds),
                  "bare AtariVectorEnv": lambda: bare_native_rate(args.seconds)})
     rates: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(args.repeats):  # interleaved, so machine noise hits every row alike

@@ -93,13 +93,17 @@ class NativeAtariSampler(SamplerBase):
         buf.bootstrap_value.zero_()
         episodes: list[EpisodeInfo] = []
         pending = None
+        noise = self.noise.draw_batch(self.batch_T)
         for t in range(self.batch_T):
-            buf.observation[t] = torch.from_numpy(self.obs)
-            step = agent.step(buf.observation[t], self.noise.draw())
+            # Only the actions stand between two native steps; every buffer write and the
+            # book-keeping of step t-1 overlap the stepping (recv hands out new arrays).
+            obs = self.obs
+            step = agent.step(torch.from_numpy(obs), noise[t])
+            self.envs.send(agent.env_action(step.action).astype(np.int64))
+            buf.observation[t] = torch.from_numpy(obs)
             buf.action[t] = step.action
             buf.agent_info[t] = step.info
-            self.envs.send(agent.env_action(step.action).astype(np.int64))
-            if pending is not None:  # book-keeping of step t-1 overlaps the native stepping
+            if pending is not None:
                 self._record(t - 1, *pending, episodes)
             pending = self._receive()
         self._record(self.batch_T - 1, *pending, episodes)
