@@ -6,7 +6,7 @@ env steps/s, final greedy eval return (10 episodes) and the time ratio rlfw / SB
 
 rlfw's time includes the runner's final 10-episode evaluation; SB3's covers ``learn()`` only.
 
-    python experiments/bench/cartpole_vs_sb3.py [--seed 0] [--only ppo|a2c]
+    python experiments/bench/cartpole_vs_sb3.py [--seed 0] [--only ppo|a2c] [--compile on]
 """
 from __future__ import annotations
 
@@ -20,11 +20,14 @@ from rlfw.launch.config import RunConfig, build_runner
 from rlfw.runners import RunSchedule
 
 PPO_STEPS, A2C_STEPS = 114_688, 100_000
+COMPILE = {"auto": None, "on": True, "off": False}
 
 
-def rlfw_run(algo: str, steps: int, seed: int) -> tuple[float, float]:
+def rlfw_run(algo: str, steps: int, seed: int, compile: bool | None = None
+             ) -> tuple[float, float]:
     config = RunConfig(algo=algo, env="CartPole-v1", seed=seed, batch_B=8,
                        batch_T=2048 if algo == "ppo" else 5)
+    config.algo_config().compile = compile
     config.ppo.optimizer_eps = 1e-5  # SB3 sets Adam's eps to 1e-5
     config.schedule = RunSchedule(n_steps=steps, eval_every=10 * steps, eval_episodes=10,
                                   log_every=10 * steps, checkpoint_every=10 * steps)
@@ -53,6 +56,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=("ppo", "a2c"))
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                        help="rlfw's --compile (auto: off at these run lengths)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # both frameworks alike; tiny MLPs gain nothing from threads
     # Warm-up: one-time imports (torch's optimizer machinery, SB3) stay out of both timings.
@@ -63,7 +68,7 @@ def main() -> None:
     for algo, steps in (("ppo", PPO_STEPS), ("a2c", A2C_STEPS)):
         if args.only and algo != args.only:
             continue
-        ours = rlfw_run(algo, steps, args.seed)
+        ours = rlfw_run(algo, steps, args.seed, COMPILE[args.compile])
         peer = sb3_run(algo, steps, args.seed)
         rows.append((algo, steps, ours, peer))
     print(f"\n{'algo':<5} {'steps':>8} | {'rlfw s':>7} {'steps/s':>8} {'eval':>6} | "

@@ -5,7 +5,7 @@ env steps, train every 256 steps with 128 gradient steps, exploration fraction 0
 epsilon 0.04, net 256-256, 50k steps, vanilla (not double) DQN as in SB3. Three seeds; prints
 wall-clock of training, final greedy eval (10 episodes) and the time ratio rlfw / SB3.
 
-    python experiments/bench/dqn_cartpole_vs_sb3.py [--seeds 0 1 2] [--steps 50000]
+    python experiments/bench/dqn_cartpole_vs_sb3.py [--seeds 0 1 2] [--steps 50000] [--compile on]
 """
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.runners import RunSchedule
 
 
-def rlfw_run(seed: int, steps: int) -> tuple[float, float]:
+def rlfw_run(seed: int, steps: int, compile: bool | None = None) -> tuple[float, float]:
     config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
+    config.dqn.compile = compile
     # SB3's algorithm exactly: the preset's 3-step double-Q targets and LR annealing off.
     apply_overrides(config, {"dqn": dict(double_dqn=False, n_step=1, anneal_lr=False)})
     config.schedule = RunSchedule(n_steps=steps, eval_every=10 * steps, eval_episodes=10,
@@ -53,13 +54,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                        help="rlfw's --compile (auto: off at this run length)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # both alike
     rlfw_run(0, 2000)  # warm-up: one-time imports stay out of both timings
     sb3_run(0, 2000)
     rows = []
     for seed in args.seeds:
-        rows.append((seed, rlfw_run(seed, args.steps), sb3_run(seed, args.steps)))
+        compile = {"auto": None, "on": True, "off": False}[args.compile]
+        rows.append((seed, rlfw_run(seed, args.steps, compile), sb3_run(seed, args.steps)))
     print(f"\n{'seed':>4} | {'rlfw s':>7} {'eval':>6} | {'sb3 s':>7} {'eval':>6} | ratio")
     for seed, (t_ours, e_ours), (t_peer, e_peer) in rows:
         print(f"{seed:>4} | {t_ours:>7.1f} {e_ours:>6.1f} | {t_peer:>7.1f} {e_peer:>6.1f} | "
