@@ -6,7 +6,7 @@ Per algorithm: wall-clock per update (median of repeats), the share of it spent 
 torch ops (the rest is Python: the framework's and the algorithm's own), then the top ops
 by self CPU time (op, calls, total, per call).
 
-    python experiments/bench/learner_profile.py [--algos ppo a2c dqn] [--rows 12]
+    python experiments/bench/learner_profile.py [--algos ppo a2c dqn] [--rows 12] [--compile]
 """
 from __future__ import annotations
 
@@ -22,14 +22,15 @@ from rlfw.launch.config import (RunConfig, apply_overrides, build_agent, build_a
                                 build_sampler, preset)
 
 
-def setup(algo: str):
-    """(algorithm, one update as a callable, what one update is) for ``algo``."""
+def setup(algo: str, compile: bool = False):
+    """(one update as a callable, what one update is) for ``algo``, eager or compiled."""
     if algo == "dqn":
         config = apply_overrides(RunConfig(algo="dqn"), preset("dqn", "CartPole-v1"))
         apply_overrides(config, {"dqn": dict(double_dqn=False, n_step=1, anneal_lr=False)})
     else:
         config = RunConfig(algo=algo, batch_B=8, batch_T=2048 if algo == "ppo" else 5)
         config.ppo.optimizer_eps = 1e-5
+    config.algo_config().compile = compile
     factory = config.env_factory()
     agent = build_agent(config, EnvSpaces.of(factory))
     learner = build_algo(config)
@@ -64,11 +65,12 @@ def main() -> None:
                         choices=("ppo", "a2c", "dqn"))
     parser.add_argument("--rows", type=int, default=12)
     parser.add_argument("--seconds", type=float, default=3.0, help="timing per algorithm")
+    parser.add_argument("--compile", action="store_true", help="profile the compiled losses")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for algo in args.algos:
         torch.manual_seed(0)
-        update, what = setup(algo)
+        update, what = setup(algo, args.compile)
         update()  # warm-up
         times = []
         start = time.perf_counter()
@@ -83,7 +85,7 @@ def main() -> None:
                 update()
         events = prof.key_averages()
         in_ops = sum(e.self_cpu_time_total for e in events) / 1e6 / n_profiled
-        print(f"\n## {algo.upper()} CartPole — {what}")
+        print(f"\n## {algo.upper()} CartPole — {what}, {'compiled' if args.compile else 'eager'}")
         print(f"wall per update {per_update * 1e3:.3f} ms (median of {len(times)}); inside "
               f"torch ops {in_ops * 1e3:.3f} ms under the profiler ({n_profiled} updates "
               f"profiled); ops' self time per update:")
