@@ -48,8 +48,8 @@ def test_auto_rule_compiles_only_runs_long_enough():
     cnn = NatureCNN()
     assert resolve_compile(None, mlp, 10_000) is False      # CartPole-sized run: eager
     assert resolve_compile(None, mlp, 1_000_000) is True
-    assert resolve_compile(None, cnn, 100) is False
-    assert resolve_compile(None, cnn, 5_000) is True         # any real Atari run
+    # channels-last eager convolutions are as fast as compiled ones on the CPU
+    assert resolve_compile(None, cnn, 10 ** 7) is False
     assert resolve_compile(False, cnn, 10 ** 9) is False     # an explicit choice wins
     assert resolve_compile(True, mlp, 1) is True
 
