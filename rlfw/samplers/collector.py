@@ -3,7 +3,6 @@ columns they fill. The serial sampler runs one; each parallel-CPU worker runs it
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
