@@ -36,3 +36,20 @@ def test_load_state_dict_writes_through_and_clip_scales():
 def test_refuses_mixed_dtypes():
     with pytest.raises(ValueError, match="one dtype"):
         FlatParameters([nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2).double())])
+
+
+def test_flat_parameters_keep_channels_last_layout():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(4, 8, 3).to(memory_format=torch.channels_last)
+    before = conv.weight.detach().clone()
+    flat = FlatParameters(conv.parameters())
+    w = conv.weight
+    assert w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()
+    assert torch.equal(w, before) and w.stride() == before.stride()
+    assert w.grad.stride() == w.stride()
+    assert w.untyped_storage().data_ptr() == flat.flat.untyped_storage().data_ptr()
+    # Autograd accumulates into the flat gradient through the strided views.
+    conv(torch.randn(2, 4, 6, 6)).sum().backward()
+    expected = torch.cat([conv.weight.grad.permute(0, 2, 3, 1).reshape(-1),
+                          conv.bias.grad.reshape(-1)])
+    assert torch.equal(flat.flat.grad, expected)
