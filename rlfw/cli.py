@@ -10,6 +10,7 @@ import time
 from typing import Sequence
 
 from rlfw.algos import ALGOS
+from rlfw.algos.compile import COMPILE_MODES
 from rlfw.checks import NonFiniteError
 from rlfw.launch.checkpoint import list_checkpoints
 from rlfw.launch.config import (RUNNERS, SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
@@ -87,7 +88,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="dqn: prioritized replay")
     p.add_argument("--sticky-actions", type=float,
                    help="Atari sticky-action probability (default 0.0)")
-    p.add_argument("--compile", choices=("auto", "on", "off"),
+    p.add_argument("--compile", choices=tuple(COMPILE_MODES),
                    help="torch.compile the learner's loss (default auto: on where the run is "
                         "long enough to win back the compile time, see docs/results.md)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -249,7 +250,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             if getattr(args, flag) is not None:
                 set_field(config, f"dqn.{key}", getattr(args, flag))
     if args.compile is not None:
-        config.algo_config().compile = {"auto": None, "on": True, "off": False}[args.compile]
+        config.algo_config().compile = COMPILE_MODES[args.compile]
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:

@@ -16,11 +16,11 @@ import time
 import numpy as np
 import torch
 
+from rlfw.algos.compile import COMPILE_MODES
 from rlfw.launch.config import RunConfig, build_runner
 from rlfw.runners import RunSchedule
 
 PPO_STEPS, A2C_STEPS = 114_688, 100_000
-COMPILE = {"auto": None, "on": True, "off": False}
 
 
 def rlfw_run(algo: str, steps: int, seed: int, compile: bool | None = None
@@ -56,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=("ppo", "a2c"))
-    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+    parser.add_argument("--compile", choices=tuple(COMPILE_MODES), default="auto",
                         help="rlfw's --compile (auto: off at these run lengths)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # both frameworks alike; tiny MLPs gain nothing from threads
@@ -68,7 +68,7 @@ def main() -> None:
     for algo, steps in (("ppo", PPO_STEPS), ("a2c", A2C_STEPS)):
         if args.only and algo != args.only:
             continue
-        ours = rlfw_run(algo, steps, args.seed, COMPILE[args.compile])
+        ours = rlfw_run(algo, steps, args.seed, COMPILE_MODES[args.compile])
         peer = sb3_run(algo, steps, args.seed)
         rows.append((algo, steps, ours, peer))
     print(f"\n{'algo':<5} {'steps':>8} | {'rlfw s':>7} {'steps/s':>8} {'eval':>6} | "

@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from rlfw.algos.compile import COMPILE_MODES
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.runners import RunSchedule
 
@@ -54,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=50_000)
-    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+    parser.add_argument("--compile", choices=tuple(COMPILE_MODES), default="auto",
                         help="rlfw's --compile (auto: off at this run length)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # both alike
@@ -62,8 +63,8 @@ def main() -> None:
     sb3_run(0, 2000)
     rows = []
     for seed in args.seeds:
-        compile = {"auto": None, "on": True, "off": False}[args.compile]
-        rows.append((seed, rlfw_run(seed, args.steps, compile), sb3_run(seed, args.steps)))
+        rows.append((seed, rlfw_run(seed, args.steps, COMPILE_MODES[args.compile]),
+                     sb3_run(seed, args.steps)))
     print(f"\n{'seed':>4} | {'rlfw s':>7} {'eval':>6} | {'sb3 s':>7} {'eval':>6} | ratio")
     for seed, (t_ours, e_ours), (t_peer, e_peer) in rows:
         print(f"{seed:>4} | {t_ours:>7.1f} {e_ours:>6.1f} | {t_peer:>7.1f} {e_peer:>6.1f} | "

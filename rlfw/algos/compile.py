@@ -17,24 +17,24 @@ from torch import nn
 F = TypeVar("F", bound=Callable)
 
 
-def cache_dir() -> str:
-    """Where compiled kernels persist between runs: ``$TORCHINDUCTOR_CACHE_DIR`` if set,
-    else ``$XDG_CACHE_HOME/rlfw/inductor`` (``~/.cache/rlfw/inductor``), which, unlike
-    inductor's default under /tmp, survives a reboot."""
-    explicit = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if explicit:
-        return explicit
+# The CLI's --compile choices and the config values they stand for.
+COMPILE_MODES: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
+
+
+def default_cache_dir() -> str:
+    """``$XDG_CACHE_HOME/rlfw/inductor`` (``~/.cache/rlfw/inductor``): unlike inductor's
+    default under /tmp, it survives a reboot. ``$TORCHINDUCTOR_CACHE_DIR`` overrides it."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "rlfw", "inductor")
 
 
-def maybe_compile(fn: F, enabled: bool) -> F:
+def compile_loss(fn: F, setting: bool | None, model: nn.Module, n_grad_steps: int) -> F:
     """``fn`` compiled (one graph, static shapes: a batch's smaller last minibatch costs
-    one more compile) when ``enabled``, else ``fn`` itself."""
-    if not enabled:
+    one more compile) if ``resolve_compile`` says so, else ``fn`` itself."""
+    if not resolve_compile(setting, model, n_grad_steps):
         return fn
     # Inductor reads the variable when it first needs its cache; a user's choice wins.
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", cache_dir())
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
     return torch.compile(fn, dynamic=False, fullgraph=True)
 
 

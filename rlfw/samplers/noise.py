@@ -20,24 +20,21 @@ class SlotNoise:
         self.shape = tuple(shape)
         self.kind = kind
 
+    def _draws(self, shape: tuple[int, ...]) -> list:
+        """One draw of ``shape`` from each slot's generator, in slot order."""
+        if self.kind == "uniform":
+            return [g.random(shape) for g in self.generators]
+        return [g.standard_normal(shape) for g in self.generators]
+
     def draw(self) -> np.ndarray:
         """``[n_slots, *shape]`` float32."""
-        if self.kind == "uniform":
-            draws = [g.random(self.shape) for g in self.generators]
-        else:
-            draws = [g.standard_normal(self.shape) for g in self.generators]
-        return np.asarray(draws, dtype=np.float32)
+        return np.asarray(self._draws(self.shape), dtype=np.float32)
 
     def draw_batch(self, n_steps: int) -> np.ndarray:
         """``[n_steps, n_slots, *shape]`` float32: the next ``n_steps`` draws of every slot,
         the same numbers (and generator states after) as ``n_steps`` calls of ``draw``,
         at one call per slot instead of one per slot and step."""
-        shape = (n_steps,) + self.shape
-        if self.kind == "uniform":
-            draws = [g.random(shape) for g in self.generators]
-        else:
-            draws = [g.standard_normal(shape) for g in self.generators]
-        return np.stack(draws, axis=1).astype(np.float32)
+        return np.stack(self._draws((n_steps,) + self.shape), axis=1).astype(np.float32)
 
     def state(self) -> list[dict]:
         return [g.bit_generator.state for g in self.generators]

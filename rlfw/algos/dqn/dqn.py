@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
-from rlfw.algos.compile import check_compile, maybe_compile, resolve_compile
+from rlfw.algos.compile import check_compile, compile_loss
 from rlfw.algos.optim import (OPTIMIZERS, Replicas, flat_optimizer, gradient_step,
                               gradient_sync, linear_schedule, set_lr)
 from rlfw.checks import check_config
@@ -189,8 +189,7 @@ class DQN:
     def _learn(self, batch: ReplayBatch, stats: dict[str, list[float]]) -> None:
         if self._loss is None:  # the auto rule needs the run's length in gradient steps
             n_steps = int(self.config.replay_ratio * self.n_itr * self.steps_per_itr)
-            self._loss = maybe_compile(self._losses, resolve_compile(
-                self.config.compile, self.agent.q, n_steps))
+            self._loss = compile_loss(self._losses, self.config.compile, self.agent.q, n_steps)
         loss, q_taken, td_abs = self._loss(
             batch.observation, batch.next_observation, batch.action, batch.n_step_return,
             batch.bootstrap_discount, batch.next_value_known, batch.next_value, batch.weight)

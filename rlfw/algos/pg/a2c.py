@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.compile import check_compile, maybe_compile, resolve_compile
+from rlfw.algos.compile import check_compile, compile_loss
 from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
                               linear_schedule, set_lr)
 from rlfw.checks import check_config
@@ -53,8 +53,7 @@ class A2C:
         self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
                                                    gradient_sync(replicas))
         self.normalizers = BatchNormalizers(self.config, replicas)
-        self._loss = maybe_compile(self._losses,
-                                   resolve_compile(self.config.compile, agent.model, n_itr))
+        self._loss = compile_loss(self._losses, self.config.compile, agent.model, n_itr)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config

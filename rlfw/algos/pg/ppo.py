@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlfw.algos.compile import check_compile, maybe_compile, resolve_compile
+from rlfw.algos.compile import check_compile, compile_loss
 from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
                               linear_schedule, set_lr)
 from rlfw.checks import check_config
@@ -15,6 +15,7 @@ from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
 from rlfw.buffers import Samples
 
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+
 
 @dataclass
 class PPOConfig:
@@ -91,8 +92,7 @@ class PPO:
         mb = min(c.minibatch_size, n)
         if self._loss is None:
             n_steps = self.n_itr * c.epochs * math.ceil(n / mb)
-            self._loss = maybe_compile(self._losses,
-                                       resolve_compile(c.compile, self.agent.model, n_steps))
+            self._loss = compile_loss(self._losses, c.compile, self.agent.model, n_steps)
         self.agent.train_mode()
         clip_t = torch.tensor(clip)  # a tensor: a compiled loss need not recompile per value
         totals = torch.zeros(len(STATS), dtype=torch.float64)
