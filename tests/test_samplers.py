@@ -7,6 +7,7 @@ import torch
 
 from conftest import children, shm_entries, trees_equal
 from rlfw.agents import ActorCriticAgent
+from rlfw.agents.random_agent import RandomAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
@@ -170,6 +171,50 @@ def test_native_atari_layout_determinism_and_real_episode_statistics():
     assert all(e.ret % 5 == 0 for e in episodes) and max(e.ret for e in episodes) > 1
 
 
+class _MeanPixelValueAgent(RandomAgent):
+    """Random actions; V(obs) = mean pixel of each frame stack: a value per row with no
+    matrix product, so it cannot depend on how many rows one forward pass gets."""
+
+    def value(self, obs) -> torch.Tensor:
+        return torch.as_tensor(obs).float().mean(dim=(1, 2, 3))
+
+
+def test_native_groups_give_the_same_samples_and_games():
+    """Splitting the games into groups (one stepping while the other's actions are chosen)
+    and the per-batch accounting of lives, clipped rewards and whole-game statistics give
+    the same bits with 1, 2 or 3 groups: across life losses, truncations (bootstrapped from
+    the true final frame) and batch ends, with an uneven split of 5 games."""
+    from dataclasses import replace
+
+    from rlfw.envs.atari import AtariOptions
+    from rlfw.samplers import NativeAtariSampler
+
+    factory = EnvFactory("ALE/SpaceInvaders-v5",
+                         atari=replace(AtariOptions(), max_episode_frames=1200))
+    runs = {}
+    for n_groups in (1, 2, 3):
+        agent = _MeanPixelValueAgent(EnvSpaces.of(factory).action)
+        with NativeAtariSampler(factory, 64, 5, seed=3, n_groups=n_groups, debug=True) as s:
+            runs[n_groups] = collect(s, agent, 6)
+    for (a, eps_a), (b, eps_b), (c, eps_c) in zip(runs[1], runs[2], runs[3]):
+        assert trees_equal(a, b) and trees_equal(a, c) and eps_a == eps_b == eps_c
+    samples = [s for s, _ in runs[1]]
+    truncated = torch.stack([s.truncated for s in samples])
+    terminated = torch.stack([s.terminated for s in samples])
+    boot = torch.stack([s.bootstrap_value for s in samples])
+    assert truncated.sum() == 5 and terminated.sum() > 5  # 300 steps per game; lives lost
+    assert (boot[truncated] > 0).all() and (boot[terminated] == 0).all()
+    games = [e for _, eps in runs[1] for e in eps]
+    assert len(games) == 5 and all(e.length == 300 and e.ret % 5 == 0 for e in games)
+
+
+def test_native_sampler_refuses_a_bad_group_count():
+    from rlfw.samplers import NativeAtariSampler
+
+    with pytest.raises(ValueError, match="n_groups must be an int from 1 to batch_B=2, got 3"):
+        NativeAtariSampler(EnvFactory("ALE/Pong-v5"), 4, 2, n_groups=3)
+
+
 def test_native_sampler_refuses_non_atari_ids():
     from rlfw.samplers import NativeAtariSampler
 
@@ -195,7 +240,6 @@ def test_unguarded_script_under_spawn_gets_a_hint(tmp_path):
 
 
 def test_native_sampler_resume_warns_and_restarts_games():
-    from rlfw.agents.random_agent import RandomAgent
     from rlfw.samplers import NativeAtariSampler
 
     factory = EnvFactory("ALE/Pong-v5")

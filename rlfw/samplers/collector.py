@@ -6,6 +6,7 @@ import numpy as np
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
+from rlfw.buffers.tree import assign_rows, numpy_views
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
@@ -18,29 +19,29 @@ class Collector:
 
     def __init__(self, group: EnvGroup, agent: Agent, buf: Samples, seed: int):
         self.group, self.agent, self.buf = group, agent, buf
+        # numpy views of the columns: a numpy row copy costs a fraction of a torch indexed
+        # assignment, and these run once per step.
+        self.rows = numpy_views(buf)
         group.reset()  # the group's next_obs is the current observation from here on
         self.noise = SlotNoise(seed, ACTION_NOISE, group.slots, agent.noise_shape,
                                agent.noise_kind)
 
     def collect(self) -> list[EpisodeInfo]:
-        buf, agent, group = self.buf, self.agent, self.group
+        buf, rows, agent, group = self.buf, self.rows, self.agent, self.group
         agent.sample_mode()
         episodes: list[EpisodeInfo] = []
         buf.bootstrap_value.zero_()
         noise = self.noise.draw_batch(len(buf.reward))
-        # numpy views of the env-side columns: a numpy row copy costs a fraction of a torch
-        # indexed assignment, and these run once per step.
-        observation, reward = buf.observation.numpy(), buf.reward.numpy()
-        terminated, truncated = buf.terminated.numpy(), buf.truncated.numpy()
+        observation = buf.observation.unbind(0)  # torch rows, for the agent
         for t in range(len(buf.reward)):
-            observation[t] = group.result.next_obs
-            step = agent.step(buf.observation[t], noise[t], group.slots)
-            buf.action[t] = step.action
-            buf.agent_info[t] = step.info
+            rows.observation[t] = group.result.next_obs
+            step = agent.step(observation[t], noise[t], group.slots)
+            assign_rows(rows.action, t, step.action)
+            assign_rows(rows.agent_info, t, step.info)
             result = group.step(agent.env_action(step.action))
-            reward[t] = result.reward
-            terminated[t] = result.terminated
-            truncated[t] = result.truncated
+            rows.reward[t] = result.reward
+            rows.terminated[t] = result.terminated
+            rows.truncated[t] = result.truncated
             if result.final_obs:
                 idx = sorted(result.final_obs)
                 final = np.stack([result.final_obs[i] for i in idx])
