@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -53,3 +55,45 @@ def test_flat_parameters_keep_channels_last_layout():
     expected = torch.cat([conv.weight.grad.permute(0, 2, 3, 1).reshape(-1),
                           conv.bias.grad.reshape(-1)])
     assert torch.equal(flat.flat.grad, expected)
+
+
+def _adam_run(direct: bool, steps: int = 6):
+    """A small MLP trained a few steps on fixed data through gradient_step, with the
+    optimizer restored from its state_dict halfway and the lr changed (as a resume and an
+    annealed schedule do)."""
+    from unittest import mock
+
+    from rlfw.algos import optim
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 3))
+    flat = FlatParameters(model.parameters())
+    opt = optim.make_optimizer(flat, "adam", lr=3e-3, eps=1e-5)
+    x, y = torch.randn(32, 5), torch.randn(32, 3)
+    kernel_steps = []
+
+    def direct_step(optimizer):
+        kernel_steps.append(optim_fused(optimizer))
+        return kernel_steps[-1]
+
+    optim_fused = optim._fused_adam_step
+    with mock.patch.object(optim, "_fused_adam_step",
+                           direct_step if direct else lambda _: False):
+        for i in range(steps):
+            if i == steps // 2:
+                opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+                optim.set_lr(opt, 1e-3)
+            optim.gradient_step(opt, flat, ((model(x) - y) ** 2).mean(), max_grad_norm=0.5)
+    if direct:  # the first step creates the state; every later one is the direct kernel call
+        assert kernel_steps == [False] + [True] * (steps - 1)
+    return flat.flat.detach().clone(), opt.state_dict()
+
+
+def test_direct_fused_adam_step_is_torch_optims_step_bit_for_bit():
+    direct_params, direct_state = _adam_run(direct=True)
+    plain_params, plain_state = _adam_run(direct=False)
+    assert torch.equal(direct_params, plain_params)
+    (d,), (p,) = direct_state["state"].values(), plain_state["state"].values()
+    assert float(d["step"]) == float(p["step"]) == 6
+    assert all(torch.equal(d[k], p[k]) for k in ("exp_avg", "exp_avg_sq"))
+    assert direct_state["param_groups"] == plain_state["param_groups"]
