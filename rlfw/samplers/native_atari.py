@@ -61,8 +61,8 @@ class _Group:
 class NativeAtariSampler(SamplerBase):
     """All ``batch_B`` games in ``n_groups`` ``AtariVectorEnv`` s (default 2: one group's
     forward pass overlaps the other's stepping); ``n_threads`` native threads in all
-    (default: one per usable core), split between the groups. Samples depend on
-    ``n_groups`` only through the rounding of the batched forward pass (its batch size)."""
+    (default: one per usable core), split between the groups, at least one each. Samples
+    depend on ``n_groups`` only through the rounding of the batched forward pass (its batch size)."""
 
     def __init__(self, env_factory: EnvFactory, batch_T: int, batch_B: int, seed: int = 0,
                  n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False,
