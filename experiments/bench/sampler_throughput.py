@@ -1,7 +1,7 @@
 """Sampler throughput on Pong, rlfw vs peers, in one run (medians of repeats, as ratios).
 
-Rows: rlfw serial, parallel-CPU, parallel-GPU, alternating and native samplers with a
-uniform-random agent; gymnasium AsyncVectorEnv (shared memory) and SB3 SubprocVecEnv
+Rows: rlfw serial, parallel-CPU, parallel-GPU, alternating and native samplers (and the
+native one with its games in a single group) with a uniform-random agent; gymnasium AsyncVectorEnv (shared memory) and SB3 SubprocVecEnv
 stepping the same preprocessed envs with random actions; the ceiling of a process sampler
 (N_WORKERS bare processes stepping their share of the envs, no framework, no
 synchronisation); a bare ale-py AtariVectorEnv loop (the native sampler's peer).
@@ -35,6 +35,16 @@ def rlfw_rate(sampler: str, seconds: float) -> float:
     factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(factory).action)
     return measure_steps_per_second(build_sampler(config, factory), agent, seconds)
+
+
+def native_one_group_rate(seconds: float) -> float:
+    """The native sampler with all games in one ``AtariVectorEnv`` (its default is two
+    groups, one stepping while the other's actions are chosen): what the groups add."""
+    from rlfw.samplers import NativeAtariSampler
+
+    factory = EnvFactory(ENV)
+    sampler = NativeAtariSampler(factory, BATCH_T, N_ENVS, n_threads=N_WORKERS, n_groups=1)
+    return measure_steps_per_second(sampler, RandomAgent(EnvSpaces.of(factory).action), seconds)
 
 
 def _vector_rate(envs, n_actions: int, seconds: float) -> float:
@@ -122,6 +132,7 @@ def main() -> None:
     parser.add_argument("--ppo-steps", type=int, default=8 * 128 * 6)
     args = parser.parse_args()
     rows = {f"rlfw {s}": (lambda s=s: rlfw_rate(s, args.seconds)) for s in SAMPLERS}
+    rows["rlfw native, 1 group"] = lambda: native_one_group_rate(args.seconds)
     rows.update({"gymnasium AsyncVectorEnv": lambda: async_vector_rate(args.seconds),
                  "SB3 SubprocVecEnv": lambda: subproc_vec_rate(args.seconds),
                  f"bare {N_WORKERS} processes": lambda: bare_processes_rate(args.seconds),
