@@ -46,16 +46,16 @@ def test_leafwise_assignment_from_numpy_and_scalars():
 
 
 def test_row_writes_through_numpy_views_reach_the_tensors():
-    from rlfw.buffers.tree import assign_rows, numpy_views
+    from rlfw.buffers.tree import numpy_views, tree_assign
 
     buf = allocate(example(), (3, 4))
     info = AgentInfo(torch.zeros(3, 4), torch.zeros(3, 4, dtype=torch.bfloat16))
     rows, info_rows = numpy_views(buf), numpy_views(info)
     assert isinstance(rows.agent_info.logp, np.ndarray)
     assert isinstance(info_rows.value, torch.Tensor)  # numpy has no bfloat16: stays a tensor
-    assign_rows(rows.agent_info, (1, slice(2, 4)), AgentInfo(torch.tensor([1.0, 2.0]),
+    tree_assign(rows.agent_info, (1, slice(2, 4)), AgentInfo(torch.tensor([1.0, 2.0]),
                                                              np.array([3.0, 4.0], np.float32)))
-    assign_rows(info_rows, 2, AgentInfo(torch.ones(4), torch.full((4,), 0.5)))
+    tree_assign(info_rows, 2, AgentInfo(torch.ones(4), torch.full((4,), 0.5)))
     assert buf.agent_info.logp[1].tolist() == [0, 0, 1, 2]
     assert buf.agent_info.value[1].tolist() == [0, 0, 3, 4] and buf.agent_info.value.sum() == 7
     assert info.logp[2].tolist() == [1] * 4 and info.value[2].tolist() == [0.5] * 4

@@ -78,20 +78,24 @@ def tree_index(tree: Tree, index: Any) -> Tree:
 
 
 def tree_assign(dst: Tree, index: Any, src: Tree) -> None:
-    """``dst[index] = src`` on every leaf; ``src`` leaves may be numpy, tensors or scalars."""
+    """``dst[index] = src`` on every leaf; ``dst`` leaves may be tensors or numpy arrays
+    (``numpy_views``), ``src`` leaves numpy, tensors (on any device) or scalars."""
     if dst is None:
         return
     if is_namedtuple(dst):
         for d, s in zip(dst, src):
             tree_assign(d, index, s)
         return
-    dst[index] = src if isinstance(src, torch.Tensor) else torch.as_tensor(src)
+    if isinstance(dst, np.ndarray):
+        dst[index] = src.numpy(force=True) if isinstance(src, torch.Tensor) else src
+    else:
+        dst[index] = src if isinstance(src, torch.Tensor) else torch.as_tensor(src)
 
 
 def numpy_views(tree: Tree) -> Tree:
     """numpy arrays sharing memory with a tree's CPU leaves, for writes made once per env
     step: a numpy row copy costs a fraction of a torch indexed assignment. A leaf numpy
-    cannot view (bfloat16) stays a tensor; ``assign_rows`` writes either kind."""
+    cannot view (bfloat16) stays a tensor; ``tree_assign`` writes either kind."""
 
     def view(leaf: torch.Tensor) -> np.ndarray | torch.Tensor:
         try:
@@ -100,21 +104,6 @@ def numpy_views(tree: Tree) -> Tree:
             return leaf
 
     return tree_map(view, tree)
-
-
-def assign_rows(dst: Tree, index: Any, src: Tree) -> None:
-    """``dst[index] = src`` on every leaf of a tree from ``numpy_views``; ``src`` leaves
-    are tensors (on any device) or numpy arrays."""
-    if dst is None:
-        return
-    if is_namedtuple(dst):
-        for d, s in zip(dst, src):
-            assign_rows(d, index, s)
-        return
-    if isinstance(dst, np.ndarray):
-        dst[index] = src.numpy(force=True) if isinstance(src, torch.Tensor) else src
-    else:
-        dst[index] = src if isinstance(src, torch.Tensor) else torch.as_tensor(src)
 
 
 class LeafIndexing:

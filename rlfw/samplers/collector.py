@@ -6,7 +6,7 @@ import numpy as np
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
-from rlfw.buffers.tree import assign_rows, numpy_views
+from rlfw.buffers.tree import numpy_views, tree_assign
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
@@ -36,8 +36,8 @@ class Collector:
         for t in range(len(buf.reward)):
             rows.observation[t] = group.result.next_obs
             step = agent.step(observation[t], noise[t], group.slots)
-            assign_rows(rows.action, t, step.action)
-            assign_rows(rows.agent_info, t, step.info)
+            tree_assign(rows.action, t, step.action)
+            tree_assign(rows.agent_info, t, step.info)
             result = group.step(agent.env_action(step.action))
             rows.reward[t] = result.reward
             rows.terminated[t] = result.terminated

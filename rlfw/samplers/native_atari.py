@@ -22,7 +22,7 @@ import torch
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
-from rlfw.buffers.tree import assign_rows, numpy_views
+from rlfw.buffers.tree import numpy_views, tree_assign
 from rlfw.envs import EnvFactory, is_atari
 from rlfw.samplers.base import SamplerBase, allocate_samples
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
@@ -146,8 +146,8 @@ class NativeAtariSampler(SamplerBase):
                 step = agent.step(torch.from_numpy(obs), noise[t, cols])
                 group.envs.send(agent.env_action(step.action).astype(np.int64, copy=False))
                 rows.observation[t, cols] = obs
-                assign_rows(rows.action, (t, cols), step.action)
-                assign_rows(rows.agent_info, (t, cols), step.info)
+                tree_assign(rows.action, (t, cols), step.action)
+                tree_assign(rows.agent_info, (t, cols), step.info)
         for group in self.groups:
             self._store(self.batch_T - 1, group)
         episodes = self._account(lives_before)
