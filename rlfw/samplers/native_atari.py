@@ -59,10 +59,11 @@ class _Group:
 
 
 class NativeAtariSampler(SamplerBase):
-    """All ``batch_B`` games in ``n_groups`` ``AtariVectorEnv`` s (default 2: one group's
-    forward pass overlaps the other's stepping); ``n_threads`` native threads in all
-    (default: one per usable core), split between the groups, at least one each. Samples
-    depend on ``n_groups`` only through the rounding of the batched forward pass (its batch size)."""
+    """All ``batch_B`` games in ``n_groups`` ``AtariVectorEnv`` s (default 2 where there are
+    two threads: one group's forward pass overlaps the other's stepping); ``n_threads``
+    native threads in all (default: one per usable core), split between the groups, at
+    least one each. Samples depend on ``n_groups`` only through the rounding of the batched
+    forward pass (its batch size)."""
 
     def __init__(self, env_factory: EnvFactory, batch_T: int, batch_B: int, seed: int = 0,
                  n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False,
@@ -76,7 +77,7 @@ class NativeAtariSampler(SamplerBase):
                              f"got {n_groups!r}")
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         self.n_threads = n_threads
-        self.n_groups = n_groups if n_groups is not None else min(2, batch_B)
+        self.n_groups = n_groups
         self.groups: list[_Group] = []
         # Native training presses FIRE only when a game starts (its episodic life is applied
         # here, without a reset), so evaluation must not press it after each lost life.
@@ -97,8 +98,9 @@ class NativeAtariSampler(SamplerBase):
 
     def _start(self, agent: Agent) -> Samples:
         threads = self.n_threads or default_workers(self.batch_B)
-        for i, cols in enumerate(np.array_split(np.arange(self.batch_B), self.n_groups)):
-            share = threads // self.n_groups + (i < threads % self.n_groups)
+        n_groups = self.n_groups or min(2, self.batch_B, threads)
+        for i, cols in enumerate(np.array_split(np.arange(self.batch_B), n_groups)):
+            share = threads // n_groups + (i < threads % n_groups)
             self.groups.append(_Group(self._make_envs(len(cols), max(1, share)),
                                       slice(int(cols[0]), int(cols[-1]) + 1)))
         samples = allocate_samples(agent, self.groups[0].envs.single_observation_space,
