@@ -10,7 +10,7 @@ and checkpoints. The global batch is ranks x batch_B x batch_T.
 import argparse
 
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset, schedule_for
-from rlfw.runners.distributed import init_from_environment
+from rlfw.distributed import init_from_environment
 
 
 def main() -> None:

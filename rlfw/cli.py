@@ -12,10 +12,10 @@ from typing import Sequence
 from rlfw.algos import ALGOS
 from rlfw.algos.compile import COMPILE_MODES
 from rlfw.checks import NonFiniteError
-from rlfw.launch.checkpoint import list_checkpoints
+from rlfw.checkpoint import list_checkpoints
 from rlfw.launch.config import (RUNNERS, SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
                                 schedule_for, set_field)
-from rlfw.runners.distributed import RankError, RankGroup, init_from_environment
+from rlfw.distributed import RankError, RankGroup, init_from_environment
 from rlfw.samplers.workers import WorkerError
 
 

@@ -10,7 +10,7 @@ import sys
 import torch
 
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
-from rlfw.runners.distributed import init_from_environment
+from rlfw.distributed import init_from_environment
 
 
 def main(out_dir: str, algo: str, iterations: int) -> None:

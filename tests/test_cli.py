@@ -174,7 +174,7 @@ def test_resume_with_steps_extends_a_finished_run(tmp_path, capsys):
     assert "done after 520 env steps" in capsys.readouterr().out
     assert main(["train", "--resume", run, "--steps", "1000", "--no-progress"]) == 0
     assert "done after 1000 env steps" in capsys.readouterr().out
-    from rlfw.launch.checkpoint import list_checkpoints
+    from rlfw.checkpoint import list_checkpoints
     assert list_checkpoints(run)[-1].endswith("ckpt_000000001000.pt")
 
 

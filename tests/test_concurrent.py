@@ -4,7 +4,7 @@ import torch
 
 from conftest import bits, children
 from test_runner import small_config, snapshot
-from rlfw.launch.checkpoint import latest_checkpoint
+from rlfw.checkpoint import latest_checkpoint
 from rlfw.launch.config import build_runner
 
 

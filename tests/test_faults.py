@@ -12,7 +12,7 @@ from rlfw import (PPO, ActorCriticAgent, AsyncRunner, ConcurrentRunner, EnvFacto
                   PPOConfig, RunSchedule, SyncRunner)
 from rlfw.checks import NonFiniteError
 from rlfw.cli import main
-from rlfw.launch.checkpoint import list_checkpoints, load_checkpoint
+from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler, QueueSampler,
                            SerialSampler, WorkerError)

@@ -11,7 +11,7 @@ import torch
 
 from conftest import bits
 from rlfw.cli import main
-from rlfw.launch.checkpoint import list_checkpoints
+from rlfw.checkpoint import list_checkpoints
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
 

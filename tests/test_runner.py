@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import bits
-from rlfw.launch.checkpoint import latest_checkpoint, list_checkpoints, save_checkpoint
+from rlfw.checkpoint import latest_checkpoint, list_checkpoints, save_checkpoint
 from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
 from rlfw.runners import RunSchedule
 

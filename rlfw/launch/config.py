@@ -17,7 +17,7 @@ from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
 from rlfw.launch.affinity import AffinityPlan, apply_affinity, plan_affinity
 from rlfw.launch.presets import env_family, preset, schedule_for
-from rlfw.runners.distributed import RankGroup, rank_device
+from rlfw.distributed import RankGroup, rank_device
 from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
                            ParallelGpuSampler, QueueSampler, SerialSampler)
 from rlfw.checks import check_positive

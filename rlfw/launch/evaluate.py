@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlfw.envs import EnvSpaces
-from rlfw.launch.checkpoint import best_checkpoint, load_checkpoint, load_newest_valid
+from rlfw.checkpoint import best_checkpoint, load_checkpoint, load_newest_valid
 from rlfw.launch.config import RunConfig, build_agent
 from rlfw.samplers.evaluation import Evaluator
 

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
-from rlfw.launch.checkpoint import list_checkpoints
+from rlfw.checkpoint import list_checkpoints
 from rlfw.launch.config import RunConfig, config_keys, set_field
 
 ALIASES = {"n_envs": "batch_B"}     # the CLI's names for config keys

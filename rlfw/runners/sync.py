@@ -12,9 +12,9 @@ import numpy as np
 from tqdm import tqdm
 
 from rlfw.checks import NonFiniteError, check_positive
-from rlfw.launch.checkpoint import (latest_checkpoint, list_checkpoints, load_newest_valid,
+from rlfw.checkpoint import (latest_checkpoint, list_checkpoints, load_newest_valid,
                                     save_best, save_checkpoint)
-from rlfw.runners.distributed import RankGroup
+from rlfw.distributed import RankGroup
 from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
                           plot_learning_curve, tensorboard_available)
 from rlfw.samplers.episodes import EpisodeInfo

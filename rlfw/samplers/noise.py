@@ -42,15 +42,3 @@ class SlotNoise:
     def set_state(self, states: list[dict]) -> None:
         for g, s in zip(self.generators, states):
             g.bit_generator.state = s
-
-
-def envs_and_noise_state(pool, noise: Sequence[SlotNoise]) -> dict:
-    """Checkpoint state of a sampler whose workers step the envs and whose master draws the
-    noise (gpu, alternating, queue): each worker's envs plus every noise stream."""
-    return {"workers": pool.call("state"), "noise": [n.state() for n in noise]}
-
-
-def load_envs_and_noise_state(pool, noise: Sequence[SlotNoise], state: dict) -> None:
-    pool.load_states(state["workers"])
-    for stream, saved in zip(noise, state["noise"]):
-        stream.set_state(saved)

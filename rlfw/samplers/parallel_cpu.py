@@ -10,12 +10,12 @@ import torch
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
-from rlfw.samplers.base import SamplerBase, allocate_samples
+from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.collector import Collector
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.workers import (WorkerPool, default_workers, serve, split_slots, worker_cpus,
-                                  worker_setup)
+from rlfw.samplers.parallel_base import ParallelSamplerBase
+from rlfw.samplers.workers import serve, split_slots, worker_setup
 
 
 def _cpu_worker(conn, env_factory, slots: range, seed: int, agent, buf: Samples,
@@ -41,32 +41,27 @@ def _cpu_worker(conn, env_factory, slots: range, seed: int, agent, buf: Samples,
     serve(conn, make_handler)
 
 
-class ParallelCpuSampler(SamplerBase):
+class ParallelCpuSampler(ParallelSamplerBase):
     """Each worker owns a contiguous slice of env slots and steps it with its own agent copy.
 
     Weights travel through one shared-memory copy of the state dict, refreshed by the master
-    before each batch. ``n_workers`` defaults to the number of usable cores; ``pin_cpus``
-    pins worker i to the i-th usable core (``True``) or to the i-th of a list of cores (an
-    affinity plan's).
+    before each batch. Workers, pinning and start method: ``ParallelSamplerBase``.
     """
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn", debug: bool = False,
-                 n_eval_workers: int = 0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
-        self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
+                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
+                 debug: bool = False, n_eval_workers: int = 0):
+        super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,
+                         start_method, debug, n_eval_workers)
         self.slots = split_slots(batch_B, self.n_workers)
-        self.pin_cpus = pin_cpus
-        self.start_method = start_method
-        self.pool: WorkerPool | None = None
 
     def _start(self, agent: Agent) -> Samples:
         samples = allocate_samples(agent, self.observation_space(), self.batch_T,
                                    self.batch_B, shared=True, debug=self.debug)
         self.weights = {k: v.detach().clone().share_memory_()
                         for k, v in agent.state_dict().items()}
-        cpus = worker_cpus(len(self.slots), self.pin_cpus)
+        cpus = self.worker_cpus()
         # A fresh copy: once an optimizer has flattened the agent's parameters into one
         # buffer they are views at odd offsets, and SIMD kernels round differently on
         # unaligned weights; workers must compute with the same layout whenever they start.
@@ -74,7 +69,7 @@ class ParallelCpuSampler(SamplerBase):
         args = [(self.env_factory, slots, self.seed, worker_agent, samples, self.weights,
                  cpus[w])
                 for w, slots in enumerate(self.slots)]
-        self.pool = WorkerPool(_cpu_worker, args, self.start_method)
+        self._start_workers(_cpu_worker, args)
         return samples
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
@@ -82,14 +77,3 @@ class ParallelCpuSampler(SamplerBase):
             self.weights[key].copy_(value)
         per_worker = self.pool.call("sample")
         return self.samples, [ep for eps in per_worker for ep in eps]
-
-    def _state(self) -> dict:
-        return {"workers": self.pool.call("state")}
-
-    def _load_state(self, state: dict) -> None:
-        self.pool.load_states(state["workers"])
-
-    def _stop(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None

@@ -16,13 +16,13 @@ import torch
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.buffers.tree import LeafIndexing
-from rlfw.samplers.base import SamplerBase, allocate_samples
+from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise, envs_and_noise_state, load_envs_and_noise_state
-from rlfw.samplers.workers import (WorkerPool, default_workers, serve, split_slots,
-                                  torch_threads, worker_cpus, worker_setup)
+from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.parallel_base import ParallelSamplerBase
+from rlfw.samplers.workers import serve, split_slots, torch_threads, worker_setup
 from rlfw.seeding import ACTION_NOISE
 
 
@@ -82,26 +82,23 @@ def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer
     serve(conn, make_handler)
 
 
-class ParallelGpuSampler(SamplerBase):
+class ParallelGpuSampler(ParallelSamplerBase):
     """Env-stepping workers plus batched master-side inference (``n_groups=1``)."""
 
     n_groups = 1
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn", debug: bool = False,
-                 n_eval_workers: int = 0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
-        n_workers = n_workers if n_workers is not None else default_workers(batch_B)
-        if n_workers % self.n_groups:
-            raise ValueError(f"n_workers={n_workers} must be a multiple of {self.n_groups} "
+                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
+                 debug: bool = False, n_eval_workers: int = 0):
+        super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,
+                         start_method, debug, n_eval_workers)
+        if self.n_workers % self.n_groups:
+            raise ValueError(f"n_workers={self.n_workers} must be a multiple of {self.n_groups} "
                              f"for {type(self).__name__}")
-        self.worker_slots = split_slots(batch_B, n_workers)
-        per_group = n_workers // self.n_groups
+        self.worker_slots = split_slots(batch_B, self.n_workers)
+        per_group = self.n_workers // self.n_groups
         self.groups = [range(w * per_group, (w + 1) * per_group) for w in range(self.n_groups)]
-        self.pin_cpus = pin_cpus
-        self.start_method = start_method
-        self.pool: WorkerPool | None = None
         self.act_ready: list = []
         self.step_done: list = []
 
@@ -126,11 +123,11 @@ class ParallelGpuSampler(SamplerBase):
         n = len(self.worker_slots)
         self.act_ready = [ctx.Semaphore(0) for _ in range(n)]
         self.step_done = [ctx.Semaphore(0) for _ in range(n)]
-        cpus = worker_cpus(n, self.pin_cpus)
+        cpus = self.worker_cpus()
         args = [(self.env_factory, slots, self.seed, self.step_buf, self.act_ready[w],
                  self.step_done[w], os.getpid(), cpus[w])
                 for w, slots in enumerate(self.worker_slots)]
-        self.pool = WorkerPool(_env_worker, args, self.start_method)
+        self._start_workers(_env_worker, args)
         return samples
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
@@ -181,16 +178,7 @@ class ParallelGpuSampler(SamplerBase):
             bootstrap_truncated(buf, t, truncated, step.final_observation[truncated],
                                 self.agent)
 
-    def _state(self) -> dict:
-        return envs_and_noise_state(self.pool, self.noise)
-
-    def _load_state(self, state: dict) -> None:
-        load_envs_and_noise_state(self.pool, self.noise, state)
-
-    def _stop(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
+    def _release(self) -> None:
         # Under spawn, semaphores are named in /dev/shm until their last reference is gone.
         self.act_ready, self.step_done = [], []
 

@@ -27,14 +27,14 @@ import torch
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, tree_map
-from rlfw.samplers.base import SamplerBase, allocate_samples
+from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise, envs_and_noise_state, load_envs_and_noise_state
+from rlfw.samplers.noise import SlotNoise
+from rlfw.samplers.parallel_base import ParallelSamplerBase
 from rlfw.samplers.parallel_gpu import _wait_for_master
-from rlfw.samplers.workers import (POLL_S, WorkerPool, default_workers, serve, split_slots,
-                                  torch_threads, worker_cpus, worker_setup)
+from rlfw.samplers.workers import POLL_S, serve, split_slots, torch_threads, worker_setup
 from rlfw.seeding import ACTION_NOISE
 
 
@@ -77,7 +77,7 @@ def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
     serve(conn, make_handler)
 
 
-class QueueSampler(SamplerBase):
+class QueueSampler(ParallelSamplerBase):
     """GA3C's actors and predictor over the common ``[T, B]`` buffer.
 
     ``n_workers`` actor processes each step a contiguous slice of the B env slots; the
@@ -90,8 +90,8 @@ class QueueSampler(SamplerBase):
                  pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn", debug: bool = False,
                  n_eval_workers: int = 0, max_batch: int | None = None,
                  batch_wait_s: float = 0.0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
-        self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
+        super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,
+                         start_method, debug, n_eval_workers)
         self.slots = split_slots(batch_B, self.n_workers)
         self.widest = max(len(s) for s in self.slots)  # envs of the largest actor
         self.max_batch = batch_B if max_batch is None else max_batch
@@ -101,9 +101,6 @@ class QueueSampler(SamplerBase):
         if batch_wait_s < 0:
             raise ValueError(f"batch_wait_s must be >= 0, got {batch_wait_s}")
         self.batch_wait_s = batch_wait_s
-        self.pin_cpus = pin_cpus
-        self.start_method = start_method
-        self.pool: WorkerPool | None = None
         self.action_ready: list = []
         self.requests = None
         self.batch_sizes: list[int] = []  # slots per predictor pass, last batch (a statistic)
@@ -124,11 +121,11 @@ class QueueSampler(SamplerBase):
         ctx = torch.multiprocessing.get_context(self.start_method)
         self.requests = ctx.Queue()
         self.action_ready = [ctx.Semaphore(0) for _ in self.slots]
-        cpus = worker_cpus(len(self.slots), self.pin_cpus)
+        cpus = self.worker_cpus()
         args = [(w, self.env_factory, slots, self.seed, samples, self.env_action, self.next_obs,
                  self.requests, self.action_ready[w], os.getpid(), cpus[w])
                 for w, slots in enumerate(self.slots)]
-        self.pool = WorkerPool(_actor, args, self.start_method)
+        self._start_workers(_actor, args)
         return samples
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
@@ -202,16 +199,7 @@ class QueueSampler(SamplerBase):
             bootstrap_truncated(self.samples, t, slots,
                                 np.stack([finals[(t, b)] for b in slots]), self.agent)
 
-    def _state(self) -> dict:
-        return envs_and_noise_state(self.pool, self.noise)
-
-    def _load_state(self, state: dict) -> None:
-        load_envs_and_noise_state(self.pool, self.noise, state)
-
-    def _stop(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
+    def _release(self) -> None:
         if self.requests is not None:
             self.requests.close()
             self.requests.join_thread()

@@ -7,6 +7,7 @@ into replay unchanged and ``replay_ratio x T x B`` gradient updates follow (once
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
+from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.compile import check_compile, compile_loss
 from rlfw.algos.optim import (OPTIMIZERS, Replicas, flat_optimizer, gradient_step,
                               gradient_sync, linear_schedule, set_lr)
@@ -80,7 +82,7 @@ class DQNConfig:
         )
 
 
-class DQN:
+class DQN(ReplayAlgorithm):
     """Deep Q-learning on the common replay: each ``optimize(samples, itr)`` appends the
     ``[T, B]`` batch, then runs ``replay_ratio x T x B`` gradient steps on uniform or
     prioritized n-step minibatches against a target network (hard copies every
@@ -149,6 +151,16 @@ class DQN:
         sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
                     if c.prioritized else UniformSampling(seed))
         return Replay(storage, sampling, c.n_step, c.gamma)
+
+    def check_shared_replay(self) -> None:
+        if self.config.prioritized:
+            raise ValueError("runner 'async' with prioritized replay is not supported: its "
+                             "priorities cannot follow rows another process writes; use "
+                             "uniform replay with runner 'async', or runner 'sync'")
+
+    def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
+        first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
+        return self.updates / max((itr + 1 - first) * steps_per_itr, 1)
 
     # -- learning ------------------------------------------------------------------------
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:

@@ -6,11 +6,10 @@ from dataclasses import dataclass
 import torch
 
 from rlfw.algos.compile import check_compile, compile_loss
-from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
-                              linear_schedule, set_lr)
+from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
+from rlfw.algos.pg.base import PolicyGradient
 from rlfw.checks import check_config
-from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
-                                  explained_variance)
+from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 
 
@@ -36,23 +35,19 @@ class A2CConfig:
         check_config("A2CConfig", **common_checks(self), compile=check_compile(self.compile))
 
 
-class A2C:
+class A2C(PolicyGradient):
     """Synchronous advantage actor-critic: per batch, n-step (or GAE) advantages and a
     single gradient step on policy loss, value loss and entropy bonus."""
 
-    def __init__(self, config: A2CConfig | None = None):
-        self.config = config or A2CConfig()
-        self.config.validate()
+    config: A2CConfig
+
+    @classmethod
+    def default_config(cls) -> A2CConfig:
+        return A2CConfig()
 
     def initialize(self, agent, n_itr: int, seed: int = 0,
                    replicas: Replicas | None = None) -> None:
-        """Bind to ``agent`` for ``n_itr`` iterations; ``replicas`` (multi-rank runs)
-        average each gradient across the learner replicas."""
-        self.agent = agent
-        self.n_itr = n_itr
-        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
-                                                   gradient_sync(replicas))
-        self.normalizers = BatchNormalizers(self.config, replicas)
+        super().initialize(agent, n_itr, seed, replicas)
         self._loss = compile_loss(self._losses, self.config.compile, agent.model, n_itr)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
@@ -87,11 +82,3 @@ class A2C:
         with torch.no_grad():
             stats = torch.stack([policy_loss, value_loss, entropy_mean])
         return loss, stats
-
-    def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(),
-                "normalizers": self.normalizers.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.normalizers.load_state_dict(state.get("normalizers"))

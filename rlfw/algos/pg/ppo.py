@@ -7,11 +7,10 @@ from dataclasses import dataclass
 import torch
 
 from rlfw.algos.compile import check_compile, compile_loss
-from rlfw.algos.optim import (Replicas, flat_optimizer, gradient_step, gradient_sync,
-                              linear_schedule, set_lr)
+from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
+from rlfw.algos.pg.base import PolicyGradient
 from rlfw.checks import check_config
-from rlfw.algos.pg.common import (BatchNormalizers, advantages, common_checks,
-                                  explained_variance)
+from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
@@ -55,25 +54,21 @@ class PPOConfig:
         )
 
 
-class PPO:
+class PPO(PolicyGradient):
     """Proximal policy optimization: per batch, GAE advantages, then ``epochs`` passes of
     shuffled minibatches on the clipped surrogate, (optionally clipped) value loss and
     entropy bonus. Its importance ratio against the sampling policy's log-probs also
     corrects for a lag between the sampling and the learning policy."""
 
-    def __init__(self, config: PPOConfig | None = None):
-        self.config = config or PPOConfig()
-        self.config.validate()
+    config: PPOConfig
+
+    @classmethod
+    def default_config(cls) -> PPOConfig:
+        return PPOConfig()
 
     def initialize(self, agent, n_itr: int, seed: int = 0,
                    replicas: Replicas | None = None) -> None:
-        """Bind to ``agent`` for ``n_itr`` iterations; ``replicas`` (multi-rank runs)
-        average each gradient across the learner replicas."""
-        self.agent = agent
-        self.n_itr = n_itr
-        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
-                                                   gradient_sync(replicas))
-        self.normalizers = BatchNormalizers(self.config, replicas)
+        super().initialize(agent, n_itr, seed, replicas)
         # Minibatch order has its own stream: reproducible, and saved with checkpoints.
         self.generator = torch.Generator().manual_seed(seed)
         self._loss = None  # chosen at the first batch, whose size the auto rule needs
@@ -149,11 +144,8 @@ class PPO:
         return loss, stats
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(),
-                "generator": self.generator.get_state(),
-                "normalizers": self.normalizers.state_dict()}
+        return {**super().state_dict(), "generator": self.generator.get_state()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
+        super().load_state_dict(state)
         self.generator.set_state(state["generator"])
-        self.normalizers.load_state_dict(state.get("normalizers"))

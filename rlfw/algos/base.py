@@ -1,0 +1,68 @@
+"""What every algorithm offers a runner (``Algorithm``), what a replay-based one adds
+(``ReplayAlgorithm``), and what PPO and A2C share (``PolicyGradient``).
+
+Runners call only these methods. An algorithm learns either from the sampler's on-policy
+``[T, B]`` batches (``optimize``) or, as a ``ReplayAlgorithm``, from a replay the batches are
+appended to; the async runner appends from its sampler process and calls
+``learn_from_replay`` itself.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from rlfw.agents.base import Agent
+from rlfw.algos.optim import Replicas
+from rlfw.buffers import Samples
+
+
+class Algorithm(ABC):
+    """Turns sampled batches into gradient updates of an agent."""
+
+    config: Any  # the algorithm's typed config (a dataclass with ``validate()``)
+
+    @abstractmethod
+    def initialize(self, agent: Agent, n_itr: int, seed: int = 0,
+                   replicas: Replicas | None = None) -> None:
+        """Bind to ``agent`` for a run of ``n_itr`` iterations; ``seed`` seeds the
+        algorithm's own streams; ``replicas`` (multi-rank runs) average each gradient."""
+
+    @abstractmethod
+    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
+        """Learn from batch ``itr``; returns statistics to log (``train/...``)."""
+
+    @abstractmethod
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs to continue bitwise (optimizer, streams...)."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+class ReplayAlgorithm(Algorithm):
+    """An algorithm that learns from a replay its batches are appended to (DQN).
+
+    ``optimize`` appends the batch and learns; the async runner instead has the sampler
+    process append to a shared replay (``make_replay(..., shared=True)``) and calls
+    ``learn_from_replay`` for each batch that arrived."""
+
+    replay: Any   # the replay, or None until ``make_replay``
+    updates: int  # gradient steps taken so far
+
+    @abstractmethod
+    def make_replay(self, samples: Samples, shared: bool = False,
+                    seed: int | None = None) -> Any:
+        """Build the replay for batches shaped like ``samples`` (shared memory if
+        ``shared``)."""
+
+    @abstractmethod
+    def learn_from_replay(self, itr: int) -> dict[str, float]:
+        """The gradient steps batch ``itr`` (already in the replay) pays for."""
+
+    @abstractmethod
+    def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
+        """Gradient steps per env step since learning started, over batches 0..itr."""
+
+    def check_shared_replay(self) -> None:
+        """``ValueError`` if this configuration cannot learn from a replay another process
+        appends to (the async runner)."""
