@@ -5,7 +5,10 @@ from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.buffers import AgentInfo, QInfo, Samples
 from rlfw.checks import NonFiniteError
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
-from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig
+from rlfw.registry import register_algo, register_runner, register_sampler
+from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, Runner, SyncRunner
 from rlfw.samplers import (AlternatingSampler, EvalLimits, NativeAtariSampler,
                            ParallelCpuSampler, ParallelGpuSampler, QueueSampler, SerialSampler,
                            WorkerError)
@@ -16,5 +19,7 @@ __version__ = "0.1.0"
 __all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "Agent", "AgentInfo", "AlternatingSampler",
            "AsyncRunner", "AtariOptions", "ConcurrentRunner", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
            "EvalLimits", "NativeAtariSampler", "NonFiniteError", "PPO", "PPOConfig",
-           "ParallelCpuSampler", "ParallelGpuSampler", "QInfo", "QueueSampler", "RunSchedule", "Samples",
-           "SerialSampler", "SyncRunner", "WorkerError", "make_env", "seed_everything"]
+           "ParallelCpuSampler", "ParallelGpuSampler", "QInfo", "QueueSampler", "RunConfig",
+           "RunSchedule", "Runner", "Samples", "SerialSampler", "SyncRunner", "WorkerError",
+           "build_runner", "make_env", "register_algo", "register_runner", "register_sampler",
+           "seed_everything"]

@@ -9,13 +9,13 @@ import sys
 import time
 from typing import Sequence
 
-from rlfw.algos import ALGOS
 from rlfw.algos.compile import COMPILE_MODES
 from rlfw.checks import NonFiniteError
 from rlfw.checkpoint import list_checkpoints
-from rlfw.launch.config import (RUNNERS, SAMPLERS, RunConfig, apply_overrides, build_runner, preset,
-                                schedule_for, set_field)
 from rlfw.distributed import RankError, RankGroup, init_from_environment
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, schedule_for, set_field
+from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.samplers.workers import WorkerError
 
 
@@ -24,7 +24,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         "Train PPO, A2C or DQN. Unset flags take the tuned preset for the algorithm and env "
         "family (classic control or Atari); see rlfw.launch.config.preset. Any config field "
         "can be set with --set KEY=VALUE (e.g. --set ppo.epochs=4)."))
-    p.add_argument("--algo", help=f"algorithm, one of {ALGOS} (default ppo)")
+    p.add_argument("--algo", help=f"algorithm, one of {ALGOS.names()} (default ppo)")
     p.add_argument("--env", help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default "
                                  "CartPole-v1)")
     p.add_argument("--config", metavar="FILE.json",
@@ -33,14 +33,15 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="set any config field, typed from the config dataclasses (repeatable), "
                         "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25")
-    p.add_argument("--sampler", help=f"one of {SAMPLERS} (default serial; native: ALE ids only)")
+    p.add_argument("--sampler", help=f"one of {SAMPLERS.names()} (default serial; native: ALE "
+                   "ids only)")
     p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
                    help="envs stepped per batch, the B of [T, B] (preset: 8)")
     p.add_argument("--n-workers", type=_workers,
                    help="worker processes of parallel samplers (default: usable cores), or "
                         "'auto': hill-climb on measured env steps/s before training and save "
                         "the choice in config.json")
-    p.add_argument("--runner", choices=RUNNERS,
+    p.add_argument("--runner", choices=RUNNERS.names(),
                    help="sync (sample, then learn; default), concurrent (HTS-RL: sampling "
                         "overlaps learning, policy lag exactly one, deterministic; ppo/a2c) "
                         "or async (sampler in its own process, free-running; dqn: shared "
@@ -129,7 +130,7 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
                        description="Measure a sampler's env steps per second with a uniform-"
                                    "random agent, to pick the fastest sampler for a machine.")
     p.add_argument("--env", default="ALE/Pong-v5", help="gymnasium id (default ALE/Pong-v5)")
-    p.add_argument("--sampler", default="cpu", help=f"one of {SAMPLERS} (default cpu)")
+    p.add_argument("--sampler", default="cpu", help=f"one of {SAMPLERS.names()} (default cpu)")
     p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int, default=8,
                    help="envs B (default 8)")
     p.add_argument("--n-workers", type=int, help="worker processes (default: usable cores)")
@@ -229,10 +230,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if args.algo is not None or args.env is not None:
             config.algo, config.env = args.algo or config.algo, args.env or config.env
     else:
-        algo, env = args.algo or "ppo", args.env or "CartPole-v1"
-        if algo not in ALGOS:
-            raise ValueError(f"algorithm {algo!r} unknown; choose from {ALGOS}")
-        config = apply_overrides(RunConfig(algo=algo, env=env), preset(algo, env))
+        config = RunConfig.for_env(args.env or "CartPole-v1", args.algo or "ppo")
     if args.steps is not None:
         apply_overrides(config, {"schedule": schedule_for(args.steps)})
     for flag, key in FLAG_KEYS.items():

@@ -1,7 +1,7 @@
-"""Algorithms: turn samples into gradient updates of an agent."""
+"""Algorithms: turn samples into gradient updates of an agent (contract: ``algos.base``)."""
+from rlfw.algos.base import Algorithm, ReplayAlgorithm
 from rlfw.algos.dqn import DQN, DQNConfig
 from rlfw.algos.pg import A2C, PPO, A2CConfig, PPOConfig
 
-ALGOS = ("ppo", "a2c", "dqn")
-
-__all__ = ["A2C", "A2CConfig", "ALGOS", "DQN", "DQNConfig", "PPO", "PPOConfig"]
+__all__ = ["A2C", "A2CConfig", "Algorithm", "DQN", "DQNConfig", "PPO", "PPOConfig",
+           "ReplayAlgorithm"]

@@ -1,6 +1,8 @@
-"""One typed config for a whole run, per-family presets, and assembly of the run from it."""
+"""One typed config for a whole run (``RunConfig``: saved as ``config.json``), built from a
+preset (``RunConfig.for_env``) and overrides; ``rlfw.launch.build`` assembles the run."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -10,27 +12,29 @@ from typing import Any
 
 import torch
 
-from rlfw.agents import ActorCriticAgent
-from rlfw.agents.dqn_agent import DqnAgent
-from rlfw.algos import A2C, ALGOS, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
-from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
-from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, SyncRunner
-from rlfw.launch.affinity import AffinityPlan, apply_affinity, plan_affinity
-from rlfw.launch.presets import env_family, preset, schedule_for
-from rlfw.distributed import RankGroup, rank_device
-from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
-                           ParallelGpuSampler, QueueSampler, SerialSampler)
+from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
+from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
-from rlfw.samplers.workers import default_workers
-from rlfw.seeding import seed_everything
+from rlfw.envs import AtariOptions, EnvFactory
+from rlfw.launch.presets import env_family, preset, schedule_for
+from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
+from rlfw.runners import RunSchedule
 
-__all__ = ["RUNNERS", "SAMPLERS", "RunConfig", "affinity_plan", "apply_overrides",
-           "available_devices", "build_agent", "build_algo", "build_runner", "build_sampler",
-           "check_device", "config_keys", "env_family", "preset", "schedule_for", "set_field",
-           "tune_workers"]
+__all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
+           "env_family", "preset", "schedule_for", "set_field"]
 
-SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native", "queue")
-RUNNERS = ("sync", "concurrent", "async")
+# Moved to rlfw.launch.build; still importable from here.
+_BUILD_NAMES = ("affinity_plan", "build_agent", "build_algo", "build_runner", "build_sampler",
+                "tune_workers")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BUILD_NAMES:
+        from rlfw.launch import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
 LEGACY_KEYS = {
@@ -74,19 +78,12 @@ class RunConfig:
 
     def validate(self) -> None:
         """Every check that can fail before work starts, each naming the bad value."""
-        if self.algo not in ALGOS:
-            raise ValueError(f"algorithm {self.algo!r} unknown; choose from {ALGOS}")
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler {self.sampler!r} unknown; choose from {SAMPLERS}")
-        if self.runner not in RUNNERS:
-            raise ValueError(f"runner {self.runner!r} unknown; choose from {RUNNERS}")
-        if self.runner == "concurrent" and self.algo == "dqn":
-            raise ValueError("runner 'concurrent' with algo 'dqn' cannot work: the concurrent "
-                             "runner keeps the policy lag at one on-policy batch; for dqn use "
-                             "runner 'sync' or 'async' (shared replay)")
-        if self.tune_workers and self.sampler == "serial":
-            raise ValueError("n_workers 'auto' with sampler 'serial' cannot work: it has no "
-                             "workers; use sampler cpu, gpu, alternating, queue or native")
+        algo = ALGOS.get(self.algo)
+        sampler = SAMPLERS.get(self.sampler)
+        RUNNERS.get(self.runner).cls.check_algo(algo.algo_cls, self.algo)
+        if self.tune_workers and not sampler.has_workers:
+            raise ValueError(f"n_workers 'auto' with sampler {self.sampler!r} cannot work: it "
+                             f"has no workers; use sampler {_either(_with_workers())}")
         if self.tune_workers and self.world_size > 1:
             raise ValueError("n_workers 'auto' in a multi-rank run is not supported: ranks "
                              "would tune apart; tune with one rank, then pass --n-workers N")
@@ -97,9 +94,10 @@ class RunConfig:
                              "uniform replay with runner 'async', or runner 'sync'")
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size)
-        if self.normalize_obs and self.algo == "dqn":
-            raise ValueError("normalize_obs is for ppo and a2c (continuous control); dqn "
-                             "learns from raw observations: set normalize_obs=false")
+        if self.normalize_obs and issubclass(algo.algo_cls, ReplayAlgorithm):
+            raise ValueError(f"normalize_obs is for ppo and a2c (continuous control); "
+                             f"{self.algo} learns from raw observations: set "
+                             "normalize_obs=false")
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
         if self.n_workers is not None:
@@ -107,19 +105,56 @@ class RunConfig:
         self.schedule.validate()
         self.algo_config().validate()
         self.env_factory().validate()
-        if self.sampler == "native" and not is_atari(self.env):
-            raise ValueError(f"sampler 'native' runs ALE games only ('ALE/<Game>-v5'), got env "
-                             f"{self.env!r}; use serial, cpu, gpu or alternating")
+        if sampler.runs_env is not None and not sampler.runs_env(self.env):
+            others = [s.name for s in SAMPLERS if s.runs_env is None]
+            raise ValueError(f"sampler {self.sampler!r} runs {sampler.env_note}, got env "
+                             f"{self.env!r}; use {_either(others)}")
         check_device(self.device)
 
-    def algo_config(self) -> PPOConfig | A2CConfig | DQNConfig:
+    @classmethod
+    def for_env(cls, env: str, algo: str = "ppo", steps: int | None = None,
+                **overrides: Any) -> "RunConfig":
+        """The run ``rlfw train --env ENV --algo ALGO [--steps N]`` builds: the preset for
+        the algorithm and env family, the run length (with its evaluation cadence), then
+        ``overrides`` (fields, or groups as dicts: ``ppo={"epochs": 4}``). Scripts and the
+        CLI build runs this one way."""
+        ALGOS.get(algo)
+        config = apply_overrides(cls(algo=algo, env=env), preset(algo, env))
+        if steps is not None:
+            apply_overrides(config, {"schedule": schedule_for(steps)})
+        return apply_overrides(config, overrides)
+
+    def algo_config(self) -> Any:
+        """The selected algorithm's config (``self.ppo`` for ppo, ...)."""
         return getattr(self, self.algo)
+
+    def __getattr__(self, name: str) -> Any:
+        # A registered algorithm without a field here keeps its config as an attribute of
+        # the same name, made on first use.
+        if name.startswith("_") or name not in ALGOS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = ALGOS.get(name).config_cls()
+        setattr(self, name, value)
+        return value
+
+    def replaced(self, **changes: Any) -> "RunConfig":
+        """A copy with ``changes`` (keeps registered algorithms' configs, which
+        ``dataclasses.replace`` would drop)."""
+        out = copy.copy(self)
+        for key, value in changes.items():
+            setattr(out, key, value)
+        return out
 
     def env_factory(self) -> EnvFactory:
         return EnvFactory(self.env, atari=self.atari)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        fields = _field_names(self)
+        for name, value in vars(self).items():  # registered algorithms' configs
+            if name not in fields and dataclasses.is_dataclass(value):
+                out[name] = asdict(value)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
@@ -197,6 +232,16 @@ def set_field(config: RunConfig, key: str, value: Any) -> None:
 
 def _field_names(obj: Any) -> set[str]:
     return {f.name for f in dataclasses.fields(obj)}
+
+
+def _either(names: list[str] | tuple[str, ...]) -> str:
+    """'a, b or c'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _with_workers() -> list[str]:
+    return [s.name for s in SAMPLERS if s.has_workers]
 
 
 def _unknown_key(key: str) -> str:
@@ -285,127 +330,3 @@ def available_devices() -> list[str]:
     if torch.cuda.is_available():
         out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     return out
-
-
-def build_agent(config: RunConfig, spaces: EnvSpaces) -> ActorCriticAgent | DqnAgent:
-    if config.algo == "dqn":
-        return DqnAgent.build(spaces, config.batch_B, config.model, config.hidden,
-                              config.dqn.dueling, device=config.device,
-                              eval_epsilon=config.dqn.eval_epsilon)
-    return ActorCriticAgent.build(spaces, config.model, config.hidden, device=config.device,
-                                  algo=config.algo, normalize_obs=config.normalize_obs,
-                                  obs_clip=config.obs_clip, activation=config.activation,
-                                  log_std_init=config.log_std_init)
-
-
-def build_algo(config: RunConfig) -> PPO | A2C | DQN:
-    kinds = {"ppo": PPO, "a2c": A2C, "dqn": DQN}
-    return kinds[config.algo](config.algo_config())
-
-
-def build_sampler(config: RunConfig, env_factory: EnvFactory,
-                  worker_cores: list[int] | None = None):
-    """The sampler named by ``config.sampler``; every kind fills the same ``Samples``.
-    ``worker_cores`` (an affinity plan's) are where ``pin_cpus`` puts the workers."""
-    eval_workers = config.n_eval_workers
-    if eval_workers is None:  # Atari envs cost more than a pipe round trip; CartPole does not
-        eval_workers = default_workers(config.n_eval_envs) if is_atari(config.env) \
-            else 0
-    common = dict(batch_T=config.batch_T, batch_B=config.batch_B, seed=config.seed,
-                  n_eval_envs=config.n_eval_envs, n_eval_workers=eval_workers)
-    if config.sampler == "serial":
-        return SerialSampler(env_factory, **common)
-    if config.sampler == "native":
-        return NativeAtariSampler(env_factory, n_threads=config.n_workers, **common)
-    pin = (worker_cores or True) if config.pin_cpus else False
-    parallel = dict(n_workers=config.n_workers, pin_cpus=pin, start_method=config.start_method)
-    kinds = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,
-             "alternating": AlternatingSampler, "queue": QueueSampler}
-    return kinds[config.sampler](env_factory, **common, **parallel)
-
-
-def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str | None,
-                 say=print) -> None:
-    """``--n-workers auto``: hill-climb the sampler's worker count on measured env steps/s
-    (throw-away samplers, before training), then fix ``config.n_workers`` to the best so
-    that ``config.json`` records it and a resumed or repeated run uses it."""
-    from rlfw.samplers.scheduling import tune_n_workers, worker_candidates
-
-    candidates = worker_candidates(config.batch_B, even_only=config.sampler == "alternating")
-
-    def make_sampler(n: int):
-        return build_sampler(dataclasses.replace(config, n_workers=n, tune_workers=False),
-                             env_factory)
-
-    def report(trial) -> None:
-        say(f"rlfw: tuning n_workers: {trial.n_workers} -> "
-            f"{trial.steps_per_second:,.0f} env steps/s")
-
-    best, trials = tune_n_workers(make_sampler, agent, candidates, config.tune_seconds, report)
-    say(f"rlfw: tuning n_workers: chose {best} (of {[t.n_workers for t in trials]} tried)")
-    config.n_workers, config.tune_workers = best, False
-    if log_dir is not None:
-        os.makedirs(log_dir, exist_ok=True)
-        with open(os.path.join(log_dir, "tuning.json"), "w") as f:
-            json.dump({"chosen": {"n_workers": best},
-                       "trials": [dataclasses.asdict(t) for t in trials]}, f, indent=2)
-
-
-def affinity_plan(config: RunConfig, ranks: RankGroup | None) -> AffinityPlan:
-    """The affinity plan of this machine's ranks for ``config``: its sampler's workers
-    (native: ALE threads), by default one per core of a rank's share."""
-    n_workers = 0 if config.sampler == "serial" else config.n_workers
-    return plan_affinity(n_workers, 1 if ranks is None else ranks.local_world_size,
-                         torch.device(config.device).type == "cuda",
-                         max_workers=config.batch_B)
-
-
-def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
-                 progress: bool = True, stdout: bool = True,
-                 ranks: RankGroup | None = None) -> SyncRunner:
-    """Validate, seed, and compose agent + sampler + algorithm into a runner (``with
-    runner:`` closes its sampler); tunes ``n_workers`` first if ``config.tune_workers``.
-
-    With ``ranks`` (a torchrun launch) this builds one rank's replica: the same initial
-    weights everywhere, the rank's own env seeds and noise streams, its model on
-    ``cuda:LOCAL_RANK`` when ``device`` is a GPU; ``config.world_size`` records the rank
-    count, and resuming with a different one is refused."""
-    world = 1 if ranks is None else ranks.world_size
-    if resume and config.world_size != world:
-        raise ValueError(f"run {log_dir!r} was trained with world_size {config.world_size} and "
-                         f"this launch has {world} rank(s); resume it with the same number of "
-                         f"ranks (torchrun --nproc-per-node ... with {config.world_size} in all)")
-    config.world_size = world
-    config.validate()
-    seed = config.seed if ranks is None else ranks.seed(config.seed)
-    local = dataclasses.replace(config, seed=seed, device=rank_device(config.device, ranks))
-    plan = affinity_plan(local, ranks)
-    share = plan.for_rank(0 if ranks is None else ranks.local_rank)
-    if ranks is not None and local.n_workers is None and local.sampler != "serial":
-        local.n_workers = len(share.worker_cores)  # this rank's cores only
-    # One process alone keeps the torch threads its caller chose; ranks and pinned runs
-    # take the plan's (torchrun's default of one thread per rank starves the learner).
-    apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)
-    seed_everything(config.seed)  # model init depends on it: the same on every rank
-    env_factory = config.env_factory()
-    spaces = EnvSpaces.of(env_factory)
-    agent = build_agent(local, spaces)
-    if ranks is not None:
-        seed_everything(seed)  # then each rank's global streams are its own
-    if config.tune_workers:
-        tune_workers(config, env_factory, agent, log_dir, say=print if stdout else
-                     (lambda line: None))
-        local.n_workers = config.n_workers
-    algo = build_algo(config)
-    sampler = build_sampler(local, env_factory, share.worker_cores)
-    kind = {"sync": SyncRunner, "concurrent": ConcurrentRunner,
-            "async": AsyncRunner}[config.runner]
-    runner = kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
-                  config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
-                  ranks=ranks)
-    if ranks is None or ranks.is_chief:  # once everything was accepted
-        if stdout:
-            print(f"rlfw: {plan.describe()}")
-        if log_dir is not None:
-            plan.save(log_dir)
-    return runner

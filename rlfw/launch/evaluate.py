@@ -5,7 +5,8 @@ import numpy as np
 
 from rlfw.envs import EnvSpaces
 from rlfw.checkpoint import best_checkpoint, load_checkpoint, load_newest_valid
-from rlfw.launch.config import RunConfig, build_agent
+from rlfw.launch.build import build_agent
+from rlfw.launch.config import RunConfig
 from rlfw.samplers.evaluation import Evaluator
 
 

@@ -8,7 +8,8 @@ import threading
 import torch
 
 from rlfw.buffers import Samples, tree_map
-from rlfw.runners.sync import SyncRunner
+from rlfw.algos.base import ReplayAlgorithm
+from rlfw.runners.base import Runner
 from rlfw.samplers.episodes import EpisodeInfo
 
 
@@ -37,7 +38,7 @@ class _Background:
         return self._out
 
 
-class ConcurrentRunner(SyncRunner):
+class ConcurrentRunner(Runner):
     """HTS-RL's schedule for PPO and A2C, over any sampler.
 
     The sampler steps a copy of the agent (the *behaviour* agent) in a background thread
@@ -60,11 +61,8 @@ class ConcurrentRunner(SyncRunner):
     """
 
     def __init__(self, algo, agent, sampler, schedule, **kwargs):
-        if hasattr(algo, "learn_from_replay"):
-            raise ValueError(f"runner 'concurrent' runs on-policy algorithms (ppo, a2c), not "
-                             f"{type(algo).__name__}; for dqn use runner 'sync' or 'async'")
         super().__init__(algo, agent, sampler, schedule, **kwargs)
-        if getattr(sampler, "initialized", False):
+        if sampler.initialized:
             raise ValueError("ConcurrentRunner initializes the sampler with its own copy of "
                              "the agent; pass a sampler that is not initialized yet")
         self.behaviour = copy.deepcopy(agent)
@@ -72,12 +70,18 @@ class ConcurrentRunner(SyncRunner):
         self.pending: Samples | None = None      # the batch the next update learns from
         self._saved_pending: Samples | None = None
 
+    @classmethod
+    def check_algo(cls, algo_cls: type, name: str | None = None) -> None:
+        if issubclass(algo_cls, ReplayAlgorithm):
+            name = name or algo_cls.__name__.lower()
+            raise ValueError(f"runner 'concurrent' with algo {name!r} cannot work: the "
+                             "concurrent runner keeps the policy lag at one on-policy batch; "
+                             f"for {name} use runner 'sync' or 'async' (shared replay)")
+
     def _sampling_agent(self):
         return self.behaviour
 
-    def _startup(self) -> None:
-        self.pending = None
-        super()._startup()
+    def _on_startup(self) -> None:
         self.buffers = [tree_map(torch.zeros_like, self.sampler.samples) for _ in range(2)]
         self._load_pending(self.start_itr)
 
@@ -92,20 +96,21 @@ class ConcurrentRunner(SyncRunner):
 
     def _iteration(self, itr: int) -> bool:
         if self.pending is None:  # the run's first batch: nothing to overlap it with yet
-            with self.timing.add_time("sample"):
+            with self.reporter.timing.add_time("sample"):
                 self.pending, episodes = self._sample_into(itr, itr)
-            self.episodes += episodes
+            self.reporter.episodes += episodes
         if itr + 1 < self.n_itr:
             self._inflight = _Background(self._sample_into, itr + 1, itr)
         try:
             self._learn(self.pending, itr)
+            self._record_policy_lag(self.pending, itr)
         except BaseException:
-            self._join_quietly()
+            self._settle()
             raise
         incoming = self._join()
         if incoming is not None:
             self.pending, episodes = incoming
-            self.episodes += episodes
+            self.reporter.episodes += episodes
         else:
             self.pending = None
         self.behaviour.load_state_dict(self.agent.state_dict())  # θ_{itr+1}: next batch's
@@ -115,26 +120,19 @@ class ConcurrentRunner(SyncRunner):
         if self._inflight is None:
             return None
         inflight, self._inflight = self._inflight, None
-        with self.timing.add_time("wait_for_sampler"):
+        with self.reporter.timing.add_time("wait_for_sampler"):
             return inflight.result()
 
-    def _join_quietly(self) -> None:
-        """Wait for the in-flight batch when the run is failing already: its own error is
-        the one to report, and a sampler must not be closed while a thread uses it."""
+    def _settle(self) -> None:
+        """Wait for the in-flight batch: a sampler must not be closed while a thread uses
+        it, and when the run is failing already, that failure is the one to report."""
         try:
             self._join()
         except BaseException:
             pass
 
-    def _restart_after(self, err) -> int:
-        self._join_quietly()
-        itr = super()._restart_after(err)
+    def _on_restart(self, itr: int) -> None:
         self._load_pending(itr)
-        return itr
-
-    def _shutdown(self) -> None:
-        self._join_quietly()
-        super()._shutdown()
 
     # -- checkpoints: the batch in hand travels with them ---------------------------------
     def _extra_state(self) -> dict:

@@ -1,5 +1,5 @@
-"""What every sampler promises (the ``Sampler`` protocol) and the lifecycle they share
-(``SamplerBase``: subclasses fill in ``_start``, ``_collect``, ``_state``, ``_load_state``
+"""What every sampler promises (the ``Sampler`` protocol runners are typed against) and the
+lifecycle they share (``SamplerBase``: subclasses fill in ``_start``, ``_collect``, ``_state``, ``_load_state``
 and ``_stop``; the base does the checks, the evaluation envs and the closing)."""
 from __future__ import annotations
 
@@ -30,6 +30,9 @@ class Sampler(Protocol):
 
     batch_T: int
     batch_B: int
+
+    @property
+    def initialized(self) -> bool: ...
 
     def initialize(self, agent: Agent) -> Samples: ...
 

@@ -1,9 +1,11 @@
 """Process plumbing shared by the parallel samplers: start, command, watch, stop.
 
 Each worker runs ``serve(conn, handler)``: it waits on its pipe for ``(command, payload)``
-and answers ``("ok", result)`` or ``("error", traceback)``. The parent never waits without
-a timeout: while blocked it keeps checking that every worker is alive, so a worker that
-raises or is killed surfaces as ``WorkerError`` within about ``POLL_S`` seconds.
+and answers ``("ok", result)`` or ``("error", traceback)``; a free-running process (the async
+runner's sampler process) may also send messages of its own kind between answers. The
+parent never waits without a timeout: while blocked it keeps checking that every process is
+alive, so one that raises or is killed surfaces as ``WorkerError`` within about ``POLL_S``
+seconds. Every sampler process in rlfw is started, watched and stopped by ``WorkerPool``.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from rlfw.checks import check_positive
 
 POLL_S = 0.2          # liveness check period while waiting on workers
 JOIN_S = 3.0          # grace period for workers to exit on close before they are killed
+CLOSED = "closed"     # what a handler returns when it saw 'close' itself: exit, no answer
 
 
 class WorkerError(RuntimeError):
@@ -59,16 +62,29 @@ def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any]
             if command == "ping":  # startup barrier: the handler (envs, reset) is built
                 conn.send(("ok", None))
                 continue
-            conn.send(("ok", handler(command, payload)))
+            result = handler(command, payload)
+            if result is CLOSED:
+                return
+            conn.send(("ok", result))
     except BaseException:
         try:
-            name = mp.current_process().name.replace("rlfw-sampler-worker-", "sampler worker ")
+            name = process_label(mp.current_process().name)
             conn.send(("error", f"{name} (pid {os.getpid()}) raised an exception:\n"
                                 f"{traceback.format_exc()}"))
         except (OSError, ValueError):
             pass
     finally:
         cleanup()
+
+
+def process_name(label: str) -> str:
+    """A process's name from its label: 'sampler worker 1' -> 'rlfw-sampler-worker-1'."""
+    return "rlfw-" + label.replace(" ", "-")
+
+
+def process_label(name: str) -> str:
+    """The label back from a process's name (as errors name the process)."""
+    return name.removeprefix("rlfw-").replace("-", " ")
 
 
 def describe_exit(code: int | None) -> str:
@@ -117,23 +133,32 @@ def worker_cpus(n_workers: int, pin: bool | Sequence[int]) -> list[int | None]:
 
 
 class WorkerPool:
-    """``n`` processes each running ``target(conn, *args_i)``; commands go over pipes."""
+    """``n`` processes each running ``target(conn, *args_i)``; commands go over pipes.
+
+    ``label`` names process i in errors ('sampler worker 1 (pid ...) died'); a pool of
+    processes that start children of their own needs ``daemon=False`` (daemons cannot) and
+    may need a longer ``grace_s`` to stop them on close."""
 
     def __init__(self, target: Callable, args_per_worker: Sequence[tuple],
-                 start_method: str = "spawn"):
+                 start_method: str = "spawn",
+                 label: Callable[[int], str] = lambda i: f"sampler worker {i}",
+                 daemon: bool = True, grace_s: float = JOIN_S):
         if start_method not in mp.get_all_start_methods():
             raise ValueError(f"start method {start_method!r} unknown; choose from "
                              f"{mp.get_all_start_methods()}")
         self.ctx = tmp.get_context(start_method)
         self.conns: list[Connection] = []
         self.procs: list[mp.process.BaseProcess] = []
+        self.labels: list[str] = []
+        self.grace_s = grace_s
         self.closed = False
         self.starting = True
         try:
             for i, args in enumerate(args_per_worker):
                 parent, child = self.ctx.Pipe()
-                proc = self.ctx.Process(target=target, args=(child, *args), daemon=True,
-                                        name=f"rlfw-sampler-worker-{i}")
+                self.labels.append(label(i))
+                proc = self.ctx.Process(target=target, args=(child, *args), daemon=daemon,
+                                        name=process_name(self.labels[-1]))
                 proc.start()
                 child.close()
                 self.conns.append(parent)
@@ -169,18 +194,23 @@ class WorkerPool:
 
     def receive(self, worker: int) -> Any:
         """Block (with liveness checks) for worker ``worker``'s answer."""
+        return self.receive_message(worker)[1]
+
+    def receive_message(self, worker: int) -> tuple[str, Any]:
+        """Block (with liveness checks) for worker ``worker``'s next message, ``(kind,
+        payload)``; an ``error`` message is raised as ``WorkerError`` with its traceback."""
         self._check_open()
         conn = self.conns[worker]
         while not conn.poll(POLL_S):
             self.check_alive()
         try:
-            status, result = conn.recv()
+            kind, payload = conn.recv()
         except (EOFError, OSError):
             self._raise_dead(worker)
-        if status == "error":
+        if kind == "error":
             self.close()
-            raise WorkerError(result)
-        return result
+            raise WorkerError(payload)
+        return kind, payload
 
     def wait(self, semaphore: Any) -> None:
         """Acquire a per-step semaphore, checking worker liveness while blocked."""
@@ -210,7 +240,7 @@ class WorkerPool:
                 self._raise_dead(i)
 
     def _raise_dead(self, worker: int) -> None:
-        proc, conn = self.procs[worker], self.conns[worker]
+        proc, conn, label = self.procs[worker], self.conns[worker], self.labels[worker]
         proc.join(timeout=1.0)
         pid = proc.pid
         report = None
@@ -232,7 +262,7 @@ class WorkerPool:
             hint = ("; it failed while starting (see its traceback above). Under the 'spawn' "
                     "start method the main script must guard its entry point with "
                     "`if __name__ == '__main__':`")
-        raise WorkerError(f"sampler worker {worker} (pid {pid}) died: {how}{hint}")
+        raise WorkerError(f"{label} (pid {pid}) died: {how}{hint}")
 
     def close(self) -> None:
         """Idempotent: ask workers to exit, then kill any that did not; close pipes."""
@@ -246,7 +276,7 @@ class WorkerPool:
                 except (OSError, ValueError):
                     pass
         for proc in self.procs:
-            proc.join(timeout=JOIN_S)
+            proc.join(timeout=self.grace_s)
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=JOIN_S)

@@ -1,0 +1,219 @@
+"""Samplers, algorithms and runners, each declared once.
+
+Config validation, the CLI's choices, error texts and the docs' tables are all derived
+from these registries. A user adds their own from a script, without editing rlfw::
+
+    import rlfw
+    rlfw.register_sampler("mine", MySampler)              # a SamplerBase subclass
+    rlfw.register_algo("myalgo", MyAlgo, MyAlgoConfig, build_my_agent)
+    rlfw.register_runner("myrunner", MyRunner)             # a Runner subclass
+    config = RunConfig(sampler="mine", algo="myalgo")      # or --set sampler=mine
+
+A registered algorithm's config is a dataclass with ``validate()``; it is reachable as
+``config.<name>`` and settable as ``--set <name>.<field>=...`` like the built-in ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
+
+from rlfw.agents import ActorCriticAgent
+from rlfw.agents.base import Agent
+from rlfw.agents.dqn_agent import DqnAgent
+from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
+from rlfw.envs import EnvSpaces, is_atari
+from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
+from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
+                           ParallelGpuSampler, QueueSampler, SerialSampler)
+
+# What a run's config gives a sampler beyond sizes and seed: (config, worker cores) -> kwargs.
+SamplerOptions = Callable[[Any, Sequence[int] | None], dict[str, Any]]
+
+
+def no_options(config: Any, worker_cores: Sequence[int] | None) -> dict[str, Any]:
+    return {}
+
+
+def worker_options(config: Any, worker_cores: Sequence[int] | None) -> dict[str, Any]:
+    """Samplers with worker processes: their count, pinning (to the affinity plan's cores)
+    and start method."""
+    pin = (worker_cores or True) if config.pin_cpus else False
+    return {"n_workers": config.n_workers, "pin_cpus": pin,
+            "start_method": config.start_method}
+
+
+def native_options(config: Any, worker_cores: Sequence[int] | None) -> dict[str, Any]:
+    return {"n_threads": config.n_workers}  # ALE's native threads stand for the workers
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A sampler kind: its class (built as ``cls(env_factory, batch_T=, batch_B=, seed=,
+    n_eval_envs=, n_eval_workers=, **options(config, worker_cores))``), whether it has a
+    worker count to set or tune, and which env ids it runs (``None``: any)."""
+
+    name: str
+    cls: type
+    summary: str = ""
+    options: SamplerOptions = no_options
+    has_workers: bool = False
+    runs_env: Callable[[str], bool] | None = None
+    env_note: str = ""   # what it runs, for errors, when not every env
+
+
+@dataclass(frozen=True)
+class AlgoSpec:
+    """An algorithm: its class (built as ``algo_cls(config)``), its config dataclass, and
+    ``build_agent(run_config, spaces)`` for the agent it trains."""
+
+    name: str
+    algo_cls: type
+    config_cls: type
+    build_agent: Callable[[Any, EnvSpaces], Agent]
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """A runner kind (a ``rlfw.runners.Runner`` subclass)."""
+
+    name: str
+    cls: type
+    summary: str = ""
+
+
+Spec = TypeVar("Spec", SamplerSpec, AlgoSpec, RunnerSpec)
+
+
+class Registry(Generic[Spec]):
+    """Named specs of one extension point, in the order they were registered."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._specs: dict[str, Spec] = {}
+
+    def add(self, spec: Spec, replace: bool = False) -> Spec:
+        if not isinstance(spec.name, str) or not spec.name:
+            raise ValueError(f"a {self.kind} name must be non-empty text, got {spec.name!r}")
+        if spec.name in self._specs and not replace:
+            raise ValueError(f"{self.kind} {spec.name!r} is registered already; pass "
+                             "replace=True to replace it")
+        self._specs[spec.name] = spec
+        return spec
+
+    def remove(self, name: str) -> None:
+        self.get(name)
+        del self._specs[name]
+
+    def get(self, name: str) -> Spec:
+        """The spec of ``name``; ``ValueError`` naming it and what is registered."""
+        try:
+            return self._specs[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"{self.kind} {name!r} unknown; choose from {self.names()}") \
+                from None
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[Spec]:
+        return iter(list(self._specs.values()))
+
+
+SAMPLERS: Registry[SamplerSpec] = Registry("sampler")
+ALGOS: Registry[AlgoSpec] = Registry("algorithm")
+RUNNERS: Registry[RunnerSpec] = Registry("runner")
+
+
+def register_sampler(name: str, cls: type, *, has_workers: bool | None = None,
+                     options: SamplerOptions | None = None, summary: str = "",
+                     runs_env: Callable[[str], bool] | None = None, env_note: str = "",
+                     replace: bool = False) -> SamplerSpec:
+    """Make ``cls`` (a ``SamplerBase`` subclass) available as ``sampler=name``. By default a
+    class whose constructor takes ``n_workers`` gets the worker options (count, pinning,
+    start method) from the run's config."""
+    if has_workers is None:
+        import inspect
+
+        has_workers = "n_workers" in inspect.signature(cls).parameters
+    if options is None:
+        options = worker_options if has_workers else no_options
+    return SAMPLERS.add(SamplerSpec(name, cls, summary or _first_line(cls), options,
+                                    has_workers, runs_env, env_note), replace)
+
+
+def register_algo(name: str, algo_cls: type, config_cls: type,
+                  build_agent: Callable[[Any, EnvSpaces], Agent], *, summary: str = "",
+                  replace: bool = False) -> AlgoSpec:
+    """Make ``algo_cls`` (an ``rlfw.algos.base.Algorithm``) available as ``algo=name``;
+    ``config_cls()`` gives its default config and ``build_agent(run_config, spaces)`` the
+    agent it trains."""
+    return ALGOS.add(AlgoSpec(name, algo_cls, config_cls, build_agent,
+                              summary or _first_line(algo_cls)), replace)
+
+
+def register_runner(name: str, cls: type, *, summary: str = "",
+                    replace: bool = False) -> RunnerSpec:
+    """Make ``cls`` (an ``rlfw.runners.Runner`` subclass) available as ``runner=name``."""
+    return RUNNERS.add(RunnerSpec(name, cls, summary or _first_line(cls)), replace)
+
+
+def _first_line(obj: Any) -> str:
+    doc = (obj.__doc__ or "").strip()
+    return doc.split("\n\n")[0].replace("\n", " ") if doc else ""
+
+
+def sampler_table() -> str:
+    """The docs' table of samplers (docs/samplers.md holds it; a test keeps it current)."""
+    rows = ["| sampler | class | workers | runs | what it does |", "|---|---|---|---|---|"]
+    for s in SAMPLERS:
+        rows.append(f"| `{s.name}` | `{s.cls.__name__}` | {'yes' if s.has_workers else 'no'} "
+                    f"| {s.env_note or 'any env'} | {s.summary} |")
+    return "\n".join(rows)
+
+
+# -- what rlfw ships ------------------------------------------------------------------------
+def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
+    return ActorCriticAgent.build(spaces, config.model, config.hidden, device=config.device,
+                                  algo=config.algo, normalize_obs=config.normalize_obs,
+                                  obs_clip=config.obs_clip, activation=config.activation,
+                                  log_std_init=config.log_std_init)
+
+
+def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
+    return DqnAgent.build(spaces, config.batch_B, config.model, config.hidden,
+                          config.dqn.dueling, device=config.device,
+                          eval_epsilon=config.dqn.eval_epsilon)
+
+
+_ATARI_ONLY = "ALE games only ('ALE/<Game>-v5')"
+
+register_sampler("serial", SerialSampler, has_workers=False,
+                 summary="one process steps all B envs; batched inference")
+register_sampler("cpu", ParallelCpuSampler,
+                 summary="worker processes each step B/N envs with their own agent copy into "
+                         "shared memory; one synchronisation per batch")
+register_sampler("gpu", ParallelGpuSampler,
+                 summary="workers only step envs; the master runs one batched forward pass "
+                         "for all B envs per step (on the GPU where there is one)")
+register_sampler("alternating", AlternatingSampler,
+                 summary="gpu with two worker groups: one steps its envs while the master "
+                         "runs inference for the other")
+register_sampler("native", NativeAtariSampler, has_workers=True, options=native_options,
+                 runs_env=is_atari, env_note=_ATARI_ONLY,
+                 summary="ale-py's AtariVectorEnv steps and preprocesses the games in native "
+                         "threads; the master picks actions for one group while the other steps")
+register_sampler("queue", QueueSampler,
+                 summary="GA3C: actor processes post observations to a prediction queue; a "
+                         "predictor batches whatever is waiting into one forward pass")
+
+register_algo("ppo", PPO, PPOConfig, build_actor_critic)
+register_algo("a2c", A2C, A2CConfig, build_actor_critic)
+register_algo("dqn", DQN, DQNConfig, build_dqn_agent)
+
+register_runner("sync", SyncRunner)
+register_runner("concurrent", ConcurrentRunner)
+register_runner("async", AsyncRunner)

@@ -1,0 +1,241 @@
+"""Runner: the loop every runner kind shares (sample -> optimize -> evaluate / log /
+checkpoint when due), with startup, shutdown, Ctrl-C and restarts after a dead sampler.
+
+The kinds (``SyncRunner``, ``ConcurrentRunner``, ``AsyncRunner``) fill in ``_iteration``
+(how a batch is obtained and learned from) and, where they need to, the hooks
+``_sampling_agent``, ``_on_startup``, ``_on_restart``, ``_settle`` and the state they
+add to checkpoints (``_extra_state`` / ``_load_extra_state``). Evaluation and logging
+(``Reporter``) and checkpoints across ranks (``RunCheckpoints``) are parts it calls.
+"""
+from __future__ import annotations
+
+import math
+
+from rlfw.agents.base import Agent
+from rlfw.algos.base import Algorithm
+from rlfw.checks import NonFiniteError
+from rlfw.distributed import RankGroup
+from rlfw.runners.checkpointing import RunCheckpoints
+from rlfw.runners.reporting import Reporter
+from rlfw.runners.schedule import RunSchedule, TrainResult, iterations_per
+from rlfw.samplers.base import Sampler
+from rlfw.samplers.workers import WorkerError
+from rlfw.seeding import capture_rng, restore_rng
+
+
+class Runner:
+    """Composes algorithm, agent and sampler. ``log_dir`` gets ``config.json``,
+    ``progress.csv``, TensorBoard events, ``checkpoints/`` (the newest N plus ``best.pt``)
+    and ``learning_curve.png``.
+
+    ``resume=True`` continues from the newest checkpoint in ``log_dir`` that loads, so that
+    the run ends bitwise identical to an uninterrupted one. The caller owns the sampler's
+    lifetime: ``train`` initializes it if needed and leaves it open (``with runner:`` or
+    ``with sampler:`` closes it), so ``sampler.evaluate`` still works afterwards.
+
+    ``ranks`` (a ``RankGroup``, from ``torchrun``) makes this one replica of a multi-rank
+    run: gradients averaged across ranks, env steps counted over all ranks, and only rank 0
+    logs, evaluates and writes checkpoints (holding every rank's state).
+    """
+
+    def __init__(self, algo: Algorithm, agent: Agent, sampler: Sampler, schedule: RunSchedule,
+                 log_dir: str | None = None, seed: int = 0, config: dict | None = None,
+                 resume: bool = False, progress: bool = True, stdout: bool = True,
+                 ranks: RankGroup | None = None):
+        schedule.validate()
+        self.check_algo(type(algo))
+        self.algo, self.agent, self.sampler = algo, agent, sampler
+        self.schedule = schedule
+        self.log_dir = log_dir
+        self.seed = seed
+        self.config = config or {}
+        self.resume = resume
+        self.ranks = ranks
+        self.is_chief = ranks is None or ranks.is_chief
+        self.world_size = 1 if ranks is None else ranks.world_size
+        if resume and log_dir is None:
+            raise ValueError("resume=True needs the log_dir of the run to continue")
+        if schedule.max_restarts and log_dir is None:
+            raise ValueError("max_restarts needs a log_dir: restarts resume from its checkpoints")
+        if schedule.max_restarts and ranks is not None:
+            raise ValueError("max_restarts restarts one rank's sampler, which would leave the "
+                             "other ranks behind; in a multi-rank run use torchrun's own "
+                             "--max-restarts with a fixed --log-dir (the restarted ranks "
+                             "resume from the newest checkpoint)")
+        self.reporter = Reporter(log_dir, self.config, schedule, self.is_chief, stdout, progress)
+        self.checkpoints = RunCheckpoints(log_dir, ranks, schedule.keep_checkpoints,
+                                          self.reporter.say)
+        self.checkpoints.check_folder(resume)
+
+    @classmethod
+    def check_algo(cls, algo_cls: type, name: str | None = None) -> None:
+        """``ValueError`` if this runner kind cannot run algorithms of ``algo_cls``
+        (registered as ``name``)."""
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sampler.close()
+
+    # -- the loop ------------------------------------------------------------------------
+    def train(self) -> TrainResult:
+        """Run to ``schedule.n_steps`` (or ``stop_at_return``); Ctrl-C keeps the newest
+        checkpoint and returns with ``interrupted=True``."""
+        self._startup()
+        itr = self.start_itr
+        try:
+            while itr < self.n_itr:
+                try:
+                    stop = self._iteration(itr)
+                except WorkerError as err:
+                    itr = self._restart_after(err)
+                    continue
+                itr += 1
+                if stop:
+                    break
+        except KeyboardInterrupt:
+            self.result.interrupted = True
+            kept = (f"; the newest checkpoint in {self.log_dir} is kept (resume with --resume "
+                    f"{self.log_dir})" if self.log_dir else "")
+            self.reporter.say(f"interrupted at iteration {itr}{kept}")
+        finally:
+            self._shutdown()
+        return self.result
+
+    def _iteration(self, itr: int) -> bool:
+        """Obtain batch ``itr``, learn from it (``_learn``), then ``_after_update``;
+        True: stop the run."""
+        raise NotImplementedError
+
+    def _learn(self, samples, itr: int) -> None:
+        """One update from batch ``itr``, timed and logged; a non-finite loss names it."""
+        with self.reporter.timing.add_time("learn"):
+            try:
+                stats = self._update(samples, itr)
+            except NonFiniteError as err:
+                raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration was "
+                                     f"saved{self.checkpoints.newest_note()}") from None
+        self.reporter.logger.record_many(stats)
+
+    def _update(self, samples, itr: int) -> dict[str, float]:
+        return self.algo.optimize(samples, itr)
+
+    def _record_policy_lag(self, samples, itr: int) -> None:
+        """How many updates older than the learner the batch's sampling weights were."""
+        self.reporter.logger.record("train/policy_lag",
+                                    float(itr - samples.policy_version.min()))
+
+    def _after_update(self, itr: int) -> bool:
+        """Count update ``itr`` as done, then evaluate/log/checkpoint when due; True: stop."""
+        self.result.env_steps, self.result.iterations = (itr + 1) * self.per_itr, itr + 1
+        self.reporter.advance(self.per_itr)
+        done = itr + 1
+        last = done == self.n_itr
+        stop = False
+        if self.eval_every and (done % self.eval_every == 0 or last):
+            with self.reporter.timing.add_time("eval"):
+                stop = self.reporter.evaluate(self.sampler, self.agent, self.result) \
+                    if self.is_chief else False
+            if self.ranks is not None:  # every rank stops at the same iteration
+                stop = self.ranks.broadcast(stop, "the stop decision")
+        if done % self.log_every == 0 or last or stop:
+            self.reporter.dump(self.result.env_steps)
+        if done % self.checkpoint_every == 0 or last or stop:
+            self._save(done)
+        return stop
+
+    # -- setup and teardown --------------------------------------------------------------
+    def _startup(self) -> None:
+        s = self.schedule
+        if self.ranks is not None:
+            self.ranks.broadcast_agent(self.agent)
+        if not self.sampler.initialized:
+            self.sampler.initialize(self._sampling_agent())
+        self.local_per_itr = self.sampler.batch_T * self.sampler.batch_B
+        self.per_itr = self.local_per_itr * self.world_size  # env steps of all ranks
+        self.n_itr = math.ceil(s.n_steps / self.per_itr)
+        self.algo.initialize(self.agent, n_itr=self.n_itr, seed=self.seed, replicas=self.ranks)
+        self.eval_every = iterations_per(s.eval_every, self.per_itr) if s.eval_every else 0
+        self.log_every = iterations_per(s.log_every, self.per_itr)
+        self.checkpoint_every = iterations_per(s.checkpoint_every, self.per_itr)
+        self.result = TrainResult(0, 0)
+        self.restarts = 0
+        self.start_itr = self._load_newest() if self.resume else 0
+        self.reporter.open(self.n_itr * self.per_itr, self.start_itr * self.per_itr,
+                           append=self.resume)
+        if s.max_restarts and not self.checkpoints.exist():
+            self._save(0)  # a restart needs a checkpoint to go back to
+        self._on_startup()
+
+    def _sampling_agent(self) -> Agent:
+        """The agent the sampler steps with: the learner's own unless a kind says."""
+        return self.agent
+
+    def _on_startup(self) -> None:
+        """A kind's own start, once the sampler runs and any checkpoint is loaded."""
+
+    def _shutdown(self) -> None:
+        self._settle()
+        self.reporter.close()
+
+    def _settle(self) -> None:
+        """Wait for what a kind has in flight, before a shutdown or a restart closes the
+        sampler (also after a failure: that failure is the one to report)."""
+
+    # -- faults --------------------------------------------------------------------------
+    def _restart_after(self, err: WorkerError) -> int:
+        """Restart the sampler from the newest checkpoint, or re-raise when the restarts are
+        spent; returns the iteration to continue from."""
+        if self.restarts >= self.schedule.max_restarts:
+            raise err
+        self.restarts += 1
+        first_line = str(err).splitlines()[0]
+        self._settle()
+        self.sampler.close()
+        self.sampler.initialize(self._sampling_agent())
+        itr = self._load_newest()
+        self.reporter.say(f"restart {self.restarts}/{self.schedule.max_restarts}: "
+                          f"{first_line}; continuing from iteration {itr} "
+                          f"({itr * self.per_itr} env steps)")
+        self.reporter.logger.record("run/restarts", float(self.restarts))
+        self.reporter.rewind(self.n_itr * self.per_itr, itr * self.per_itr)
+        self._on_restart(itr)
+        return itr
+
+    def _on_restart(self, itr: int) -> None:
+        """A kind's own part of a restart from iteration ``itr``'s checkpoint."""
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def _save(self, itr: int) -> None:
+        shared = lambda: {"itr": itr, "result": self.result.__dict__,  # noqa: E731
+                          "agent": self.agent.state_dict(), "config": self.config}
+        if self.log_dir is not None:
+            self.checkpoints.save(itr * self.per_itr, shared, self._rank_state())
+
+    def _rank_state(self) -> dict:
+        """What differs between ranks: each has its own sampler, RNG streams, replay."""
+        return {"algo": self.algo.state_dict(), "sampler": self.sampler.state_dict(),
+                "rng": capture_rng(), **self._extra_state()}
+
+    def _extra_state(self) -> dict:
+        """What a runner kind adds to its checkpoints (nothing by default)."""
+        return {}
+
+    def _load_extra_state(self, state: dict) -> None:
+        """Take back what ``_extra_state`` saved."""
+
+    def _load_newest(self) -> int:
+        """Restore agent, algorithm, sampler and RNGs from the newest checkpoint that loads;
+        returns its iteration."""
+        state = self.checkpoints.load_newest()
+        self.agent.load_state_dict(state["agent"])
+        self.algo.load_state_dict(state["algo"])
+        self.sampler.load_state_dict(state["sampler"])
+        restore_rng(state["rng"])
+        self._load_extra_state(state)
+        saved = dict(state["result"])
+        saved["eval_history"] = [tuple(x) for x in saved.get("eval_history", [])]
+        self.result = TrainResult(**saved)
+        self.result.restarts = self.restarts
+        return state["itr"]

@@ -1,0 +1,77 @@
+"""The run's checkpoints across ranks: rank 0 writes one file holding every rank's state
+and reads it back, each rank getting the shared part plus its own."""
+from __future__ import annotations
+
+from typing import Callable
+
+from rlfw.checkpoint import latest_checkpoint, list_checkpoints, load_newest_valid, save_checkpoint
+from rlfw.distributed import RankGroup
+
+
+class RunCheckpoints:
+    """Checkpoints of the run in ``log_dir`` (none without one), the newest ``keep`` kept.
+
+    ``save`` takes what all ranks share (written once, from rank 0) and what differs per
+    rank (each rank's sampler, algorithm and RNG state, gathered to rank 0); ``load_newest``
+    returns this rank's view of the newest checkpoint that loads."""
+
+    def __init__(self, log_dir: str | None, ranks: RankGroup | None, keep: int,
+                 say: Callable[[str], None]):
+        self.log_dir, self.ranks, self.keep, self.say = log_dir, ranks, keep, say
+        self.chief = ranks is None or ranks.is_chief
+        self.world_size = 1 if ranks is None else ranks.world_size
+
+    def check_folder(self, resume: bool) -> None:
+        """Before anything runs: a resumed run has a checkpoint, a new one an empty folder."""
+        if not self.chief:
+            return  # rank 0 owns the run folder
+        if resume:
+            latest_checkpoint(self.log_dir)  # fails early, naming the folder, if there is none
+        elif self.log_dir is not None and list_checkpoints(self.log_dir):
+            raise ValueError(f"run folder {self.log_dir!r} already holds checkpoints; resume "
+                             "it (--resume) or choose another log dir")
+
+    def exist(self) -> bool:
+        return self.log_dir is not None and bool(list_checkpoints(self.log_dir))
+
+    def newest_note(self) -> str:
+        """'; the newest checkpoint is ...' for error messages, or ''."""
+        found = list_checkpoints(self.log_dir) if self.log_dir is not None else []
+        return f"; the newest checkpoint is {found[-1]}" if found else ""
+
+    def save(self, env_steps: int, shared: Callable[[], dict], own: dict) -> None:
+        """Gather every rank's ``own`` state; rank 0 writes them with ``shared()``."""
+        if self.log_dir is None:
+            return
+        others = []
+        if self.ranks is not None:
+            gathered = self.ranks.gather(own, "checkpoint state")
+            if not self.chief:
+                return
+            others = gathered[1:]
+        state = {**shared(), **own}
+        if others:
+            state["ranks"] = others  # ranks 1.. (rank 0's state is the top level)
+        save_checkpoint(self.log_dir, env_steps, state, self.keep)
+
+    def load_newest(self) -> dict:
+        """This rank's view of the newest checkpoint that loads: the shared part plus its
+        own state; refused if it was written by another number of ranks."""
+        state = self._load_chief() if self.chief else None
+        if self.ranks is None:
+            return state
+        parts = None
+        if self.chief:
+            shared = {k: v for k, v in state.items() if k != "ranks"}
+            parts = [shared] + [{**shared, **own} for own in state.get("ranks", [])]
+        return self.ranks.scatter(parts, "the checkpoint")
+
+    def _load_chief(self) -> dict:
+        path, state, skipped = load_newest_valid(self.log_dir)
+        for bad, why in skipped:
+            self.say(f"skipped damaged checkpoint {bad}: {why}")
+        saved_world = 1 + len(state.get("ranks", []))
+        if saved_world != self.world_size:
+            raise ValueError(f"checkpoint {path} holds {saved_world} rank(s) but this run has "
+                             f"{self.world_size}; resume with the same number of ranks")
+        return state

@@ -1,0 +1,118 @@
+"""The run's evaluation and logging: the run folder's ``config.json``, ``progress.csv``,
+TensorBoard events and learning curve, the progress bar, and evaluations that keep
+``best.pt``. Only the chief rank (rank 0) writes anything."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+from rlfw.checkpoint import save_best
+from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
+                          plot_learning_curve, tensorboard_available)
+from rlfw.runners.schedule import RunSchedule, TrainResult
+from rlfw.samplers.episodes import EpisodeInfo
+
+
+class Reporter:
+    """Logs statistics, training episodes and timings every ``log_every`` iterations, and
+    runs the evaluations; ``open`` starts it for a run, ``close`` ends it."""
+
+    def __init__(self, log_dir: str | None, config: dict, schedule: RunSchedule,
+                 chief: bool, stdout: bool, progress: bool):
+        self.log_dir, self.config, self.schedule = log_dir, config, schedule
+        self.chief = chief
+        self.stdout = stdout and chief
+        self.progress = progress and chief
+
+    def open(self, total_steps: int, done_steps: int, append: bool) -> None:
+        """Start logging a run of ``total_steps`` env steps, ``done_steps`` of them done
+        (a resumed run appends to its ``progress.csv``)."""
+        self.logger = self._make_logger(append)
+        self.timing = Timing()
+        self.episodes: list[EpisodeInfo] = []
+        self.bar = tqdm(total=total_steps, initial=done_steps, unit="step",
+                        disable=not self.progress, dynamic_ncols=True)
+        self.last_dump = self.started = time.perf_counter()
+        self.steps_at_dump = done_steps
+
+    def say(self, line: str) -> None:
+        if self.stdout:
+            tqdm.write(line)
+
+    def advance(self, steps: int) -> None:
+        self.bar.update(steps)
+
+    def rewind(self, total_steps: int, done_steps: int) -> None:
+        """After a restart from a checkpoint: the bar back to it, the episodes since gone."""
+        self.bar.reset(total=total_steps)
+        self.bar.update(done_steps)
+        self.episodes = []
+
+    def evaluate(self, sampler, agent, result: TrainResult) -> bool:
+        """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
+        s = self.schedule
+        episodes = sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
+        whole = [e for e in episodes if not e.truncated]
+        counted = whole or episodes  # only cut episodes: report them, flagged by the count
+        returns = np.array([e.ret for e in counted])
+        mean = float(returns.mean())
+        record = self.logger.record
+        record("eval/return_mean", mean)
+        record("eval/return_std", float(returns.std()))
+        record("eval/length_mean", float(np.mean([e.length for e in counted])))
+        record("eval/episodes", float(len(whole)))
+        record("eval/episodes_cut", float(len(episodes) - len(whole)))
+        if len(whole) < len(episodes):
+            self.say(f"evaluation at {result.env_steps} steps: {len(episodes) - len(whole)} of "
+                     f"{len(episodes)} episodes cut by the evaluation limits"
+                     + ("" if whole else "; their partial returns are reported"))
+        result.eval_return = mean
+        result.eval_history.append((result.env_steps, mean))
+        if result.best_eval_return is None or mean > result.best_eval_return:
+            result.best_eval_return = mean
+            if self.log_dir is not None:
+                save_best(self.log_dir, {"agent": agent.state_dict(), "config": self.config,
+                                         "env_steps": result.env_steps, "eval_return": mean})
+        return s.stop_at_return is not None and mean >= s.stop_at_return
+
+    def dump(self, env_steps: int) -> None:
+        """Write one row: the episodes, timings and throughput since the last one."""
+        logger, episodes = self.logger, self.episodes
+        if episodes:
+            logger.record("rollout/return_mean", float(np.mean([e.ret for e in episodes])))
+            logger.record("rollout/length_mean", float(np.mean([e.length for e in episodes])))
+            logger.record("rollout/episodes", float(len(episodes)))
+        logger.record_many(self.timing.take())
+        now = time.perf_counter()
+        steps = env_steps - self.steps_at_dump
+        logger.record("time/steps_per_second", steps / max(now - self.last_dump, 1e-9))
+        logger.record("time/elapsed_s", now - self.started)  # since this process started
+        self.episodes, self.last_dump, self.steps_at_dump = [], now, env_steps
+        logger.dump(env_steps)
+
+    def close(self) -> None:
+        self.bar.close()
+        self.logger.close()
+        if self.log_dir is not None and self.chief:
+            plot_learning_curve(os.path.join(self.log_dir, "progress.csv"),
+                                os.path.join(self.log_dir, "learning_curve.png"),
+                                title=str(self.config.get("env", "")))
+
+    def _make_logger(self, append: bool) -> Logger:
+        if not self.chief:
+            return Logger([])
+        writers = []
+        if self.stdout:
+            writers.append(StdoutTable(tqdm.write))
+        if self.log_dir is not None:
+            os.makedirs(self.log_dir, exist_ok=True)
+            with open(os.path.join(self.log_dir, "config.json"), "w") as f:
+                json.dump(self.config, f, indent=2, sort_keys=True, default=str)
+            writers.append(CsvWriter(os.path.join(self.log_dir, "progress.csv"), append=append))
+            if tensorboard_available():
+                writers.append(TensorBoardWriter(self.log_dir))
+        return Logger(writers)

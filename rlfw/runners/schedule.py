@@ -1,0 +1,58 @@
+"""How long a run trains and how often it evaluates, logs and checkpoints; what it returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rlfw.checks import check_positive
+from rlfw.samplers.evaluation import EvalLimits
+
+
+@dataclass
+class RunSchedule:
+    """How long to train and how often to evaluate, log and checkpoint (in env steps).
+
+    ``eval_every=None`` turns evaluation off (throughput runs). Evaluation is bounded by
+    ``eval_max_episode_steps`` per episode and ``eval_max_steps`` per evaluation (agent
+    steps; None: unbounded); episodes cut by them are logged as ``eval/episodes_cut``."""
+
+    n_steps: int
+    eval_every: int | None = 10_000
+    eval_episodes: int = 10
+    eval_greedy: bool = True
+    eval_max_episode_steps: int | None = None
+    eval_max_steps: int | None = None
+    log_every: int = 10_000
+    checkpoint_every: int = 50_000
+    keep_checkpoints: int = 3
+    stop_at_return: float | None = None  # stop once an evaluation mean reaches this
+    max_restarts: int = 0                # sampler restarts from the newest checkpoint
+
+    def validate(self) -> None:
+        check_positive(n_steps=self.n_steps, eval_episodes=self.eval_episodes,
+                       log_every=self.log_every, checkpoint_every=self.checkpoint_every,
+                       keep_checkpoints=self.keep_checkpoints)
+        if self.eval_every is not None:
+            check_positive(eval_every=self.eval_every)
+        self.eval_limits().validate()
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) \
+                or self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}")
+
+    def eval_limits(self) -> EvalLimits:
+        return EvalLimits(self.eval_max_episode_steps, self.eval_max_steps)
+
+
+@dataclass
+class TrainResult:
+    env_steps: int
+    iterations: int
+    eval_return: float | None = None       # mean of the last evaluation; None: none yet
+    best_eval_return: float | None = None
+    eval_history: list[tuple[int, float]] = field(default_factory=list)
+    interrupted: bool = False
+    restarts: int = 0
+
+
+def iterations_per(steps: int, per_itr: int) -> int:
+    """A cadence in env steps as a whole number of iterations (at least one)."""
+    return max(1, round(steps / per_itr))

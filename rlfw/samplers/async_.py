@@ -1,0 +1,285 @@
+"""SamplerProcess: any sampler run free in a process of its own (the async runner's sampler,
+as rlpyt's async samplers), started, watched and stopped by the same ``WorkerPool`` as
+every other sampler process.
+
+The process samples batch after batch, each after taking a credit (the learner returns one
+per batch consumed, so the sampler is at most ``lead`` batches ahead), with the newest
+weights the learner published. A batch goes either into a shared-memory replay (under the
+replay's lock, so a minibatch never mixes a half-written batch in) or into one of two
+shared on-policy ``[T, B]`` buffers in turn; a ``batch`` message reports it.
+"""
+from __future__ import annotations
+
+import os
+import time
+from contextlib import nullcontext
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from rlfw.buffers import Samples, tree_map
+from rlfw.buffers.replay import Replay
+from rlfw.samplers.base import allocate_samples
+from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.samplers.evaluation import EvalLimits
+from rlfw.samplers.workers import (CLOSED, JOIN_S, POLL_S, WorkerError, WorkerPool, serve,
+                                   worker_setup)
+
+
+class BatchReport(NamedTuple):
+    """What the sampler process says about each batch it finished."""
+
+    index: int
+    policy_version: int     # weights it was sampled with (updates they had seen)
+    episodes: list
+    idle_s: float           # time the sampler waited for a credit before it
+
+
+class SharedWeights:
+    """The learner's newest weights in shared memory, with their version; the sampler
+    process copies them in at the start of each batch when the version moved on."""
+
+    def __init__(self, agent, ctx):
+        self.tensors = {k: v.detach().cpu().clone().share_memory_()
+                        for k, v in agent.state_dict().items()}
+        self.version = torch.zeros((), dtype=torch.int64).share_memory_()
+        self.lock = ctx.Lock()
+
+    def publish(self, agent, version: int) -> None:
+        with self.lock:
+            for key, value in agent.state_dict().items():
+                self.tensors[key].copy_(value)
+            self.version.fill_(version)
+
+    def pull(self, agent, have: int) -> int:
+        """Load the newest weights into ``agent`` if newer than ``have``; their version."""
+        with self.lock:
+            version = int(self.version)
+            if version != have:
+                agent.load_state_dict(self.tensors)
+        return version
+
+
+def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, storage, replay_lock,
+                  buffers, parent_pid: int) -> None:
+    """The sampler process: answers ``state``/``load`` like any worker, and ``run`` (the
+    first batch's index) starts the free-running loop, which keeps answering commands
+    between batches until ``close``."""
+    worker_setup(None)
+
+    def make_handler():
+        sampler.initialize(agent)
+
+        def handle(command: str, payload):
+            if command == "state":
+                return sampler.state_dict()
+            if command == "load":
+                return sampler.load_state_dict(payload)
+            if command == "run":
+                return run(payload)
+            raise ValueError(f"unknown command {command!r}")
+
+        def answer_waiting() -> bool:
+            """Answer what the learner asked meanwhile; False: stop."""
+            while conn.poll():
+                command, payload = conn.recv()
+                if command == "close":
+                    return False
+                conn.send(("ok", handle(command, payload)))
+            return True
+
+        def run(itr: int):
+            version = -1
+            while True:
+                waited = time.perf_counter()
+                while not credits.acquire(timeout=POLL_S):
+                    if not answer_waiting() or os.getppid() != parent_pid:
+                        return CLOSED
+                idle = time.perf_counter() - waited
+                if not answer_waiting():
+                    return CLOSED
+                version = weights.pull(sampler.agent, version)
+                samples, episodes = sampler.obtain_samples(itr)
+                if storage is not None:
+                    with replay_lock:
+                        storage.append(samples)
+                else:
+                    dest = buffers[itr % 2]
+                    tree_map(lambda d, s: d.copy_(s), dest, samples)
+                    dest.policy_version.fill_(version)
+                conn.send(("batch", BatchReport(itr, version, episodes, idle)))
+                itr += 1
+
+        return handle, sampler.close
+
+    serve(conn, make_handler)
+
+
+class _WatchedLock:
+    """The replay lock as the learner takes it: never blocks on a dead sampler process
+    (killed while appending, it would hold the lock forever), and notices a dead one."""
+
+    def __init__(self, lock, check_alive):
+        self.lock, self.check_alive = lock, check_alive
+
+    def __enter__(self):
+        # Checked on every minibatch too (one waitpid, microseconds): a dead sampler then
+        # stops the learner within one update, not after the whole batch's updates.
+        try:
+            self.check_alive()
+            while not self.lock.acquire(timeout=POLL_S):
+                self.check_alive()
+        except WorkerError:
+            self.lock = None  # a kept traceback must not keep the named semaphore alive
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lock.release()
+
+
+class SamplerProcess:
+    """A sampler of any kind, run free in its own process; looks like a sampler to the
+    runner (``initialize``, ``obtain_samples``, ``evaluate``, state, ``close``), plus
+    ``publish`` (new weights) and ``release`` (one batch consumed: a credit back).
+
+    ``replay`` (for replay-based algorithms) gives the shared-memory replay for batches
+    shaped like its argument; the process appends to it. Without one, batches arrive in two
+    shared on-policy buffers. ``lead`` bounds how many batches the sampler may be ahead.
+    """
+
+    def __init__(self, sampler, lead: int = 2, start_method: str = "spawn",
+                 replay: Callable[[Samples], Replay] | None = None):
+        if lead < 1:
+            raise ValueError(f"lead must be >= 1 batch, got {lead}")
+        self.sampler, self.lead, self.start_method = sampler, lead, start_method
+        self.make_replay = replay
+        self.batch_T, self.batch_B = sampler.batch_T, sampler.batch_B
+        self.replay: Replay | None = None
+        self.agent = None
+        self.pool: WorkerPool | None = None
+        self.samples: Samples | None = None
+        self.reports: list[BatchReport] = []
+        self.batches_done = 0  # finished by the sampler process (possibly not yet learned)
+        self.last_report: BatchReport | None = None
+
+    @property
+    def initialized(self) -> bool:
+        return self.pool is not None
+
+    @property
+    def uses_replay(self) -> bool:
+        return self.make_replay is not None
+
+    @property
+    def proc(self):
+        """The sampler process (None when not running)."""
+        return None if self.pool is None or self.pool.closed else self.pool.procs[0]
+
+    def initialize(self, agent) -> Samples:
+        """Start the sampler process; it waits for the first ``obtain_samples``."""
+        if self.pool is not None:
+            raise RuntimeError("SamplerProcess is already initialized; close() it first")
+        self.agent = agent
+        ctx = torch.multiprocessing.get_context(self.start_method)
+        example = allocate_samples(agent, self.sampler.observation_space(), self.batch_T,
+                                   self.batch_B, shared=not self.uses_replay)
+        storage = lock = None
+        self.buffers = None
+        if self.uses_replay:
+            self.replay = self.make_replay(example)
+            # A new lock each start: a process killed while appending never releases its.
+            lock = ctx.Lock()
+            self.replay.lock = _WatchedLock(lock, self._check_alive)
+            storage = self.replay.storage
+        else:
+            self.buffers = [example, tree_map(lambda x: x.clone().share_memory_(), example)]
+        self.samples = example
+        self.weights = SharedWeights(agent, ctx)
+        self.credits = ctx.Semaphore(self.lead)
+        self.reports, self.batches_done, self.started = [], 0, False
+        try:
+            # Not a daemon: the process starts its own sampler's workers, and it closes
+            # them before it exits (hence the longer grace).
+            self.pool = WorkerPool(_sampler_main, [(self.sampler, agent, self.weights,
+                                                    self.credits, storage, lock, self.buffers,
+                                                    os.getpid())],
+                                   self.start_method, label=lambda i: "sampler process",
+                                   daemon=False, grace_s=JOIN_S + 2)
+        except BaseException:
+            self.close()
+            raise
+        return example
+
+    # -- talking to the process ----------------------------------------------------------
+    def _receive(self, kind: str) -> Any:
+        """Block (checking the process is alive) for a message of ``kind``; batch reports
+        that arrive meanwhile are queued."""
+        while True:
+            got, payload = self._pool().receive_message(0)
+            if got == "batch":
+                self.reports.append(payload)
+                self.batches_done += 1
+            if got == kind:
+                return payload
+
+    def _pool(self) -> WorkerPool:
+        if self.pool is None or self.pool.closed:
+            raise WorkerError("the sampler process was stopped (after a failure or close()); "
+                              "initialize it again")
+        return self.pool
+
+    def _check_alive(self) -> None:
+        self._pool().check_alive()
+
+    # -- the sampler interface -------------------------------------------------------------
+    def obtain_samples(self, itr: int) -> tuple[Samples | None, list[EpisodeInfo]]:
+        """The next finished batch (waiting for it if none is): its buffer (``None`` with a
+        replay: the batch is in the replay already) and episodes."""
+        if not self.started:
+            self._pool().send_one(0, "run", itr)
+            self.started = True
+        while not self.reports:
+            self._receive("batch")
+        report = self.reports.pop(0)
+        self.last_report = report
+        samples = None if self.uses_replay else self.buffers[report.index % 2]
+        return samples, report.episodes
+
+    def publish(self, agent, version: int) -> None:
+        self.weights.publish(agent, version)
+
+    def release(self) -> None:
+        """The learner is done with the oldest batch: the sampler may start another."""
+        self.credits.release()
+
+    def evaluate(self, n_episodes: int, greedy: bool = True,
+                 limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+        """Evaluation episodes with the learner's agent, in this process (as samplers do)."""
+        return self.sampler.evaluations().run(self.agent, n_episodes, greedy, limits)
+
+    def state_dict(self) -> dict:
+        self._pool().send_one(0, "state")
+        return {"eval_calls": self.sampler.evaluations().calls, "sampler": self._receive("ok")}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._pool().send_one(0, "load", state["sampler"])
+        self._receive("ok")
+        self.sampler.evaluations().calls = state["eval_calls"]
+
+    def close(self) -> None:
+        """Idempotent: stop the process (killed if it does not stop within seconds)."""
+        if self.pool is not None:
+            pool, self.pool = self.pool, None
+            pool.close()
+        # Named semaphores live in /dev/shm until their last reference is gone.
+        self.credits = self.weights = None
+        if self.replay is not None:
+            self.replay.lock = nullcontext()
+        self.sampler.close()  # never initialized here: closes only its evaluation envs
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,73 @@
+"""Imports point only down the layers (docs/guide.md, "Layers"): a module may import its own
+layer and the ones below, never one above."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[1] / "rlfw"
+
+# Bottom to top. A module belongs to the first entry that is its dotted path or a prefix.
+LAYERS = [
+    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging",
+                    "rlfw.seeding", "rlfw.checks", "rlfw.checkpoint", "rlfw.distributed"]),
+    ("agents", ["rlfw.agents"]),
+    ("samplers", ["rlfw.samplers", "rlfw.testing"]),
+    ("algos", ["rlfw.algos"]),
+    ("runners", ["rlfw.runners"]),
+    ("registry", ["rlfw.registry"]),
+    ("launch", ["rlfw.launch"]),
+    ("top", ["rlfw.cli", "rlfw.__main__", "rlfw"]),  # the package's facade re-exports all
+]
+
+
+def layer_of(module: str) -> int:
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or (p != "rlfw" and module.startswith(p + "."))
+               for p in prefixes):
+            return rank
+    raise AssertionError(f"module {module} is in no layer; add it to LAYERS and the guide")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def rlfw_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported module) of every rlfw import, at any depth of the file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        out += [(node.lineno, n) for n in names if n == "rlfw" or n.startswith("rlfw.")]
+    return out
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer():
+    for path in MODULES:
+        layer_of(module_name(path))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_imports_point_only_down(path):
+    source = module_name(path)
+    here = layer_of(source)
+    up = [f"{source} ({LAYERS[here][0]}) imports {target} ({LAYERS[layer_of(target)][0]}) "
+          f"at line {line}"
+          for line, target in rlfw_imports(path) if layer_of(target) > here]
+    assert not up, "imports that point up:\n" + "\n".join(up)
+
+
+def test_the_check_finds_an_import_that_points_up(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from rlfw.launch.config import RunConfig\n")
+    assert [layer_of(t) for _, t in rlfw_imports(bad)] == [layer_of("rlfw.launch")]
+    assert layer_of("rlfw.launch.config") > layer_of("rlfw.runners.base")
