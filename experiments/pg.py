@@ -1,41 +1,34 @@
-"""PPO or A2C on any gymnasium id or Atari game, read top to bottom.
+"""PPO or A2C on any gymnasium id or Atari game, read top to bottom. It builds exactly the
+run ``python -m rlfw train`` builds from the same flags (same config.json, same bits).
 
     python experiments/pg.py --algo ppo --env CartPole-v1 --steps 120000
-    python experiments/pg.py --algo a2c --env ALE/Pong-v5 --steps 10000000
+    python experiments/pg.py --algo a2c --env ALE/Pong-v5 --sampler cpu --steps 10000000
+    python experiments/pg.py --env Pendulum-v1 --steps 20000 --seed 1 --log-dir runs/pendulum
 """
 import argparse
 
-import time
-
-from rlfw import (A2C, PPO, ActorCriticAgent, EnvFactory, EnvSpaces, ParallelCpuSampler,
-                  RunSchedule, SerialSampler, SyncRunner, seed_everything)
-from rlfw.launch.config import RunConfig, apply_overrides, preset
+from rlfw import RunConfig, build_runner
+from rlfw.launch.build import default_log_dir
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--algo", choices=("ppo", "a2c"), default="ppo")
     parser.add_argument("--env", default="CartPole-v1")
-    parser.add_argument("--steps", type=int, default=120_000)
+    parser.add_argument("--steps", type=int, help="env steps (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sampler", help="serial, cpu, gpu, alternating, native, queue")
+    parser.add_argument("--log-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
     args = parser.parse_args()
 
-    # Tuned hyper-parameters for the env family (zoo CartPole; PPO / A3C papers for Atari).
-    config = apply_overrides(RunConfig(algo=args.algo, env=args.env, seed=args.seed),
-                             preset(args.algo, args.env))
-    seed_everything(args.seed)
+    # The tuned preset for the algorithm and env family (zoo CartPole, normalized Pendulum /
+    # MuJoCo, the PPO and A3C papers' Atari settings), then this run's own choices.
+    config = RunConfig.for_env(args.env, algo=args.algo, steps=args.steps, seed=args.seed)
+    if args.sampler:
+        config.sampler = args.sampler  # the one line to swap: "serial" -> "cpu", "native"...
+    log_dir = args.log_dir or default_log_dir(config)
 
-    env = EnvFactory(args.env)                         # Nature preprocessing for ALE/ ids
-    agent = ActorCriticAgent.build(EnvSpaces.of(env))  # MLP, or Nature CNN for frames
-    sampler = SerialSampler(env, config.batch_T, config.batch_B, seed=args.seed)  # swap, e.g.
-    # sampler = ParallelCpuSampler(env, config.batch_T, config.batch_B, seed=args.seed, n_workers=2)
-    algo = PPO(config.ppo) if args.algo == "ppo" else A2C(config.a2c)
-    schedule = RunSchedule(n_steps=args.steps, eval_every=max(args.steps // 10, 1),
-                           log_every=max(args.steps // 20, 1))
-    log_dir = time.strftime(f"runs/experiment-{args.algo}-{args.env.replace('/', '_')}"
-                            f"-s{args.seed}-%Y%m%d-%H%M%S")
-    with SyncRunner(algo, agent, sampler, schedule, log_dir=log_dir, seed=args.seed,
-                    config=config.to_dict()) as runner:
+    with build_runner(config, log_dir) as runner:  # `with` stops the sampler's workers after
         result = runner.train()
     print(f"final eval {result.eval_return:.1f} (best {result.best_eval_return:.1f}); {log_dir}")
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-import time
 from typing import Sequence
 
 from rlfw.algos.compile import COMPILE_MODES
 from rlfw.checks import NonFiniteError
 from rlfw.checkpoint import list_checkpoints
 from rlfw.distributed import RankError, RankGroup, init_from_environment
-from rlfw.launch.build import build_runner
+from rlfw.launch.build import build_runner, default_log_dir
 from rlfw.launch.config import RunConfig, apply_overrides, schedule_for, set_field
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.samplers.workers import WorkerError
@@ -255,12 +253,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
         set_field(config, key.strip(), value.strip())
     return config
-
-
-def default_log_dir(config: RunConfig) -> str:
-    env = re.sub(r"[^A-Za-z0-9_.-]+", "_", config.env)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join("runs", f"{config.algo}-{env}-s{config.seed}-{stamp}")
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -148,5 +148,9 @@ def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
             env = FireAfterLifeLoss(env)
     if train and options.clip_reward:
         env = gym.wrappers.TransformReward(env, sign_reward)
+    # FrameStackObservation copies this space's RNG (gymnasium's batch_space), creating it
+    # from OS entropy when unseeded; nothing samples it, but checkpoints pickle it: seeded,
+    # identical runs write identical env state.
+    env.observation_space.seed(0)
     env = gym.wrappers.FrameStackObservation(env, options.frame_stack)
     return env

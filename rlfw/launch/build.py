@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses  # asdict of tuning trials
 import json
 import os
+import re
+import time
 
 import torch
 
@@ -21,7 +23,14 @@ from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
 
 __all__ = ["affinity_plan", "build_agent", "build_algo", "build_runner", "build_sampler",
-           "tune_workers"]
+           "default_log_dir", "tune_workers"]
+
+
+def default_log_dir(config: RunConfig) -> str:
+    """``runs/<algo>-<env>-s<seed>-<date-time>``: a fresh run folder for each run."""
+    env = re.sub(r"[^A-Za-z0-9_.-]+", "_", config.env)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{config.algo}-{env}-s{config.seed}-{stamp}")
 
 
 def build_agent(config: RunConfig, spaces: EnvSpaces) -> Agent:

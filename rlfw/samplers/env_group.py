@@ -2,12 +2,12 @@
 (the serial sampler holds one group, a parallel worker holds one per process)."""
 from __future__ import annotations
 
-import pickle
 from typing import Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 
+from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
 
@@ -75,11 +75,11 @@ class EnvGroup:
         return r
 
     def state_dict(self) -> dict:
-        return {"envs": pickle.dumps(self.envs), "obs": self.result.next_obs.copy()}
+        return {"envs": dumps_envs(self.envs), "obs": self.result.next_obs.copy()}
 
     def load_state_dict(self, state: dict) -> None:
         self.close()
-        self.envs = pickle.loads(state["envs"])
+        self.envs = loads_envs(state["envs"])
         self.result.next_obs[:] = state["obs"]
 
     def close(self) -> None:
