@@ -168,10 +168,10 @@ def _first_line(obj: Any) -> str:
 
 def sampler_table() -> str:
     """The docs' table of samplers (docs/samplers.md holds it; a test keeps it current)."""
-    rows = ["| sampler | class | workers | runs | what it does |", "|---|---|---|---|---|"]
+    rows = ["| `--sampler` | class | envs | how it works |", "|---|---|---|---|"]
     for s in SAMPLERS:
-        rows.append(f"| `{s.name}` | `{s.cls.__name__}` | {'yes' if s.has_workers else 'no'} "
-                    f"| {s.env_note or 'any env'} | {s.summary} |")
+        rows.append(f"| `{s.name}` | `{s.cls.__name__}` | {s.env_note or 'any'} | "
+                    f"{s.summary} |")
     return "\n".join(rows)
 
 
@@ -192,23 +192,26 @@ def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
 _ATARI_ONLY = "ALE games only ('ALE/<Game>-v5')"
 
 register_sampler("serial", SerialSampler, has_workers=False,
-                 summary="one process steps all B envs; batched inference")
+                 summary="this process steps all B envs and runs the policy batched over B")
 register_sampler("cpu", ParallelCpuSampler,
-                 summary="worker processes each step B/N envs with their own agent copy into "
-                         "shared memory; one synchronisation per batch")
+                 summary="N workers step B/N envs each with their own CPU copy of the agent, "
+                         "into shared memory; one message per batch, weights via shared memory")
 register_sampler("gpu", ParallelGpuSampler,
-                 summary="workers only step envs; the master runs one batched forward pass "
-                         "for all B envs per step (on the GPU where there is one)")
+                 summary="N workers only step envs; the master runs one batched forward pass "
+                         "over B (on cuda if the agent is there); two semaphores per worker "
+                         "per step")
 register_sampler("alternating", AlternatingSampler,
-                 summary="gpu with two worker groups: one steps its envs while the master "
-                         "runs inference for the other")
+                 summary="as gpu with two worker groups: the master runs one group's forward "
+                         "pass while the other group steps")
 register_sampler("native", NativeAtariSampler, has_workers=True, options=native_options,
                  runs_env=is_atari, env_note=_ATARI_ONLY,
-                 summary="ale-py's AtariVectorEnv steps and preprocesses the games in native "
-                         "threads; the master picks actions for one group while the other steps")
+                 summary="ale-py's C++ threads step and preprocess the games in two "
+                         "AtariVectorEnv groups; the master picks one group's actions while "
+                         "the other steps; lives, clipping and game statistics once per batch")
 register_sampler("queue", QueueSampler,
-                 summary="GA3C: actor processes post observations to a prediction queue; a "
-                         "predictor batches whatever is waiting into one forward pass")
+                 summary="GA3C: N actor processes post observations to a prediction queue; "
+                         "the master batches whatever is waiting (up to a cap) into one "
+                         "forward pass and routes the actions back")
 
 register_algo("ppo", PPO, PPOConfig, build_actor_critic)
 register_algo("a2c", A2C, A2CConfig, build_actor_critic)
