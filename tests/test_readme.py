@@ -12,7 +12,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 def readme_script() -> str:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert len(blocks) == 1, "the README holds one Python script"
-    return blocks[0].replace("n_steps=100_000", "n_steps=1_024")  # same code, shorter run
+    return blocks[0].replace("steps=100_000", "steps=1_024")  # same code, shorter run
 
 
 def run_script(code: str, folder: Path) -> str:
@@ -28,9 +28,9 @@ def run_script(code: str, folder: Path) -> str:
 def test_readme_script_runs_as_printed_and_after_the_swap(tmp_path, swap):
     code = readme_script()
     if swap:
-        serial = re.search(r"^ *sampler = SerialSampler.*$", code, re.M).group(0)
-        parallel = re.search(r"^ *# sampler = (ParallelCpuSampler.*)$", code, re.M)
-        code = code.replace(serial, "    sampler = " + parallel.group(1))
+        serial = re.search(r'^ *config.sampler = "serial".*$', code, re.M).group(0)
+        parallel = re.search(r'^ *# (config.sampler = "cpu".*)$', code, re.M)
+        code = code.replace(serial, "    " + parallel.group(1))
     first = run_script(code, tmp_path)
     assert "final eval return" in first
     if swap:
