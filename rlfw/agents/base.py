@@ -1,6 +1,6 @@
-"""What samplers and algorithms may call on an agent (the ``Agent`` protocol), the record a
-step returns (``AgentStep``), and ``ModelAgent``, which implements the mode and weight parts
-for any agent whose parameters live in ``self.model``."""
+"""What samplers call on every agent and algorithms share (the ``Agent`` protocol), the
+record a step returns (``AgentStep``), and ``ModelAgent``, which implements the mode and
+weight parts for any agent whose parameters live in ``self.model``."""
 from __future__ import annotations
 
 from typing import Iterator, NamedTuple, Protocol, Sequence, runtime_checkable
@@ -22,7 +22,11 @@ class AgentStep(NamedTuple):
 
 @runtime_checkable
 class Agent(Protocol):
-    """Everything a sampler or an algorithm calls on an agent.
+    """What every sampler calls on an agent, and the part every algorithm shares.
+
+    Each algorithm also calls its agent kind's own training methods:
+    ``ActorCriticAgent.evaluate_actions`` (PPO, A2C), ``DqnAgent.q`` and ``set_epsilon``
+    (DQN).
 
     Sampling: ``step(obs, noise, slots)`` returns actions drawn from ``noise``, the slots'
     own random numbers of shape ``[n, *noise_shape]`` (``noise_kind`` 'uniform' or
