@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.rlfw-installed
 
-.PHONY: run test venv bench clean
+.PHONY: run test test-fast venv bench clean
 
 $(STAMP): setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,8 +21,16 @@ run: $(STAMP)
 	rm -rf runs/ppo-cartpole
 	$(BIN)/python -m rlfw train --algo ppo --env CartPole-v1 --log-dir runs/ppo-cartpole
 
+# Tests run two at a time (pytest-xdist), then the few that assert machine-wide state
+# (/dev/shm) run alone. test-fast leaves out the learning checks (marked slow).
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(PYTEST) -n 2 -m "not isolated" tests
+	$(PYTEST) -m isolated tests
+
+test-fast: $(STAMP)
+	$(PYTEST) -n 2 -m "not isolated and not slow" tests
+	$(PYTEST) -m "isolated and not slow" tests
 
 bench: $(STAMP)
 	$(BIN)/python experiments/bench/cartpole_vs_sb3.py

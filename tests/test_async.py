@@ -76,6 +76,7 @@ def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path):
     assert lags and all(0 <= lag <= 2 for lag in lags)
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("sampler", ["serial", "cpu"])
 def test_a_killed_sampler_process_is_an_error_within_seconds_and_leaves_nothing(tmp_path,
                                                                                 sampler):

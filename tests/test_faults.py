@@ -77,6 +77,7 @@ def assert_cleaned_up(sampler, shm_before):
     assert shm_entries() <= shm_before, "shared memory leaked"
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("kind", list(PARALLEL))
 @pytest.mark.parametrize("moment", list(MOMENTS))
 def test_worker_killed_at_any_moment_is_a_worker_error(kind, moment):
@@ -92,6 +93,7 @@ def test_worker_killed_at_any_moment_is_a_worker_error(kind, moment):
     assert_cleaned_up(sampler, shm_before)
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("kind", list(PARALLEL))
 def test_worker_killed_during_startup_is_a_worker_error(kind):
     shm_before = shm_entries()

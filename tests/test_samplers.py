@@ -84,6 +84,7 @@ def test_same_seed_twice_is_bitwise_identical_with_a_stochastic_agent(kind):
     assert runs[0][0][0].done.any()  # episodes did end inside the batches
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("kind", ["cpu", "gpu", "alternating", "queue"])
 @pytest.mark.parametrize("env_cls,message", [
     (RaisingEnv, "RaisingEnv: deliberate failure at step 9"),
