@@ -9,7 +9,9 @@ and checkpoints. The global batch is ranks x batch_B x batch_T.
 """
 import argparse
 
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset, schedule_for
+from rlfw.launch.build import build_runner
+
+from rlfw.launch.config import RunConfig, apply_overrides, preset, schedule_for
 from rlfw.distributed import init_from_environment
 
 

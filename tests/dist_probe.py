@@ -9,7 +9,9 @@ import sys
 
 import torch
 
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.distributed import init_from_environment
 
 

@@ -7,7 +7,8 @@ from conftest import bits
 from rlfw.agents import ActorCriticAgent
 from rlfw.algos import A2C, PPO, A2CConfig, PPOConfig
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.testing import ContinuousCountingEnv
 

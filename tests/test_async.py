@@ -8,7 +8,8 @@ import pytest
 
 from conftest import children, shm_entries
 from test_runner import small_config
-from rlfw.launch.config import apply_overrides, build_runner, schedule_for
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import apply_overrides, schedule_for
 from rlfw.runners import AsyncRunner
 from rlfw.samplers import WorkerError
 

@@ -2,7 +2,8 @@
 import torch
 
 from rlfw.envs import AtariOptions
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 
 

@@ -6,7 +6,8 @@ from torch import nn
 
 from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
 from rlfw.algos.compile import resolve_compile
-from rlfw.launch.config import RunConfig, build_runner
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig
 from rlfw.models.cnn import NatureCNN
 from rlfw.runners import RunSchedule
 

@@ -5,7 +5,7 @@ import torch
 from conftest import bits, children
 from test_runner import small_config, snapshot
 from rlfw.checkpoint import latest_checkpoint
-from rlfw.launch.config import build_runner
+from rlfw.launch.build import build_runner
 
 
 def concurrent_config(sampler="serial", itrs=6, seed=0):

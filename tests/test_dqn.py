@@ -9,7 +9,8 @@ from conftest import bits
 from rlfw.agents.dqn_agent import DqnAgent, apex_epsilons
 from rlfw.algos import DQN, DQNConfig
 from rlfw.envs import AtariOptions, EnvSpaces
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 
 CARTPOLE = EnvSpaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))

@@ -3,7 +3,8 @@ import csv
 import time
 
 from rlfw.envs import EnvFactory
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.samplers import EvalLimits, SerialSampler
 from rlfw.testing import ConstantActionAgent, CountingAgent, CountingEnv
@@ -82,7 +83,7 @@ def test_evaluation_in_worker_processes_equals_the_in_process_one():
 
 
 def test_atari_runs_evaluate_in_their_own_processes():
-    from rlfw.launch.config import build_sampler
+    from rlfw.launch.build import build_sampler
 
     config = apply_overrides(RunConfig(algo="ppo", env="ALE/Pong-v5", sampler="cpu",
                                        n_workers=2), preset("ppo", "ALE/Pong-v5"))

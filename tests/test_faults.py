@@ -13,7 +13,8 @@ from rlfw import (PPO, ActorCriticAgent, AsyncRunner, ConcurrentRunner, EnvFacto
 from rlfw.checks import NonFiniteError
 from rlfw.cli import main
 from rlfw.checkpoint import list_checkpoints, load_checkpoint
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler, QueueSampler,
                            SerialSampler, WorkerError)
 from rlfw.seeding import seed_everything

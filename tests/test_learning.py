@@ -3,7 +3,9 @@ They assert the *final* policy a user gets: runs stop at the target (so the fina
 the one that reached it) or run to their budget."""
 import pytest
 
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 
 

@@ -12,7 +12,8 @@ import torch
 from conftest import bits
 from rlfw.cli import main
 from rlfw.checkpoint import list_checkpoints
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
 
 def trees_equal(a: dict, b: dict) -> bool:
@@ -74,7 +75,7 @@ def elementwise_run(sampler: str):
     """PPO on Pendulum with every normalization on, through a real runner, on an agent
     whose sampled bits cannot depend on rows per inference call (see the testing agent)."""
     from rlfw.envs import EnvSpaces
-    from rlfw.launch.config import build_algo, build_sampler
+    from rlfw.launch.build import build_algo, build_sampler
     from rlfw.runners import SyncRunner
     from rlfw.testing import elementwise_gaussian_agent
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
 
 import rlfw
 from rlfw.algos.optim import gradient_step

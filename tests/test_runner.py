@@ -8,7 +8,8 @@ import torch
 
 from conftest import bits
 from rlfw.checkpoint import latest_checkpoint, list_checkpoints, save_checkpoint
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 
 

@@ -4,7 +4,8 @@ import json
 import pytest
 
 from rlfw.envs import EnvFactory
-from rlfw.launch.config import RunConfig, build_runner, tune_workers
+from rlfw.launch.build import build_runner, tune_workers
+from rlfw.launch.config import RunConfig
 from rlfw.samplers.scheduling import Trial, hill_climb, worker_candidates
 from rlfw.testing import CountingAgent, SleepyEnv
 

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from rlfw.algos.compile import COMPILE_MODES
-from rlfw.launch.config import RunConfig, build_runner
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig
 from rlfw.runners import RunSchedule
 
 PPO_STEPS, A2C_STEPS = 114_688, 100_000

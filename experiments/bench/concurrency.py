@@ -16,7 +16,9 @@ import argparse
 import resource
 import time
 
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.samplers.workers import usable_cpus
 

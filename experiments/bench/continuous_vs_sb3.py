@@ -19,7 +19,9 @@ import time
 import numpy as np
 import torch
 
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.launch.evaluate import evaluate_checkpoint
 
 

@@ -16,7 +16,8 @@ import time
 import torch
 
 from rlfw.algos.compile import COMPILE_MODES
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, preset
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 
 

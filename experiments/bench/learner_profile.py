@@ -18,8 +18,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from rlfw.envs import EnvSpaces
-from rlfw.launch.config import (RunConfig, apply_overrides, build_agent, build_algo,
-                                build_sampler, preset)
+from rlfw.launch.build import build_agent, build_algo, build_sampler
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 
 
 def setup(algo: str, compile: bool = False):

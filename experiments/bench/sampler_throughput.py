@@ -20,7 +20,8 @@ import numpy as np
 
 from rlfw.agents.random_agent import RandomAgent
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.launch.config import RunConfig, apply_overrides, build_runner, build_sampler, preset
+from rlfw.launch.build import build_runner, build_sampler
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.samplers.native_atari import rom_name
 from rlfw.samplers.throughput import measure_steps_per_second

@@ -33,8 +33,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 from rlfw.envs import EnvSpaces, is_atari
-from rlfw.launch.config import (RunConfig, apply_overrides, build_agent, build_sampler,
-                                preset)
+from rlfw.launch.build import build_agent, build_sampler
+from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.launch.sweep import LocalBackend, Sweep, Variant
 from rlfw.samplers.throughput import measure_steps_per_second
 
