@@ -11,7 +11,7 @@ import argparse
 
 from rlfw.launch.build import build_runner
 
-from rlfw.launch.config import RunConfig, apply_overrides, preset, schedule_for
+from rlfw.launch.config import RunConfig
 from rlfw.distributed import init_from_environment
 
 
@@ -23,10 +23,7 @@ def main() -> None:
     parser.add_argument("--log-dir", default="runs/distributed-ppo")
     args = parser.parse_args()
 
-    config = apply_overrides(RunConfig(algo="ppo", env=args.env, device=args.device),
-                             preset("ppo", args.env))
-    if args.steps:
-        apply_overrides(config, {"schedule": schedule_for(args.steps)})
+    config = RunConfig.for_env(args.env, algo="ppo", steps=args.steps, device=args.device)
     ranks = init_from_environment(config.device)  # None when not launched by torchrun
     if ranks is not None:  # keep the preset's global batch: split envs and minibatch
         config.batch_B //= ranks.world_size
