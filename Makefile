@@ -21,16 +21,13 @@ run: $(STAMP)
 	rm -rf runs/ppo-cartpole
 	$(BIN)/python -m rlfw train --algo ppo --env CartPole-v1 --log-dir runs/ppo-cartpole
 
-# Tests run two at a time (pytest-xdist), then the few that assert machine-wide state
-# (/dev/shm) run alone. test-fast leaves out the learning checks (marked slow).
+# test-fast leaves out the learning checks (marked slow) for day-to-day work.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 test: $(STAMP)
-	$(PYTEST) -n 2 -m "not isolated" tests
-	$(PYTEST) -m isolated tests
+	$(PYTEST) tests
 
 test-fast: $(STAMP)
-	$(PYTEST) -n 2 -m "not isolated and not slow" tests
-	$(PYTEST) -m "isolated and not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 bench: $(STAMP)
 	$(BIN)/python experiments/bench/cartpole_vs_sb3.py

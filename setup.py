@@ -10,7 +10,7 @@ extras = {
     "mujoco": ["gymnasium[mujoco]"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
     "ray": ["ray>=2.9"],
-    "test": ["pytest", "pytest-xdist"],  # make test runs tests two at a time
+    "test": ["pytest"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 

@@ -9,14 +9,7 @@ import torch
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: learning checks (minutes); CI runs them too")
     config.addinivalue_line("markers", "isolated: asserts machine-wide state (/dev/shm) that "
-                                       "tests running beside it would change; `make test` "
-                                       "runs these on their own after the parallel part")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The longest tests (learning checks) first: run side by side (pytest-xdist), the
-    short ones then fill in around them instead of one long test ending the run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+                                       "tests running beside it (pytest -n) would change")
 
 
 def bits(x: torch.Tensor) -> torch.Tensor:
