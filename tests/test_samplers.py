@@ -176,7 +176,7 @@ class _MeanPixelValueAgent(RandomAgent):
     """Random actions; V(obs) = mean pixel of each frame stack: a value per row with no
     matrix product, so it cannot depend on how many rows one forward pass gets."""
 
-    def value(self, obs) -> torch.Tensor:
+    def value(self, obs, state=None) -> torch.Tensor:
         return torch.as_tensor(obs).float().mean(dim=(1, 2, 3))
 
 

@@ -8,12 +8,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent
 from rlfw.agents.distributions import Categorical, DiagGaussian
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
 from rlfw.models.normalize import NormalizedModel
+from rlfw.models.recurrent import CORES, RecurrentActorCritic
 
 MODELS = ("auto", "mlp", "cnn")
 
@@ -44,12 +45,18 @@ class ActorCriticAgent(ModelAgent):
     def build(cls, spaces: EnvSpaces, model: str = "auto", hidden: Sequence[int] = (64, 64),
               activation: str = "tanh", device: str = "cpu", algo: str = "ppo/a2c",
               normalize_obs: bool = False, obs_clip: float = 10.0,
-              log_std_init: float = 0.0) -> "ActorCriticAgent":
+              log_std_init: float = 0.0, recurrent: str | None = None,
+              rnn_size: int = 128) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations
-        (statistics updated by the algorithm once per batch)."""
+        (statistics updated by the algorithm once per batch); ``recurrent`` ('lstm' or
+        'gru') puts a recurrent core of ``rnn_size`` units between the features (the MLP's
+        hidden layers, or the CNN) and the heads."""
         if model not in MODELS:
             raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
+        if recurrent is not None and recurrent not in CORES:
+            raise ValueError(f"recurrent = {recurrent!r} is unknown; choose from {CORES} "
+                             "or None (feed-forward)")
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
         if not isinstance(obs_space, gym.spaces.Box):
@@ -57,8 +64,12 @@ class ActorCriticAgent(ModelAgent):
         is_image = len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
         kind = ("cnn" if is_image else "mlp") if model == "auto" else model
         gaussian_dim = dist.dim if isinstance(dist, DiagGaussian) else 0
-        if kind == "cnn":
-            net: nn.Module = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
+        if recurrent is not None:
+            net: nn.Module = RecurrentActorCritic(
+                obs_space.shape, dist.n_params, recurrent, rnn_size, hidden, activation,
+                gaussian_dim, log_std_init, image=kind == "cnn")
+        elif kind == "cnn":
+            net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
         else:
             net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
                                  log_std_init)
@@ -78,27 +89,45 @@ class ActorCriticAgent(ModelAgent):
     def _obs(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
         return torch.as_tensor(obs, device=self.device)
 
+    @property
+    def recurrent(self) -> bool:
+        return self.state_size > 0
+
+    def _forward(self, obs, state: AgentState):
+        """(policy params, value, next state) of one step."""
+        if self.recurrent:
+            return self.model(self._obs(obs), state.to(self.device))
+        params, value = self.model(self._obs(obs))
+        return params, value, None
+
     @torch.no_grad()
     def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
-             slots: Sequence[int] | None = None) -> AgentStep:
+             slots: Sequence[int] | None = None, state: AgentState = None) -> AgentStep:
         """Actions for ``obs`` from the slots' ``noise``; ``slots`` (which env slots the rows
         are) matters only to agents with per-slot behaviour, such as Ape-X exploration."""
-        params, value = self.model(self._obs(obs))
+        params, value, next_state = self._forward(obs, state)
         if self.greedy:
             action = self.distribution.greedy(params)
         else:
             noise_t = torch.as_tensor(noise, device=self.device, dtype=params.dtype)
             action = self.distribution.sample(params, noise_t)
         logp = self.distribution.log_prob(params, action)
-        return AgentStep(action, AgentInfo(logp, value))
+        return AgentStep(action, AgentInfo(logp, value), next_state)
 
     @torch.no_grad()
-    def value(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return self.model(self._obs(obs))[1]
+    def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None) -> torch.Tensor:
+        return self._forward(obs, state)[1]
 
-    def evaluate_actions(self, obs: torch.Tensor, action: torch.Tensor):
-        """(log-prob of ``action``, entropy, value), with grad, for the loss."""
-        params, value = self.model(obs)
+    def evaluate_actions(self, obs: torch.Tensor, action: torch.Tensor,
+                         state: AgentState = None, episode_start: torch.Tensor | None = None):
+        """(log-prob of ``action``, entropy, value), with grad, for the loss. A recurrent
+        agent takes whole sequences: ``obs [T, n, ...]`` run from ``state [n, S]`` (the
+        state before step 0), restarting from zeros before steps where ``episode_start
+        [T, n]`` is set."""
+        if self.recurrent:
+            params, value = self.model.forward_sequence(obs, state, episode_start)
+        else:
+            params, value = self.model(obs)
         logp, entropy = self.distribution.log_prob_and_entropy(params, action)
         return logp, entropy, value
 

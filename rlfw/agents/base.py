@@ -3,7 +3,7 @@ record a step returns (``AgentStep``), and ``ModelAgent``, which implements the 
 weight parts for any agent whose parameters live in ``self.model``."""
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import Iterator, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
@@ -13,11 +13,28 @@ from rlfw.buffers.samples import StepInfo
 
 
 class AgentStep(NamedTuple):
-    """One batched ``Agent.step``: the actions (buffer form) and the per-step info kept in
-    ``Samples.agent_info`` (``AgentInfo`` for actor-critics, ``QInfo`` for Q-agents)."""
+    """One batched ``Agent.step``: the actions (buffer form), the per-step info kept in
+    ``Samples.agent_info`` (``AgentInfo`` for actor-critics, ``QInfo`` for Q-agents) and the
+    recurrent state after the step (``None`` for a feed-forward agent)."""
 
     action: torch.Tensor
     info: StepInfo
+    state: torch.Tensor | None = None
+
+
+AgentState = Optional[torch.Tensor]
+"""A recurrent agent's state for ``n`` env slots: one flat ``[n, state_size]`` tensor (what
+the core keeps, e.g. an LSTM's ``h`` and ``c`` side by side); ``None`` for a feed-forward
+agent. Samplers hold one per slot and never look inside."""
+
+
+def reset_states(state: AgentState, done: np.ndarray | torch.Tensor) -> None:
+    """Zero, in place, the states of the rows whose episode ended (``done [n]``): the next
+    step of those slots starts a new episode from the initial state."""
+    if state is not None:
+        done = torch.as_tensor(done, device=state.device)
+        if done.any():
+            state[done] = 0
 
 
 @runtime_checkable
@@ -28,11 +45,15 @@ class Agent(Protocol):
     ``ActorCriticAgent.evaluate_actions`` (PPO, A2C), ``DqnAgent.q`` and ``set_epsilon``
     (DQN).
 
-    Sampling: ``step(obs, noise, slots)`` returns actions drawn from ``noise``, the slots'
-    own random numbers of shape ``[n, *noise_shape]`` (``noise_kind`` 'uniform' or
-    'normal'), so actions never depend on which process stepped which slot; ``value(obs)``
-    bootstraps truncated episodes and batch ends; ``env_action`` turns buffer actions into
-    what ``env.step`` takes. Modes: ``sample_mode`` (collecting), ``eval_mode`` (greedy),
+    Sampling: ``step(obs, noise, slots, state)`` returns actions drawn from ``noise``, the
+    slots' own random numbers of shape ``[n, *noise_shape]`` (``noise_kind`` 'uniform' or
+    'normal'), so actions never depend on which process stepped which slot; ``value(obs,
+    state)`` bootstraps truncated episodes and batch ends; ``env_action`` turns buffer
+    actions into what ``env.step`` takes. Recurrent state: ``initial_state(n)`` is the state
+    of ``n`` slots at an episode start (``None``: feed-forward); a sampler passes each
+    slot's state into ``step``, keeps the ``AgentStep.state`` it returns and zeroes a slot's
+    (``reset_states``) when its episode ends. One contract for both kinds: a feed-forward
+    agent takes and returns ``None``. Modes: ``sample_mode`` (collecting), ``eval_mode`` (greedy),
     ``train_mode`` (optimizer passes); ``greedy`` tells which. Weights: ``state_dict`` /
     ``load_state_dict`` are what checkpoints hold and what parallel samplers ship to workers;
     ``parameters`` is what the optimizer updates.
@@ -42,10 +63,13 @@ class Agent(Protocol):
     noise_shape: tuple[int, ...]
     noise_kind: str
 
-    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
-             slots: Sequence[int] | None = None) -> AgentStep: ...
+    def initial_state(self, n: int) -> AgentState: ...
 
-    def value(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor: ...
+    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
+             slots: Sequence[int] | None = None, state: AgentState = None) -> AgentStep: ...
+
+    def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None
+              ) -> torch.Tensor: ...
 
     def env_action(self, action: torch.Tensor) -> np.ndarray: ...
 
@@ -63,11 +87,23 @@ class Agent(Protocol):
 
 
 class ModelAgent:
-    """Modes and weights of ``self.model`` for the ``Agent`` protocol; subclasses add
-    ``step``, ``value``, ``env_action`` and the noise description."""
+    """Modes, weights and initial state of ``self.model`` for the ``Agent`` protocol;
+    subclasses add ``step``, ``value``, ``env_action`` and the noise description. The model
+    is recurrent when it has a ``state_size`` > 0."""
 
     model: nn.Module
     greedy: bool = False
+
+    @property
+    def state_size(self) -> int:
+        return int(getattr(self.model, "state_size", 0))
+
+    def initial_state(self, n: int) -> AgentState:
+        size = self.state_size
+        if size == 0:
+            return None
+        device = next(self.model.parameters()).device
+        return torch.zeros(n, size, device=device)
 
     def sample_mode(self) -> None:
         self.greedy = False

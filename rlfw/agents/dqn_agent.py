@@ -74,7 +74,8 @@ class DqnAgent(ModelAgent):
             self.model.epsilon))
 
     @torch.no_grad()
-    def step(self, obs, noise, slots: Sequence[int] | None = None) -> AgentStep:
+    def step(self, obs, noise, slots: Sequence[int] | None = None,
+             state=None) -> AgentStep:
         q = self.model(torch.as_tensor(obs, device=self.device))
         best = q.argmax(-1)
         if self.greedy and self.eval_epsilon == 0:
@@ -90,7 +91,7 @@ class DqnAgent(ModelAgent):
         return AgentStep(action, QInfo(q.max(-1).values))
 
     @torch.no_grad()
-    def value(self, obs) -> torch.Tensor:
+    def value(self, obs, state=None) -> torch.Tensor:
         return self.model(torch.as_tensor(obs, device=self.device)).max(-1).values
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:

@@ -27,7 +27,7 @@ class RandomAgent(ModelAgent):
         self.greedy = False
         self._logp = -math.log(self.n)
 
-    def step(self, obs, noise, slots=None) -> AgentStep:
+    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
         # In numpy: a handful of tiny torch ops would cost more than the rest of a sampler
         # step, and this agent stands for "no network" in throughput measurements.
         u = np.asarray(noise, dtype=np.float32)
@@ -36,7 +36,7 @@ class RandomAgent(ModelAgent):
                          AgentInfo(torch.from_numpy(np.full(u.shape, self._logp, np.float32)),
                                    torch.from_numpy(np.zeros(u.shape, np.float32))))
 
-    def value(self, obs) -> torch.Tensor:
+    def value(self, obs, state=None) -> torch.Tensor:
         return torch.zeros(len(obs))
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:

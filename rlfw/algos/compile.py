@@ -31,6 +31,10 @@ def default_cache_dir() -> str:
 def compile_loss(fn: F, setting: bool | None, model: nn.Module, n_grad_steps: int) -> F:
     """``fn`` compiled (one graph, static shapes: a batch's smaller last minibatch costs
     one more compile) if ``resolve_compile`` says so, else ``fn`` itself."""
+    if setting and getattr(model, "state_size", 0):
+        raise ValueError("compile=true is not supported with a recurrent core (its sequences "
+                         "are cut where episodes start, a different graph per batch); use "
+                         "compile=false or auto")
     if not resolve_compile(setting, model, n_grad_steps):
         return fn
     # Inductor reads the variable when it first needs its cache; a user's choice wins.
@@ -59,6 +63,8 @@ def resolve_compile(setting: bool | None, model: nn.Module, n_grad_steps: int) -
     only, never on timing, so a run's numerics are reproducible."""
     if setting is not None:
         return setting
+    if getattr(model, "state_size", 0):
+        return False  # recurrent: cut where episodes start, a new graph per batch
     if not any(shutil.which(cc) for cc in ("g++", "c++", "clang++")):
         return False  # inductor's CPU backend needs a C++ compiler
     kind = "cnn" if any(isinstance(m, nn.Conv2d) for m in model.modules()) else "mlp"

@@ -39,6 +39,11 @@ class Samples(NamedTuple):
 
     ``policy_version[t, b]`` is the number of updates the weights that chose ``action[t, b]``
     had seen; the runner stamps it (it alone knows), so an algorithm can measure its lag.
+
+    ``agent_state[t, b]`` (recurrent agents; ``None`` otherwise) is the slot's recurrent
+    state *before* step ``t``, already zeroed where ``t`` starts an episode: row 0 is where
+    each column's sequence starts, and a learner re-runs the column from it, restarting at
+    ``episode_start`` (the steps after a ``done``), exactly as it was sampled.
     """
 
     observation: torch.Tensor
@@ -49,12 +54,22 @@ class Samples(NamedTuple):
     agent_info: StepInfo
     bootstrap_value: torch.Tensor
     policy_version: torch.Tensor | None = None
+    agent_state: torch.Tensor | None = None
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem
 
     @property
     def done(self) -> torch.Tensor:
         return self.terminated | self.truncated
+
+    @property
+    def episode_start(self) -> torch.Tensor:
+        """``[T, B]``: step ``t`` begins an episode after step ``t - 1`` ended; row 0 is all
+        False (a column's first state, in ``agent_state[0]``, was reset when sampled)."""
+        done = self.done
+        start = torch.zeros_like(done)
+        start[1:] = done[:-1]
+        return start
 
     @property
     def batch_shape(self) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
 from rlfw.envs import AtariOptions, EnvFactory
 from rlfw.launch.presets import env_family, preset, schedule_for
+from rlfw.models.recurrent import CORES
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import RunSchedule
 
@@ -59,6 +60,8 @@ class RunConfig:
     hidden: tuple[int, ...] = (64, 64)
     activation: str = "tanh"         # of MLP hidden layers: 'tanh' or 'relu'
     log_std_init: float = 0.0        # Gaussian policies' initial log-std
+    recurrent: str | None = None     # ppo/a2c: 'lstm' or 'gru' core before the heads
+    rnn_size: int = 128              # units of the recurrent core
     device: str = "cpu"
     normalize_obs: bool = False      # ppo/a2c: running mean/std of observations in the model
     obs_clip: float = 10.0           # of normalized observations
@@ -98,6 +101,14 @@ class RunConfig:
             raise ValueError(f"normalize_obs is for ppo and a2c (continuous control); "
                              f"{self.algo} learns from raw observations: set "
                              "normalize_obs=false")
+        if self.recurrent is not None:
+            if self.recurrent not in CORES:
+                raise ValueError(f"recurrent must be one of {CORES} or none, got "
+                                 f"{self.recurrent!r}")
+            if issubclass(algo.algo_cls, ReplayAlgorithm):
+                raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {self.algo} "
+                                 "has no recurrent agent: set recurrent=none")
+            check_positive(rnn_size=self.rnn_size)
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
         if self.n_workers is not None:

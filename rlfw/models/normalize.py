@@ -71,8 +71,17 @@ class NormalizedModel(nn.Module):
         self.normalizer = ObservationNormalizer(obs_shape, clip)
         self.model = model
 
-    def forward(self, obs: torch.Tensor):
-        return self.model(self.normalizer(obs))
+    @property
+    def state_size(self) -> int:
+        """The wrapped model's recurrent state size (0: feed-forward)."""
+        return int(getattr(self.model, "state_size", 0))
+
+    def forward(self, obs: torch.Tensor, *state: torch.Tensor):
+        return self.model(self.normalizer(obs), *state)
+
+    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
+                         episode_start: torch.Tensor):
+        return self.model.forward_sequence(self.normalizer(obs), state, episode_start)
 
     def update_normalization(self, observations: torch.Tensor) -> None:
         self.normalizer.stats.update(observations)

@@ -53,7 +53,8 @@ def allocate_samples(agent: Agent, obs_space: gym.Space, batch_T: int, batch_B: 
     """The ``[T, B]`` buffer for this agent and observation space, from one example step."""
     example_obs = np.zeros((1,) + obs_space.shape, obs_space.dtype)
     noise = np.zeros((1,) + tuple(agent.noise_shape), np.float32)
-    step = agent.step(example_obs, noise)
+    state = agent.initial_state(1)
+    step = agent.step(example_obs, noise, None, state)
     # The agent's info tree (AgentInfo for actor-critics, QInfo for DQN) sets the leaves.
     example = Samples(
         observation=torch.from_numpy(example_obs[0]),
@@ -64,6 +65,7 @@ def allocate_samples(agent: Agent, obs_space: gym.Space, batch_T: int, batch_B: 
         agent_info=tree_map(lambda x: x[0], step.info),
         bootstrap_value=torch.zeros((), dtype=torch.float32),
         policy_version=torch.zeros((), dtype=torch.int64),
+        agent_state=None if state is None else state[0].cpu(),
     )
     samples = allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
     samples.policy_version.zero_()  # the runner's to stamp, not a sampler's to write

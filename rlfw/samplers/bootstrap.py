@@ -5,23 +5,26 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rlfw.agents.base import Agent
+from rlfw.agents.base import Agent, AgentState
 from rlfw.buffers import Samples
 
 
 def bootstrap_truncated(buf: Samples, t: int, slots: np.ndarray | torch.Tensor | list[int],
-                        final_obs: np.ndarray | torch.Tensor, agent: Agent) -> None:
+                        final_obs: np.ndarray | torch.Tensor, agent: Agent,
+                        state: AgentState = None) -> None:
     """Value the true final observations of the ``slots`` truncated at step ``t`` (callers
-    skip steps where nothing was truncated)."""
-    buf.bootstrap_value[t, slots] = agent.value(final_obs).float().cpu()
+    skip steps where nothing was truncated); ``state``: those slots' recurrent states after
+    step ``t``, before the reset."""
+    buf.bootstrap_value[t, slots] = agent.value(final_obs, state).float().cpu()
 
 
 def bootstrap_batch_end(buf: Samples, next_obs: np.ndarray | torch.Tensor,
-                        agent: Agent) -> None:
-    """Value ``next_obs`` for slots whose last step did not end an episode (a truncated
-    last step already holds the value of its own final observation)."""
+                        agent: Agent, state: AgentState = None) -> None:
+    """Value ``next_obs`` (from the slots' current recurrent ``state``) for slots whose last
+    step did not end an episode (a truncated last step already holds the value of its own
+    final observation)."""
     last = buf.reward.shape[0] - 1
     open_end = ~(buf.terminated[last] | buf.truncated[last])
     if open_end.any():
-        values = agent.value(next_obs).float().cpu()
+        values = agent.value(next_obs, state).float().cpu()
         buf.bootstrap_value[last] = torch.where(open_end, values, buf.bootstrap_value[last])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlfw.agents.base import Agent
+from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples
 from rlfw.buffers.tree import numpy_views, tree_assign
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
@@ -25,6 +25,7 @@ class Collector:
         group.reset()  # the group's next_obs is the current observation from here on
         self.noise = SlotNoise(seed, ACTION_NOISE, group.slots, agent.noise_shape,
                                agent.noise_kind)
+        self.state = agent.initial_state(len(group.slots))  # each slot's recurrent state
 
     def collect(self) -> list[EpisodeInfo]:
         buf, rows, agent, group = self.buf, self.rows, self.agent, self.group
@@ -33,9 +34,12 @@ class Collector:
         buf.bootstrap_value.zero_()
         noise = self.noise.draw_batch(len(buf.reward))
         observation = buf.observation.unbind(0)  # torch rows, for the agent
+        state = self.state
         for t in range(len(buf.reward)):
             rows.observation[t] = group.result.next_obs
-            step = agent.step(observation[t], noise[t], group.slots)
+            tree_assign(rows.agent_state, t, state)
+            step = agent.step(observation[t], noise[t], group.slots, state)
+            state = step.state
             tree_assign(rows.action, t, step.action)
             tree_assign(rows.agent_info, t, step.info)
             result = group.step(agent.env_action(step.action))
@@ -45,14 +49,20 @@ class Collector:
             if result.final_obs:
                 idx = sorted(result.final_obs)
                 final = np.stack([result.final_obs[i] for i in idx])
-                bootstrap_truncated(buf, t, idx, final, agent)
+                bootstrap_truncated(buf, t, idx, final, agent,
+                                    None if state is None else state[idx])
+            reset_states(state, result.terminated | result.truncated)
             episodes.extend(result.episodes)
-        bootstrap_batch_end(buf, group.result.next_obs, agent)
+        self.state = state
+        bootstrap_batch_end(buf, group.result.next_obs, agent, state)
         return episodes
 
     def state_dict(self) -> dict:
-        return {"group": self.group.state_dict(), "noise": self.noise.state()}
+        return {"group": self.group.state_dict(), "noise": self.noise.state(),
+                "agent_state": None if self.state is None else self.state.clone()}
 
     def load_state_dict(self, state: dict) -> None:
         self.group.load_state_dict(state["group"])
         self.noise.set_state(state["noise"])
+        if state.get("agent_state") is not None:
+            self.state = state["agent_state"].clone()

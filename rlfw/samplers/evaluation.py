@@ -7,7 +7,7 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
-from rlfw.agents.base import Agent
+from rlfw.agents.base import Agent, reset_states
 from rlfw.checks import check_positive
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
@@ -77,6 +77,7 @@ class Evaluator:
         done_count = np.zeros(n_envs, int)
         ep_return, ep_steps = np.zeros(n_envs), np.zeros(n_envs, int)
         episodes: list[EpisodeInfo] = []
+        state = agent.initial_state(n_envs)  # evaluation's own, fresh each episode
         try:
             steps = 0
             while True:
@@ -87,8 +88,10 @@ class Evaluator:
                     episodes += [EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True)
                                  for i in np.flatnonzero(active & (ep_steps > 0))]
                     break
-                step = agent.step(obs, noise.draw())
+                step = agent.step(obs, noise.draw(), None, state)
+                state = step.state
                 result = self.group.step(agent.env_action(step.action), active)
+                reset_states(state, active & (result.terminated | result.truncated))
                 steps += int(active.sum())
                 ep_return[active] += result.reward[active]
                 ep_steps[active] += 1
@@ -102,6 +105,7 @@ class Evaluator:
                     done_count[i] += 1
                     ep_return[i], ep_steps[i] = 0.0, 0
                     self.group.reset_slot(i)
+                    reset_states(state, np.arange(n_envs) == i)
                 obs = self.group.result.next_obs
         finally:
             agent.greedy = was_greedy

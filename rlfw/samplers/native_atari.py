@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 import torch
 
-from rlfw.agents.base import Agent
+from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples
 from rlfw.buffers.tree import numpy_views, tree_assign
 from rlfw.envs import EnvFactory, is_atari
@@ -114,6 +114,7 @@ class NativeAtariSampler(SamplerBase):
         self._env_lives = np.zeros(shape, np.int64)
         self.noise = SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B), agent.noise_shape,
                                agent.noise_kind)
+        self.slot_states = agent.initial_state(self.batch_B)
         self._reset(round_index=0)
         return samples
 
@@ -128,6 +129,8 @@ class NativeAtariSampler(SamplerBase):
             self._env_lives[-1, group.columns] = np.asarray(info["lives"])[order]
         self.ep_return = np.zeros(self.batch_B, np.float64)
         self.ep_length = np.zeros(self.batch_B, np.int64)
+        if self.slot_states is not None:  # every game starts afresh
+            self.slot_states.zero_()
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         with torch_threads(1):
@@ -145,7 +148,11 @@ class NativeAtariSampler(SamplerBase):
                 if t > 0:  # the group's step t-1 is in flight; the others keep stepping
                     self._store(t - 1, group)
                 obs = group.obs
-                step = agent.step(torch.from_numpy(obs), noise[t, cols])
+                states = None if self.slot_states is None else self.slot_states[cols]
+                tree_assign(rows.agent_state, (t, cols), states)
+                step = agent.step(torch.from_numpy(obs), noise[t, cols], None, states)
+                if states is not None:
+                    self.slot_states[cols] = step.state
                 group.envs.send(agent.env_action(step.action).astype(np.int64, copy=False))
                 rows.observation[t, cols] = obs
                 tree_assign(rows.action, (t, cols), step.action)
@@ -154,21 +161,29 @@ class NativeAtariSampler(SamplerBase):
             self._store(self.batch_T - 1, group)
         episodes = self._account(lives_before)
         next_obs = np.concatenate([group.obs for group in self.groups])
-        bootstrap_batch_end(buf, next_obs, agent)
+        bootstrap_batch_end(buf, next_obs, agent, self.slot_states)
         return buf, episodes
 
     def _store(self, t: int, group: _Group) -> None:
         reward, terminated, truncated, info = group.receive()
         cols = group.columns
+        lives_before = self._env_lives[t - 1, cols].copy()  # t = 0: the last batch's last
         self._env_reward[t, cols] = reward
         self._env_terminated[t, cols] = terminated
         truncated = truncated & ~terminated  # terminated wins: no bootstrap
         self._env_truncated[t, cols] = truncated
         self._env_lives[t, cols] = info["lives"]
+        states = None if self.slot_states is None else self.slot_states[cols]
         if truncated.any():  # ale-py reports final_obs only on steps where an episode ended
             idx = np.flatnonzero(truncated)
             bootstrap_truncated(self.samples, t, cols.start + idx,
-                                np.asarray(info["final_obs"])[idx], self.agent)
+                                np.asarray(info["final_obs"])[idx], self.agent,
+                                None if states is None else states[idx])
+        if states is not None:  # where the learner sees an episode end (as _account does)
+            ends = terminated | truncated
+            if self.env_factory.atari.episodic_life:
+                ends |= np.asarray(info["lives"]) < lives_before
+            reset_states(states, ends)
 
     def _account(self, lives_before: np.ndarray) -> list[EpisodeInfo]:
         """Whole-game statistics, episodic life and reward clipping for the batch just

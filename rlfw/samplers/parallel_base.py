@@ -1,12 +1,14 @@
 """ParallelSamplerBase: what every sampler with worker processes shares (cpu, gpu,
 alternating, queue): the worker count and pinning, the start method, the pool's lifecycle,
-and checkpoint state made of each worker's part plus the master's noise streams."""
+and checkpoint state made of each worker's part plus the master's noise streams (and, where
+the master runs the agent, every slot's recurrent state)."""
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
 import gymnasium as gym
 
+from rlfw.agents.base import AgentState
 from rlfw.samplers.base import SamplerBase
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.workers import WorkerPool, default_workers, worker_cpus
@@ -31,6 +33,8 @@ class ParallelSamplerBase(SamplerBase):
         self.start_method = start_method
         self.pool: WorkerPool | None = None
         self.noise: list[SlotNoise] = []
+        # Kinds that run inference in the master keep every slot's recurrent state here.
+        self.slot_states: AgentState = None
 
     def worker_cpus(self) -> list[int | None]:
         """The core each worker is pinned to (None: not pinned)."""
@@ -43,12 +47,16 @@ class ParallelSamplerBase(SamplerBase):
         state = {"workers": self.pool.call("state")}
         if self.noise:
             state["noise"] = [stream.state() for stream in self.noise]
+        if self.slot_states is not None:
+            state["agent_state"] = self.slot_states.clone()
         return state
 
     def _load_state(self, state: dict) -> None:
         self.pool.load_states(state["workers"])
         for stream, saved in zip(self.noise, state.get("noise", [])):
             stream.set_state(saved)
+        if state.get("agent_state") is not None:
+            self.slot_states.copy_(state["agent_state"])
 
     def _stop(self) -> None:
         if self.pool is not None:

@@ -13,7 +13,7 @@ from typing import Callable, NamedTuple, Sequence
 import gymnasium as gym
 import torch
 
-from rlfw.agents.base import Agent
+from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.buffers.tree import LeafIndexing
 from rlfw.samplers.base import allocate_samples
@@ -119,6 +119,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
         self.noise = [SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B)[self._group_slots(g)],
                                 agent.noise_shape, agent.noise_kind)
                       for g in range(self.n_groups)]
+        self.slot_states = agent.initial_state(self.batch_B)
         ctx = torch.multiprocessing.get_context(self.start_method)
         n = len(self.worker_slots)
         self.act_ready = [ctx.Semaphore(0) for _ in range(n)]
@@ -147,7 +148,8 @@ class ParallelGpuSampler(ParallelSamplerBase):
         for g in range(self.n_groups):
             self._finish_step(T - 1, g)
         episodes = [ep for w in range(len(self.pool)) for ep in self.pool.receive(w)]
-        bootstrap_batch_end(self.samples, self.step_buf.observation, self.agent)
+        bootstrap_batch_end(self.samples, self.step_buf.observation, self.agent,
+                            self.slot_states)
         return self.samples, episodes
 
     def _act(self, t: int, g: int) -> None:
@@ -155,8 +157,13 @@ class ParallelGpuSampler(ParallelSamplerBase):
         sl = self._group_slots(g)
         buf = self.samples
         buf.observation[t, sl] = self.step_buf.observation[sl]
+        states = None if self.slot_states is None else self.slot_states[sl]
+        if states is not None:
+            buf.agent_state[t, sl] = states.cpu()
         step = self.agent.step(buf.observation[t, sl], self.noise[g].draw(),
-                               range(self.batch_B)[sl])
+                               range(self.batch_B)[sl], states)
+        if states is not None:
+            self.slot_states[sl] = step.state
         action = step.action.cpu()
         buf.action[t, sl] = action
         buf.agent_info[t, sl] = tree_map(torch.Tensor.cpu, step.info)
@@ -174,9 +181,12 @@ class ParallelGpuSampler(ParallelSamplerBase):
         buf.terminated[t, sl] = step.terminated[sl]
         buf.truncated[t, sl] = step.truncated[sl]
         truncated = torch.nonzero(step.truncated[sl]).flatten() + sl.start
+        states = self.slot_states
         if len(truncated):  # per env step: skip the gather and the forward pass when none
             bootstrap_truncated(buf, t, truncated, step.final_observation[truncated],
-                                self.agent)
+                                self.agent, None if states is None else states[truncated])
+        if states is not None:
+            reset_states(states[sl], step.terminated[sl] | step.truncated[sl])
 
     def _release(self) -> None:
         # Under spawn, semaphores are named in /dev/shm until their last reference is gone.

@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlfw.agents.base import Agent
+from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples, tree_map
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
@@ -118,6 +118,8 @@ class QueueSampler(ParallelSamplerBase):
         self.predict_obs = torch.zeros_like(samples.observation[0])
         self.predict_noise = np.zeros((self.batch_B,) + tuple(agent.noise_shape), np.float32)
         self.all_slots = range(self.batch_B)
+        self.slot_states = agent.initial_state(self.batch_B)
+        self.final_states: dict[tuple[int, int], torch.Tensor] = {}  # (t, slot), truncated
         ctx = torch.multiprocessing.get_context(self.start_method)
         self.requests = ctx.Queue()
         self.action_ready = [ctx.Semaphore(0) for _ in self.slots]
@@ -140,7 +142,8 @@ class QueueSampler(ParallelSamplerBase):
             results = [self.pool.receive(w) for w in range(len(self.pool))]
             episodes = [ep for eps, _ in results for ep in eps]
             self._bootstrap_truncated({k: v for _, finals in results for k, v in finals.items()})
-            bootstrap_batch_end(self.samples, self.next_obs, self.agent)
+            bootstrap_batch_end(self.samples, self.next_obs, self.agent, self.slot_states)
+            reset_states(self.slot_states, self.samples.done[-1])
         return self.samples, episodes
 
     def _next_requests(self) -> list[tuple[int, int]]:
@@ -174,11 +177,18 @@ class QueueSampler(ParallelSamplerBase):
         rows (the rest are left as they were): a row's result then never depends on which
         requests shared the pass, so the samples equal the serial sampler's bit for bit."""
         buf, obs, noise = self.samples, self.predict_obs, self.predict_noise
+        states = self.slot_states
         for a, t in requests:
             part = self.slots[a]
             obs[part.start:part.stop] = buf.observation[t, part.start:part.stop]
             noise[part.start:part.stop] = self.noise[a].draw()
-        step = self.agent.step(obs, noise, self.all_slots)
+            if states is not None:
+                self._start_step_states(t, slice(part.start, part.stop))
+        step = self.agent.step(obs, noise, self.all_slots, states)
+        if states is not None:
+            for a, _ in requests:
+                rows = slice(self.slots[a].start, self.slots[a].stop)
+                states[rows] = step.state[rows]
         action, info = step.action.cpu(), tree_map(torch.Tensor.cpu, step.info)
         env_action = torch.as_tensor(self.agent.env_action(action))
         served = 0
@@ -193,11 +203,27 @@ class QueueSampler(ParallelSamplerBase):
         self.batch_sizes.append(served)
         return len(requests)
 
+    def _start_step_states(self, t: int, rows: slice) -> None:
+        """Before step ``t`` of ``rows``: keep the states of slots truncated at ``t - 1``
+        (their bootstrap value needs them, after the batch), zero those whose episode
+        ended there, and record the states step ``t`` starts from."""
+        buf, states = self.samples, self.slot_states
+        if t > 0:
+            for i in torch.nonzero(buf.truncated[t - 1, rows]).flatten().tolist():
+                self.final_states[(t - 1, rows.start + i)] = states[rows.start + i].clone()
+            reset_states(states[rows], buf.terminated[t - 1, rows] | buf.truncated[t - 1, rows])
+        buf.agent_state[t, rows] = states[rows].cpu()
+
     def _bootstrap_truncated(self, finals: dict[tuple[int, int], np.ndarray]) -> None:
+        last = self.batch_T - 1
         for t in sorted({t for t, _ in finals}):
             slots = sorted(b for tt, b in finals if tt == t)
+            states = None
+            if self.slot_states is not None:  # at the last step: still the slot's own
+                states = torch.stack([self.slot_states[b] if t == last
+                                      else self.final_states.pop((t, b)) for b in slots])
             bootstrap_truncated(self.samples, t, slots,
-                                np.stack([finals[(t, b)] for b in slots]), self.agent)
+                                np.stack([finals[(t, b)] for b in slots]), self.agent, states)
 
     def _release(self) -> None:
         if self.requests is not None:

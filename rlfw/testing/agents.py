@@ -29,7 +29,7 @@ class CountingAgent(ModelAgent):
         obs = torch.as_tensor(obs, dtype=torch.float32)
         return 10 * obs[..., 1] + obs[..., 2]
 
-    def step(self, obs, noise, slots=None) -> AgentStep:
+    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
         obs = torch.as_tensor(obs, dtype=torch.float32)
         u = torch.as_tensor(noise, dtype=torch.float32)
         if self.greedy:
@@ -38,7 +38,7 @@ class CountingAgent(ModelAgent):
             action = (u * self.n_actions).long()
         return AgentStep(action, AgentInfo(u.clone(), self.value_of(obs)))
 
-    def value(self, obs) -> torch.Tensor:
+    def value(self, obs, state=None) -> torch.Tensor:
         return self.value_of(obs)
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
@@ -56,12 +56,12 @@ class ConstantActionAgent(ModelAgent):
         self.greedy = False
         self.model = torch.nn.Linear(1, 1)
 
-    def step(self, obs, noise, slots=None) -> AgentStep:
+    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
         n = len(obs)
         return AgentStep(torch.full((n,), self.action, dtype=torch.long),
                          AgentInfo(torch.zeros(n), torch.zeros(n)))
 
-    def value(self, obs) -> torch.Tensor:
+    def value(self, obs, state=None) -> torch.Tensor:
         return torch.zeros(len(obs))
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
@@ -102,3 +102,73 @@ def elementwise_gaussian_agent(spaces, normalize_obs: bool = True, obs_clip: flo
     if normalize_obs:
         model = NormalizedModel(model, obs_shape, obs_clip)
     return ActorCriticAgent(model, DiagGaussian(action_dim), spaces.action)
+
+
+class CountingRecurrentAgent(CountingAgent):
+    """A recurrent ``CountingAgent``: each slot's state (size 1) counts the steps since its
+    state was last reset, +1 per step. It shows in the samples: ``info.value`` is the count
+    before the step (on ``CountingEnv`` it equals the observation's ``t`` exactly when the
+    sampler resets states at every episode start), ``value(obs, state)`` is the count, and a
+    greedy action is ``count % n_actions`` (what ``CountMatchingEnv`` rewards)."""
+
+    def initial_state(self, n: int) -> torch.Tensor:
+        return torch.zeros(n, 1)
+
+    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
+        count = state[:, 0]
+        u = torch.as_tensor(noise, dtype=torch.float32)
+        if self.greedy:
+            action = count.long() % self.n_actions
+        else:
+            action = (u * self.n_actions).long()
+        return AgentStep(action, AgentInfo(u.clone(), count.clone()), state + 1)
+
+    def value(self, obs, state=None) -> torch.Tensor:
+        return state[:, 0].clone()
+
+
+class ElementwiseRecurrentActorCritic(torch.nn.Module):
+    """A trainable recurrent actor-critic with no matrix products (see
+    ``ElementwiseActorCritic``): state ``h' = tanh(a * h + b * obs[:d])``, Gaussian mean
+    ``w * h'``, value ``v · obs + c · h'``. Its sequence pass is the step applied in a loop,
+    so re-running a column in the learner gives the sampled bits, and a whole recurrent run
+    compares bitwise across samplers (a real LSTM's GEMMs round by row count)."""
+
+    def __init__(self, obs_dim: int, action_dim: int):
+        super().__init__()
+        if action_dim > obs_dim:
+            raise ValueError(f"needs action_dim <= obs_dim, got {action_dim} > {obs_dim}")
+        self.action_dim = self.state_size = action_dim
+        self.a = torch.nn.Parameter(torch.full((action_dim,), 0.5))
+        self.b = torch.nn.Parameter(torch.full((action_dim,), 0.3))
+        self.w = torch.nn.Parameter(torch.full((action_dim,), 0.5))
+        self.c = torch.nn.Parameter(torch.full((action_dim,), 0.2))
+        self.v = torch.nn.Parameter(torch.full((obs_dim,), 0.1))
+        self.log_std = torch.nn.Parameter(torch.zeros(action_dim))
+
+    def forward(self, obs: torch.Tensor, state: torch.Tensor):
+        obs = obs.float()
+        h = torch.tanh(self.a * state + self.b * obs[..., :self.action_dim])
+        mean = self.w * h
+        params = torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
+        return params, (obs * self.v).sum(-1) + (self.c * h).sum(-1), h
+
+    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
+                         episode_start: torch.Tensor):
+        params, values = [], []
+        for t in range(len(obs)):
+            state = state * (~episode_start[t]).unsqueeze(-1).to(state.dtype)
+            p, v, state = self(obs[t], state)
+            params.append(p)
+            values.append(v)
+        return torch.stack(params), torch.stack(values)
+
+
+def elementwise_recurrent_agent(spaces):
+    """An ``ActorCriticAgent`` (DiagGaussian) on an ``ElementwiseRecurrentActorCritic``."""
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.agents.distributions import DiagGaussian
+
+    obs_shape, action_dim = spaces.observation.shape, spaces.action.shape[0]
+    return ActorCriticAgent(ElementwiseRecurrentActorCritic(obs_shape[0], action_dim),
+                            DiagGaussian(action_dim), spaces.action)

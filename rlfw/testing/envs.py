@@ -184,3 +184,14 @@ class SleepyEnv(CountingEnv):
 
         time.sleep(self.step_s)
         return super().step(action)
+
+
+class CountMatchingEnv(CountingEnv):
+    """A CountingEnv that rewards 1 when the action equals ``t % n_actions`` (the step
+    within the episode) and 0 otherwise: an agent that must count the steps itself, in a
+    recurrent state reset at every episode start, earns exactly the episode's length."""
+
+    def step(self, action: Any):
+        matched = int(action) == self._t % self.action_space.n
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float(matched), terminated, truncated, info

@@ -55,12 +55,15 @@ class A2C(PolicyGradient):
         lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
         adv, ret = advantages(samples, c, self.normalizers.reward(samples))
-        obs = samples.observation.flatten(0, 1)
-        action = samples.action.flatten(0, 1)
         if c.normalize_advantage:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         self.agent.train_mode()
-        loss, stats = self._loss(obs, action, adv, ret)
+        if self.recurrent:  # the whole batch as B sequences from their stored states
+            loss, stats = self._loss(samples.observation, samples.action, adv, ret,
+                                     samples.agent_state[0], samples.episode_start)
+        else:
+            loss, stats = self._loss(samples.observation.flatten(0, 1),
+                                     samples.action.flatten(0, 1), adv, ret)
         grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         self.normalizers.after_update(self.agent, samples)
         policy_loss, value_loss, entropy = stats.tolist()
@@ -71,10 +74,13 @@ class A2C(PolicyGradient):
             "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
         }
 
-    def _losses(self, obs, action, adv, ret) -> tuple[torch.Tensor, torch.Tensor]:
+    def _losses(self, obs, action, adv, ret, initial_state=None, episode_start=None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss, [policy loss, value loss, entropy]): what ``compile`` compiles."""
         c = self.config
-        logp, entropy, value = self.agent.evaluate_actions(obs, action)
+        logp, entropy, value = self.agent.evaluate_actions(obs, action, initial_state,
+                                                           episode_start)
+        logp, entropy, value = logp.flatten(), entropy.flatten(), value.flatten()
         policy_loss = -(adv * logp).mean()
         value_loss = (ret - value).pow(2).mean()
         entropy_mean = entropy.mean()

@@ -24,6 +24,8 @@ class PolicyGradient(Algorithm):
                    replicas: Replicas | None = None) -> None:
         self.agent = agent
         self.n_itr = n_itr
+        # A recurrent agent learns from whole columns replayed from their stored states.
+        self.recurrent = agent.initial_state(1) is not None
         self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
                                                    gradient_sync(replicas))
         self.normalizers = BatchNormalizers(self.config, replicas)

@@ -79,12 +79,20 @@ class PPO(PolicyGradient):
         set_lr(self.optimizer, lr)
         clip = linear_schedule(c.clip, itr, self.n_itr, c.anneal_clip)
         adv, ret = advantages(samples, c, self.normalizers.reward(samples))
-        obs = samples.observation.flatten(0, 1)
-        action = samples.action.flatten(0, 1)
-        old_logp = samples.agent_info.logp.flatten()
-        old_value = samples.agent_info.value.flatten()
-        n = len(adv)
-        mb = min(c.minibatch_size, n)
+        batch_T = samples.reward.shape[0]
+        if self.recurrent:
+            # Minibatches are sets of whole columns, each replayed from its stored state.
+            columns = (samples.observation, samples.action, samples.agent_info.logp,
+                       samples.agent_info.value, adv.view(batch_T, -1),
+                       ret.view(batch_T, -1), samples.episode_start)
+            initial_state = samples.agent_state[0]
+            n, per = samples.reward.shape[1], max(1, c.minibatch_size // batch_T)
+        else:
+            columns = (samples.observation.flatten(0, 1), samples.action.flatten(0, 1),
+                       samples.agent_info.logp.flatten(), samples.agent_info.value.flatten(),
+                       adv, ret)
+            n, per = len(adv), c.minibatch_size
+        mb = min(per, n)
         if self._loss is None:
             n_steps = self.n_itr * c.epochs * math.ceil(n / mb)
             self._loss = compile_loss(self._losses, c.compile, self.agent.model, n_steps)
@@ -95,11 +103,17 @@ class PPO(PolicyGradient):
         n_updates = 0
         for _ in range(c.epochs):
             order = torch.randperm(n, generator=self.generator)
-            # One gather per tensor and epoch; minibatches are then free slices of it.
-            shuffled = [x[order] for x in (obs, action, old_logp, old_value, adv, ret)]
             for start in range(0, n, mb):
-                stats, grad_norm = self._minibatch_step(
-                    *(x[start:start + mb] for x in shuffled), clip_t)
+                if self.recurrent:
+                    cols = order[start:start + mb]
+                    minibatch = [x[:, cols] for x in columns[:-1]]
+                    sequence = (initial_state[cols], columns[-1][:, cols])
+                else:
+                    if start == 0:  # one gather per tensor and epoch, then free slices
+                        shuffled = [x[order] for x in columns]
+                    minibatch = [x[start:start + mb] for x in shuffled]
+                    sequence = ()
+                stats, grad_norm = self._minibatch_step(*minibatch, clip_t, *sequence)
                 totals += stats
                 grad_norms += grad_norm
                 n_updates += 1
@@ -108,23 +122,29 @@ class PPO(PolicyGradient):
         out["train/grad_norm"] = grad_norms / n_updates
         out.update({"train/learning_rate": lr, "train/clip_range": clip,
                     "train/n_updates": float(n_updates),
-                    "train/explained_variance": explained_variance(old_value, ret)})
+                    "train/explained_variance": explained_variance(
+                        samples.agent_info.value.flatten(), ret)})
         return out
 
     def _minibatch_step(self, obs, action, old_logp, old_value, adv, ret,
-                        clip: torch.Tensor) -> tuple[torch.Tensor, float]:
+                        clip: torch.Tensor, *sequence) -> tuple[torch.Tensor, float]:
         """One gradient step; returns (the ``STATS`` as a tensor, the gradient norm)."""
-        loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip)
+        loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
         return stats, gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
 
-    def _losses(self, obs, action, old_logp, old_value, adv, ret,
-                clip: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _losses(self, obs, action, old_logp, old_value, adv, ret, clip: torch.Tensor,
+                initial_state=None, episode_start=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss to minimize, the ``STATS``) of a minibatch: the part ``compile``
-        compiles (forward, loss and, through autograd, their backward)."""
+        compiles (forward, loss and, through autograd, their backward). A recurrent
+        agent's minibatch is ``[T, columns]`` sequences from ``initial_state``."""
         c = self.config
+        logp, entropy, value = self.agent.evaluate_actions(obs, action, initial_state,
+                                                           episode_start)
+        logp, entropy, value = logp.flatten(), entropy.flatten(), value.flatten()
+        old_logp, old_value = old_logp.flatten(), old_value.flatten()
+        adv, ret = adv.flatten(), ret.flatten()
         if c.normalize_advantage and len(adv) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        logp, entropy, value = self.agent.evaluate_actions(obs, action)
         log_ratio = logp - old_logp
         ratio = log_ratio.exp()
         policy_loss = -torch.min(adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)).mean()

@@ -1,0 +1,123 @@
+"""Recurrent actor-critics: features (MLP or Nature CNN) -> LSTM/GRU core -> policy and
+value heads (CleanRL's ``ppo_atari_lstm`` layout for images: CNN -> 512 -> LSTM -> heads).
+
+The recurrent state travels as one flat ``[n, state_size]`` tensor per env slot (LSTM:
+``h`` then ``c``; GRU: ``h``), so samplers store, reset and ship it like any other array
+without knowing which core made it. ``forward`` takes one step for ``n`` slots (what a
+sampler calls); ``forward_sequence`` runs ``[T, n]`` sequences from their initial states
+with the library's fused kernels, restarting from zeros where an episode starts (what the
+learner calls).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from rlfw.models.cnn import NatureCNN
+from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
+
+CORES = ("lstm", "gru")
+
+
+class RecurrentCore(nn.Module):
+    """A one-layer ``nn.LSTM`` or ``nn.GRU`` over flat ``[n, state_size]`` states."""
+
+    def __init__(self, kind: str, in_dim: int, size: int):
+        super().__init__()
+        if kind not in CORES:
+            raise ValueError(f"recurrent = {kind!r} is unknown; choose from {CORES} or None")
+        self.kind, self.size = kind, size
+        self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(in_dim, size)
+        for name, param in self.rnn.named_parameters():
+            if name.startswith("weight"):
+                nn.init.orthogonal_(param, 1.0)
+            else:
+                nn.init.zeros_(param)
+
+    @property
+    def state_size(self) -> int:
+        return 2 * self.size if self.kind == "lstm" else self.size
+
+    def _unpack(self, state: torch.Tensor):
+        state = state.unsqueeze(0).contiguous()  # [1 layer, n, S]
+        if self.kind == "lstm":
+            h, c = state.split(self.size, dim=-1)
+            return h.contiguous(), c.contiguous()
+        return state
+
+    def _pack(self, hidden) -> torch.Tensor:
+        if self.kind == "lstm":
+            return torch.cat(hidden, dim=-1).squeeze(0)
+        return hidden.squeeze(0)
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x [T, n, in]`` from ``state [n, S]`` without resets: ``([T, n, size], [n, S])``."""
+        out, hidden = self.rnn(x, self._unpack(state))
+        return out, self._pack(hidden)
+
+    def sequence(self, x: torch.Tensor, state: torch.Tensor,
+                 episode_start: torch.Tensor) -> torch.Tensor:
+        """``x [T, n, in]`` from ``state [n, S]``, zeroing a column's state before every step
+        where ``episode_start [T, n]`` is set. The sequence is cut only at the steps where
+        some column starts an episode; each stretch in between runs as one fused call."""
+        starts = episode_start.any(dim=1)
+        starts[0] = True  # the first stretch begins at step 0 whatever the mask says
+        bounds = torch.nonzero(starts).flatten().tolist() + [len(x)]
+        outs = []
+        for begin, end in zip(bounds[:-1], bounds[1:]):
+            keep = (~episode_start[begin]).unsqueeze(-1).to(state.dtype)
+            out, state = self(x[begin:end], state * keep)
+            outs.append(out)
+        return torch.cat(outs) if len(outs) > 1 else outs[0]
+
+
+class RecurrentActorCritic(nn.Module):
+    """``forward(obs [n, ...], state [n, S]) -> (policy_params, value, next_state)`` and
+    ``forward_sequence(obs [T, n, ...], state [n, S], episode_start [T, n]) ->
+    (policy_params [T, n, P], value [T, n])``."""
+
+    def __init__(self, obs_shape: Sequence[int], n_policy_params: int, core: str = "lstm",
+                 rnn_size: int = 128, hidden: Sequence[int] = (64,),
+                 activation: str = "tanh", gaussian_dim: int = 0,
+                 log_std_init: float = 0.0, image: bool = False):
+        super().__init__()
+        self.obs_ndim = len(obs_shape)
+        self.image = image
+        if image:
+            channels, height, _ = obs_shape
+            self.features: nn.Module = NatureCNN(channels, height)
+            feature_dim = self.features.out_dim
+        else:
+            in_dim = int(torch.tensor(obs_shape).prod())
+            self.features = MLP(in_dim, hidden, None, activation)
+            feature_dim = self.features.out_dim
+        self.core = RecurrentCore(core, feature_dim, rnn_size)
+        self.pi = orthogonal_init(nn.Linear(rnn_size, n_policy_params), 0.01)
+        self.v = orthogonal_init(nn.Linear(rnn_size, 1), 1.0)
+        self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
+            if gaussian_dim else None
+
+    @property
+    def state_size(self) -> int:
+        return self.core.state_size
+
+    def _embed(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.features(obs if self.image else flatten_obs(obs, self.obs_ndim))
+
+    def _heads(self, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        params = self.pi(out)
+        if self.log_std is not None:
+            params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
+        return params, self.v(out).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor, state: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        out, next_state = self.core(self._embed(obs).unsqueeze(0), state)
+        params, value = self._heads(out.squeeze(0))
+        return params, value, next_state
+
+    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
+                         episode_start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._heads(self.core.sequence(self._embed(obs), state, episode_start))
