@@ -1,14 +1,25 @@
 """Recurrent agents: every sampler carries and resets each slot's state exactly as the serial
 one does, evaluation keeps its own, and the learner re-runs the sampled sequences."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 import torch
 
-from conftest import trees_equal
+from conftest import children, shm_entries, trees_equal
 from rlfw.agents import ActorCriticAgent
+from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.samplers import SerialSampler
+from rlfw.launch.build import build_algo, build_runner, build_sampler
+from rlfw.launch.config import RunConfig, apply_overrides
+from rlfw.runners import RunSchedule, SyncRunner
+from rlfw.samplers import SerialSampler, WorkerError
 from rlfw.testing import (ContinuousCountingEnv, CountingEnv, CountingRecurrentAgent,
-                          CountMatchingEnv, elementwise_recurrent_agent)
+                          CountMatchingEnv, RaisingEnv, elementwise_recurrent_agent)
+from test_runner import small_config
 from test_samplers import ALL, PARALLEL, collect
 
 
@@ -98,3 +109,131 @@ def test_a_trainable_recurrent_agent_samples_the_serial_samplers_bits(kind):
     for (a, eps_a), (b, eps_b) in zip(*runs):
         assert trees_equal(a, b) and eps_a == eps_b
     assert runs[0][1][0].agent_state.abs().sum() > 0
+
+
+# -- runners -------------------------------------------------------------------------------
+
+def same_tensors(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(trees_equal(a[k], b[k]) for k in a)
+
+
+def recurrent_config(sampler="serial", runner="sync", itrs=6, core="lstm"):
+    config = small_config(sampler=sampler, itrs=itrs)  # CartPole PPO preset, 256 steps/itr
+    apply_overrides(config, {"recurrent": core, "rnn_size": 16})
+    config.runner = runner
+    return config
+
+
+def final_params(config, log_dir=None):
+    with build_runner(config, None if log_dir is None else str(log_dir), progress=False,
+                      stdout=False) as runner:
+        result = runner.train()
+    return runner.agent.state_dict(), result
+
+
+def pendulum_run(sampler: str, algo: str):
+    """PPO/A2C through a real sync runner on an agent whose sampled bits cannot depend on
+    rows per inference call (``ElementwiseRecurrentActorCritic``)."""
+    config = RunConfig.for_env("Pendulum-v1", algo=algo, steps=3 * 4 * 64, sampler=sampler,
+                               batch_B=4, batch_T=64, n_workers=2, normalize_obs=False)
+    config.schedule = RunSchedule(n_steps=3 * 4 * 64, eval_every=None, log_every=256)
+    factory = config.env_factory()
+    torch.manual_seed(0)
+    agent = elementwise_recurrent_agent(EnvSpaces.of(factory))
+    with SyncRunner(build_algo(config), agent, build_sampler(config, factory), config.schedule,
+                    progress=False, stdout=False) as runner:
+        runner.train()
+    return agent.state_dict()
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_a_recurrent_run_with_the_cpu_sampler_equals_the_serial_run_bitwise(algo):
+    """A real LSTM's matrix products round by rows per call (3 rows in a worker vs 4 in the
+    serial sampler) and would differ in the last bits; the elementwise recurrent model
+    does not, so the whole run, sequence training included, must match bit for bit."""
+    serial, parallel = pendulum_run("serial", algo), pendulum_run("cpu", algo)
+    assert same_tensors(serial, parallel)
+    assert not torch.equal(serial["a"], torch.full_like(serial["a"], 0.5))  # it trained
+
+
+def test_a_recurrent_run_killed_mid_episode_resumes_bitwise(tmp_path):
+    """``rlfw train`` killed with SIGKILL after its first checkpoint (episodes open, states
+    non-zero), then ``--resume``: the final checkpoint equals an uninterrupted run's."""
+    args = ["--algo", "ppo", "--env", "CartPole-v1", "--steps", str(12 * 256), "--seed", "4",
+            "--sampler", "cpu", "--n-workers", "2", "--set", "recurrent=lstm",
+            "--set", "rnn_size=16", "--set", "ppo.epochs=2",
+            "--set", f"schedule.checkpoint_every={3 * 256}",
+            "--set", "schedule.eval_every=none", "--set", "schedule.keep_checkpoints=10",
+            "--no-progress"]
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    subprocess.run([sys.executable, "-m", "rlfw", "train", *args, "--log-dir", str(whole)],
+                   check=True, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-m", "rlfw", "train", *args,
+                             "--log-dir", str(part)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list_checkpoints(str(part)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = list_checkpoints(str(part))
+    assert kept and kept[-1] != list_checkpoints(str(whole))[-1], "killed too late"
+    saved = load_checkpoint(kept[-1])["sampler"]
+    assert any(w["agent_state"].abs().sum() > 0 for w in saved["workers"])  # mid-episode
+    subprocess.run([sys.executable, "-m", "rlfw", "train", "--resume", str(part),
+                    "--no-progress"], check=True, capture_output=True)
+    a = load_checkpoint(list_checkpoints(str(whole))[-1])
+    b = load_checkpoint(list_checkpoints(str(part))[-1])
+    assert a["result"]["env_steps"] == b["result"]["env_steps"] == 12 * 256
+    assert same_tensors(a["agent"], b["agent"])
+
+
+def test_the_concurrent_runner_twice_ends_bitwise_identical():
+    """HTS-RL's lag-one runner: its behaviour copy samples with its own states."""
+    first, _ = final_params(recurrent_config(runner="concurrent"))
+    second, _ = final_params(recurrent_config(runner="concurrent"))
+    assert same_tensors(first, second)
+    synced, _ = final_params(recurrent_config(runner="sync"))
+    assert not same_tensors(first, synced)  # the lag is real
+
+
+def test_the_async_runner_trains_a_recurrent_agent_with_states_in_its_sampler_process():
+    config = recurrent_config(runner="async", itrs=4)
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        seen = []
+        real = runner.algo.optimize
+
+        def optimize(samples, itr):
+            seen.append(samples.agent_state[0].abs().sum().item())
+            return real(samples, itr)
+
+        runner.algo.optimize = optimize
+        result = runner.train()
+    assert result.env_steps == 4 * 256 and len(seen) == 4
+    assert seen[0] == 0 and max(seen[1:]) > 0  # batches after the first start mid-episode
+
+
+@pytest.mark.isolated
+def test_a_worker_fault_with_a_recurrent_agent_surfaces_fast_with_cleanup():
+    shm_before = shm_entries()
+    factory = EnvFactory("faulty", entry=RaisingEnv, kwargs=(("raise_at", 9),))
+    sampler = ALL["gpu"](factory, 8, 4, 0)
+    sampler.initialize(CountingRecurrentAgent())
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match="RaisingEnv: deliberate failure at step 9"):
+        for itr in range(3):
+            sampler.obtain_samples(itr)
+    assert time.monotonic() - start < 5.0
+    deadline = time.monotonic() + 5
+    while children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children() == []
+    sampler.close()
+    assert shm_entries() <= shm_before
+
+
+def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
+    with pytest.raises(ValueError, match="recurrent='lstm' is for ppo and a2c"):
+        RunConfig(algo="dqn", recurrent="lstm").validate()
+    with pytest.raises(ValueError, match="recurrent must be one of .*'transformer'"):
+        RunConfig(recurrent="transformer").validate()
