@@ -195,3 +195,17 @@ def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
                        weights_only=False)
     assert final["itr"] * 2 * 8 * 32 == 40960 and len(final["ranks"]) == 1
     assert not children()
+
+
+def test_recurrent_ranks_each_carry_their_own_states(tmp_path):
+    """A GRU agent under torchrun: one set of weights, while each rank's sampler keeps the
+    states of its own env slots (saved per rank, so a resumed rank gets its own back)."""
+    done = run(torchrun("-m", "rlfw", "train", "--log-dir", str(tmp_path / "run"), *FAST,
+                        "--set", "recurrent=gru", "--set", "rnn_size=8"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    newest = _final_agent(tmp_path / "run")
+    assert "core.rnn.weight_hh_l0" in newest["agent"]
+    states = [newest["sampler"]["collector"]["agent_state"],
+              newest["ranks"][0]["sampler"]["collector"]["agent_state"]]
+    assert all(s.shape == (2, 8) for s in states)
+    assert not torch.equal(states[0], states[1])
