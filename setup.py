@@ -5,7 +5,7 @@ from setuptools import find_packages, setup
 extras = {
     "tb": ["tensorboard"],
     "plot": ["matplotlib"],
-    "bench": ["stable-baselines3>=2.3"],
+    "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3"],
     # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)
     "mujoco": ["gymnasium[mujoco]"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)

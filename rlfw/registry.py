@@ -181,7 +181,8 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
                                   algo=config.algo, normalize_obs=config.normalize_obs,
                                   obs_clip=config.obs_clip, activation=config.activation,
                                   log_std_init=config.log_std_init,
-                                  recurrent=config.recurrent, rnn_size=config.rnn_size)
+                                  recurrent=config.recurrent, rnn_size=config.rnn_size,
+                                  rnn_critic=config.rnn_critic)
 
 
 def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:

@@ -204,7 +204,7 @@ def test_recurrent_ranks_each_carry_their_own_states(tmp_path):
                         "--set", "recurrent=gru", "--set", "rnn_size=8"))
     assert done.returncode == 0, done.stderr[-3000:]
     newest = _final_agent(tmp_path / "run")
-    assert "core.rnn.weight_hh_l0" in newest["agent"]
+    assert "actor.core.rnn.weight_hh_l0" in newest["agent"]
     states = [newest["sampler"]["collector"]["agent_state"],
               newest["ranks"][0]["sampler"]["collector"]["agent_state"]]
     assert all(s.shape == (2, 8) for s in states)

@@ -46,12 +46,13 @@ class ActorCriticAgent(ModelAgent):
               activation: str = "tanh", device: str = "cpu", algo: str = "ppo/a2c",
               normalize_obs: bool = False, obs_clip: float = 10.0,
               log_std_init: float = 0.0, recurrent: str | None = None,
-              rnn_size: int = 128) -> "ActorCriticAgent":
+              rnn_size: int = 128, rnn_critic: bool = False) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations
         (statistics updated by the algorithm once per batch); ``recurrent`` ('lstm' or
         'gru') puts a recurrent core of ``rnn_size`` units between the features (the MLP's
-        hidden layers, or the CNN) and the heads."""
+        hidden layers, or the CNN) and the heads; ``rnn_critic`` gives the value head its
+        own features and core."""
         if model not in MODELS:
             raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
         if recurrent is not None and recurrent not in CORES:
@@ -67,7 +68,7 @@ class ActorCriticAgent(ModelAgent):
         if recurrent is not None:
             net: nn.Module = RecurrentActorCritic(
                 obs_space.shape, dist.n_params, recurrent, rnn_size, hidden, activation,
-                gaussian_dim, log_std_init, image=kind == "cnn")
+                gaussian_dim, log_std_init, image=kind == "cnn", separate_critic=rnn_critic)
         elif kind == "cnn":
             net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
         else:

@@ -62,6 +62,7 @@ class RunConfig:
     log_std_init: float = 0.0        # Gaussian policies' initial log-std
     recurrent: str | None = None     # ppo/a2c: 'lstm' or 'gru' core before the heads
     rnn_size: int = 128              # units of the recurrent core
+    rnn_critic: bool = False         # the value head gets its own features and core
     device: str = "cpu"
     normalize_obs: bool = False      # ppo/a2c: running mean/std of observations in the model
     obs_clip: float = 10.0           # of normalized observations

@@ -5,7 +5,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlfw.envs import AtariOptions, is_atari, is_mujoco
+from rlfw.envs import CARTPOLE_NO_VELOCITY, AtariOptions, is_atari, is_mujoco
 
 
 def schedule_for(n_steps: int) -> dict[str, Any]:
@@ -23,7 +23,8 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     the PPO paper's MuJoCo settings, normalized, 1M steps. Atari: the PPO paper's Atari
     settings and the A2C/A3C paper's, 10M steps; evaluation as the literature does it
     (policy-gradient agents sample their actions, DQN is ε-greedy with ε = 0.05), episodes
-    capped at 108k frames and each evaluation at 100k agent steps.
+    capped at 108k frames and each evaluation at 100k agent steps. ``rlfw/CartPoleNoVel-v1``
+    (for recurrent agents): the CartPole settings with normalized observations, 150k steps.
     """
     family = env_family(env_id)
     if family in ("continuous", "mujoco") and algo in ("ppo", "a2c"):
@@ -41,6 +42,11 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
             out["dqn"]["eval_epsilon"] = 0.05
     else:
         out["schedule"] = schedule_for(120_000)
+    if env_id == CARTPOLE_NO_VELOCITY and algo in ("ppo", "a2c"):
+        # rl-zoo's ppo_lstm CartPoleNoVel-v1: the CartPole settings, observations
+        # normalized (positions only: their scale is all the memory has to go on).
+        out["normalize_obs"] = True
+        out["schedule"] = schedule_for(150_000)
     return out
 
 

@@ -73,51 +73,75 @@ class RecurrentCore(nn.Module):
         return torch.cat(outs) if len(outs) > 1 else outs[0]
 
 
+class _Torso(nn.Module):
+    """Features (MLP or Nature CNN) then a recurrent core."""
+
+    def __init__(self, obs_shape: Sequence[int], core: str, rnn_size: int,
+                 hidden: Sequence[int], activation: str, image: bool):
+        super().__init__()
+        self.obs_ndim, self.image = len(obs_shape), image
+        if image:
+            channels, height, _ = obs_shape
+            self.features: nn.Module = NatureCNN(channels, height)
+        else:
+            self.features = MLP(int(torch.tensor(obs_shape).prod()), hidden, None, activation)
+        self.core = RecurrentCore(core, self.features.out_dim, rnn_size)
+
+    def embed(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.features(obs if self.image else flatten_obs(obs, self.obs_ndim))
+
+
 class RecurrentActorCritic(nn.Module):
     """``forward(obs [n, ...], state [n, S]) -> (policy_params, value, next_state)`` and
     ``forward_sequence(obs [T, n, ...], state [n, S], episode_start [T, n]) ->
-    (policy_params [T, n, P], value [T, n])``."""
+    (policy_params [T, n, P], value [T, n])``.
+
+    ``separate_critic`` gives the value head a torso (features and core) of its own, as
+    sb3-contrib's ``enable_critic_lstm``: the value loss then cannot pull the policy's
+    memory around. Its state is the policy core's then the critic core's, side by side."""
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int, core: str = "lstm",
                  rnn_size: int = 128, hidden: Sequence[int] = (64,),
                  activation: str = "tanh", gaussian_dim: int = 0,
-                 log_std_init: float = 0.0, image: bool = False):
+                 log_std_init: float = 0.0, image: bool = False,
+                 separate_critic: bool = False):
         super().__init__()
-        self.obs_ndim = len(obs_shape)
-        self.image = image
-        if image:
-            channels, height, _ = obs_shape
-            self.features: nn.Module = NatureCNN(channels, height)
-            feature_dim = self.features.out_dim
-        else:
-            in_dim = int(torch.tensor(obs_shape).prod())
-            self.features = MLP(in_dim, hidden, None, activation)
-            feature_dim = self.features.out_dim
-        self.core = RecurrentCore(core, feature_dim, rnn_size)
+        self.actor = _Torso(obs_shape, core, rnn_size, hidden, activation, image)
+        self.critic = _Torso(obs_shape, core, rnn_size, hidden, activation, image) \
+            if separate_critic else None
         self.pi = orthogonal_init(nn.Linear(rnn_size, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(rnn_size, 1), 1.0)
         self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
             if gaussian_dim else None
 
     @property
+    def torsos(self) -> list[_Torso]:
+        return [self.actor] if self.critic is None else [self.actor, self.critic]
+
+    @property
     def state_size(self) -> int:
-        return self.core.state_size
+        return sum(torso.core.state_size for torso in self.torsos)
 
-    def _embed(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.features(obs if self.image else flatten_obs(obs, self.obs_ndim))
-
-    def _heads(self, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        params = self.pi(out)
+    def _heads(self, outs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        params = self.pi(outs[0])
         if self.log_std is not None:
             params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
-        return params, self.v(out).squeeze(-1)
+        return params, self.v(outs[-1]).squeeze(-1)
+
+    def _split(self, state: torch.Tensor) -> list[torch.Tensor]:
+        return list(state.split([t.core.state_size for t in self.torsos], dim=-1))
 
     def forward(self, obs: torch.Tensor, state: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        out, next_state = self.core(self._embed(obs).unsqueeze(0), state)
-        params, value = self._heads(out.squeeze(0))
-        return params, value, next_state
+        outs, next_states = [], []
+        for torso, part in zip(self.torsos, self._split(state)):
+            out, next_state = torso.core(torso.embed(obs).unsqueeze(0), part)
+            outs.append(out.squeeze(0))
+            next_states.append(next_state)
+        params, value = self._heads(outs)
+        return params, value, torch.cat(next_states, dim=-1)
 
     def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
                          episode_start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._heads(self.core.sequence(self._embed(obs), state, episode_start))
+        return self._heads([torso.core.sequence(torso.embed(obs), part, episode_start)
+                            for torso, part in zip(self.torsos, self._split(state))])
