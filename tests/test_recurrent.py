@@ -237,3 +237,31 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
         RunConfig(algo="dqn", recurrent="lstm").validate()
     with pytest.raises(ValueError, match="recurrent must be one of .*'transformer'"):
         RunConfig(recurrent="transformer").validate()
+
+
+# -- learning ------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_memory_solves_cartpole_without_velocities_and_no_memory_does_not():
+    """The preset run ``rlfw train --env rlfw/CartPoleNoVel-v1 --set recurrent=lstm``: the
+    final LSTM policy (20 fresh episodes, greedy) holds >= 475 for 2 of seeds 0, 1, 2 at
+    150k steps (measured: 500, 486, 364); the same run without the core stays far below
+    (measured 40: positions alone cannot tell which way the pole falls)."""
+    def final_policy(seed, recurrent):
+        config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed,
+                                   recurrent=recurrent)
+        assert config.schedule.n_steps == 150_000
+        config.schedule.eval_every = None  # only the final policy counts
+        with build_runner(config, None, progress=False, stdout=False) as runner:
+            runner.train()
+            final = runner.sampler.evaluate(20, greedy=True)
+        return sum(e.ret for e in final) / len(final)
+
+    finals = []
+    for seed in (0, 1, 2):
+        finals.append(final_policy(seed, "lstm"))
+        if sum(f >= 475 for f in finals) >= 2:
+            break
+    assert sum(f >= 475 for f in finals) >= 2, finals
+    feed_forward = final_policy(0, None)
+    assert feed_forward < 250, feed_forward
