@@ -111,6 +111,34 @@ def test_a_trainable_recurrent_agent_samples_the_serial_samplers_bits(kind):
     assert runs[0][1][0].agent_state.abs().sum() > 0
 
 
+
+def test_the_native_sampler_resets_where_the_learner_sees_an_episode_start():
+    """ALE's own vector env with a CNN+LSTM agent: under episodic life a lost life ends a
+    training episode, so the state must be zero exactly at the steps after one (and at a
+    batch's first step after one that ended the previous batch), and the learner's re-run
+    of each column must match what was sampled."""
+    from rlfw.samplers import NativeAtariSampler
+
+    factory = EnvFactory("ALE/SpaceInvaders-v5")
+    torch.manual_seed(0)
+    agent = ActorCriticAgent.build(EnvSpaces.of(factory), recurrent="lstm", rnn_size=16)
+    with NativeAtariSampler(factory, 128, 2, seed=4) as sampler:
+        batches = collect(sampler, agent, 3)
+    previous_end = torch.ones(2, dtype=torch.bool)  # the run's first step starts episodes
+    for samples, _ in batches:
+        zero = samples.agent_state.abs().sum(-1) == 0
+        starts = samples.episode_start.clone()
+        starts[0] = previous_end
+        assert torch.equal(zero, starts)
+        previous_end = samples.done[-1]
+        with torch.no_grad():
+            logp, _, value = agent.evaluate_actions(
+                samples.observation, samples.action, samples.agent_state[0],
+                samples.episode_start)
+        torch.testing.assert_close(logp, samples.agent_info.logp, rtol=0, atol=1e-6)
+        torch.testing.assert_close(value, samples.agent_info.value, rtol=0, atol=1e-6)
+    assert sum(int(s.episode_start.sum()) for s, _ in batches) >= 2  # lives were lost
+
 # -- runners -------------------------------------------------------------------------------
 
 def same_tensors(a: dict, b: dict) -> bool:

@@ -78,8 +78,8 @@ class A2C(PolicyGradient):
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss, [policy loss, value loss, entropy]): what ``compile`` compiles."""
         c = self.config
-        logp, entropy, value = self.agent.evaluate_actions(obs, action, initial_state,
-                                                           episode_start)
+        sequence = () if initial_state is None else (initial_state, episode_start)
+        logp, entropy, value = self.agent.evaluate_actions(obs, action, *sequence)
         logp, entropy, value = logp.flatten(), entropy.flatten(), value.flatten()
         policy_loss = -(adv * logp).mean()
         value_loss = (ret - value).pow(2).mean()

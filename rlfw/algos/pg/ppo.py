@@ -138,8 +138,8 @@ class PPO(PolicyGradient):
         compiles (forward, loss and, through autograd, their backward). A recurrent
         agent's minibatch is ``[T, columns]`` sequences from ``initial_state``."""
         c = self.config
-        logp, entropy, value = self.agent.evaluate_actions(obs, action, initial_state,
-                                                           episode_start)
+        sequence = () if initial_state is None else (initial_state, episode_start)
+        logp, entropy, value = self.agent.evaluate_actions(obs, action, *sequence)
         logp, entropy, value = logp.flatten(), entropy.flatten(), value.flatten()
         old_logp, old_value = old_logp.flatten(), old_value.flatten()
         adv, ret = adv.flatten(), ret.flatten()
