@@ -51,7 +51,8 @@ class Collector:
                 final = np.stack([result.final_obs[i] for i in idx])
                 bootstrap_truncated(buf, t, idx, final, agent,
                                     None if state is None else state[idx])
-            reset_states(state, result.terminated | result.truncated)
+            if state is not None:
+                reset_states(state, result.terminated | result.truncated)
             episodes.extend(result.episodes)
         self.state = state
         bootstrap_batch_end(buf, group.result.next_obs, agent, state)

@@ -91,7 +91,8 @@ class Evaluator:
                 step = agent.step(obs, noise.draw(), None, state)
                 state = step.state
                 result = self.group.step(agent.env_action(step.action), active)
-                reset_states(state, active & (result.terminated | result.truncated))
+                if state is not None:
+                    reset_states(state, active & (result.terminated | result.truncated))
                 steps += int(active.sum())
                 ep_return[active] += result.reward[active]
                 ep_steps[active] += 1
@@ -105,7 +106,8 @@ class Evaluator:
                     done_count[i] += 1
                     ep_return[i], ep_steps[i] = 0.0, 0
                     self.group.reset_slot(i)
-                    reset_states(state, np.arange(n_envs) == i)
+                    if state is not None:
+                        reset_states(state, np.arange(n_envs) == i)
                 obs = self.group.result.next_obs
         finally:
             agent.greedy = was_greedy
