@@ -269,11 +269,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         config.validate()
         log_dir = args.log_dir or default_log_dir(config)
     ranks = init_from_environment(config.device)
+    code = None
     try:
-        return _train(args, config, log_dir, bool(resume_dir), ranks)
+        code = _train(args, config, log_dir, bool(resume_dir), ranks)
+        return code
     finally:
         if ranks is not None:
-            ranks.close()
+            ranks.close(finished=code == 0)
 
 
 def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bool,

@@ -112,8 +112,14 @@ class RankGroup:
         on rank 0 (a one-rank run equals a plain run), a derived one elsewhere."""
         return seed if self.rank == 0 else derive_seed(seed, RANK_SEED_KEY, self.rank)
 
-    def close(self) -> None:
+    def close(self, finished: bool = False) -> None:
+        """Leave the group. ``finished`` (this rank's run ended normally, so every rank's
+        will): first wait for the others at a barrier, so no rank tears down its gloo
+        threads while a peer is still in a collective with it (a rank aborted at exit with
+        "terminate called without an active exception" once without it)."""
         if dist.is_initialized():
+            if finished:
+                dist.barrier()
             dist.destroy_process_group()
 
 

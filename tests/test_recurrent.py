@@ -38,6 +38,8 @@ def test_states_reset_exactly_at_episode_starts_and_equal_the_serial_samplers(ki
         state = got_samples.agent_state[..., 0]
         assert torch.equal(state, got_samples.observation[..., 2])  # reset at every start
         assert torch.equal(got_samples.agent_info.value, state)
+        noise_action = (got_samples.agent_info.logp * 3).long()  # logp holds the noise u
+        assert torch.equal(got_samples.action, (noise_action + state.long()) % 3)
         # a truncated step bootstraps from its own state after the step: the episode length
         truncated = got_samples.truncated
         assert torch.equal(got_samples.bootstrap_value[truncated], state[truncated] + 1)

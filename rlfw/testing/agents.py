@@ -108,8 +108,9 @@ class CountingRecurrentAgent(CountingAgent):
     """A recurrent ``CountingAgent``: each slot's state (size 1) counts the steps since its
     state was last reset, +1 per step. It shows in the samples: ``info.value`` is the count
     before the step (on ``CountingEnv`` it equals the observation's ``t`` exactly when the
-    sampler resets states at every episode start), ``value(obs, state)`` is the count, and a
-    greedy action is ``count % n_actions`` (what ``CountMatchingEnv`` rewards)."""
+    sampler resets states at every episode start), ``value(obs, state)`` is the count, a
+    sampled action is ``(floor(u * n_actions) + count) % n_actions`` and a greedy one
+    ``count % n_actions`` (what ``CountMatchingEnv`` rewards)."""
 
     def initial_state(self, n: int) -> torch.Tensor:
         return torch.zeros(n, 1)
@@ -120,7 +121,7 @@ class CountingRecurrentAgent(CountingAgent):
         if self.greedy:
             action = count.long() % self.n_actions
         else:
-            action = (u * self.n_actions).long()
+            action = ((u * self.n_actions).long() + count.long()) % self.n_actions
         return AgentStep(action, AgentInfo(u.clone(), count.clone()), state + 1)
 
     def value(self, obs, state=None) -> torch.Tensor:
