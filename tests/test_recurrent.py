@@ -267,6 +267,9 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
         RunConfig(algo="dqn", recurrent="lstm").validate()
     with pytest.raises(ValueError, match="recurrent must be one of .*'transformer'"):
         RunConfig(recurrent="transformer").validate()
+    with pytest.raises(ValueError, match="ppo.compile=true is not supported with "
+                                         "recurrent='gru'"):
+        RunConfig.for_env("CartPole-v1", recurrent="gru", ppo={"compile": True}).validate()
 
 
 # -- learning ------------------------------------------------------------------------------

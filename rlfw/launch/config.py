@@ -110,6 +110,9 @@ class RunConfig:
                 raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {self.algo} "
                                  "has no recurrent agent: set recurrent=none")
             check_positive(rnn_size=self.rnn_size)
+            if getattr(self.algo_config(), "compile", None):
+                raise ValueError(f"{self.algo}.compile=true is not supported with "
+                                 f"recurrent={self.recurrent!r}; use compile=false or auto")
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
         if self.n_workers is not None:
