@@ -154,3 +154,33 @@ def test_prioritized_sampling_prefers_high_td_errors_and_weights_correct_bias():
     w = batch.weight.numpy()
     assert w[batch.index == 7].max() < w[batch.index != 7].min()  # rare ones weigh more
     assert w.max() == pytest.approx(1.0)
+
+
+def test_rows_written_ahead_into_the_reserve_change_no_sampled_transition():
+    """The async runner's view: sampling sees ``visible_rows`` in a window of ``capacity``
+    rows; a writer up to ``reserve_rows`` ahead (wrapping included) changes nothing drawn."""
+    def replay_with(extra_batches):
+        storage = RowStorage(8 + 4, 1, (1,), np.float32, (), np.int64)  # 8 rows + 4 reserve
+        replay = Replay(storage, UniformSampling(3), n_step=1, gamma=0.9, reserve_rows=4)
+        obs = lambda start: torch.arange(start, start + 4, dtype=torch.float32).reshape(4, 1, 1)
+        for k in range(3 + extra_batches):  # batches of 4 rows; rows 8-11 wrap past the window
+            replay.append_samples(rows([float(4 * k + t) for t in range(4)], [0] * 4, [0] * 4,
+                                       obs=obs(4 * k)))
+        replay.visible_rows = 12
+        return replay
+
+    alone, ahead = replay_with(0), replay_with(1)
+    assert len(alone) == len(ahead) == 7  # window 8 rows, the newest has no successor yet
+    a, b = alone.sample(64), ahead.sample(64)
+    assert torch.equal(a.observation, b.observation) and torch.equal(a.n_step_return,
+                                                                       b.n_step_return)
+    assert set(a.observation.flatten().tolist()) == set(range(4, 11))  # rows 4..10
+    assert torch.equal(a.next_observation, a.observation + 1)
+
+
+def test_a_replay_reserve_leaves_a_window_for_n_step():
+    storage = RowStorage(6, 1, (1,), np.float32, (), np.int64)
+    with pytest.raises(ValueError, match="reserve_rows=6 must be in"):
+        Replay(storage, UniformSampling(0), reserve_rows=6)
+    with pytest.raises(ValueError, match="n_step=3 needs a replay of more than 3 rows"):
+        Replay(storage, UniformSampling(0), n_step=3, reserve_rows=3)

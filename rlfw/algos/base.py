@@ -51,9 +51,10 @@ class ReplayAlgorithm(Algorithm):
 
     @abstractmethod
     def make_replay(self, samples: Samples, shared: bool = False,
-                    seed: int | None = None) -> Any:
+                    seed: int | None = None, reserve_rows: int = 0) -> Any:
         """Build the replay for batches shaped like ``samples`` (shared memory if
-        ``shared``)."""
+        ``shared``, with ``reserve_rows`` more rows than the capacity for a writer that
+        runs ahead of what sampling sees)."""
 
     @abstractmethod
     def learn_from_replay(self, itr: int) -> dict[str, float]:

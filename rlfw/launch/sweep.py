@@ -9,7 +9,7 @@ runs the rest. A failed variant stays in the table with the last lines of its lo
 from __future__ import annotations
 
 import csv
-import importlib.util
+import functools
 import itertools
 import json
 import os
@@ -17,11 +17,11 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
+from rlfw.launch.backends import LocalBackend, RayBackend  # noqa: F401  (the sweep's backends)
 from rlfw.launch.config import RunConfig, config_keys, set_field
 
 ALIASES = {"n_envs": "batch_B"}     # the CLI's names for config keys
@@ -155,86 +155,6 @@ def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
     return read_outcome(variant, run_dir)
 
 
-class LocalBackend:
-    """Up to ``max_parallel`` variants at once on this machine, each pinned to its own
-    slice of the usable cores (so their affinity plans see only that slice)."""
-
-    def __init__(self, max_parallel: int):
-        if max_parallel < 1:
-            raise ValueError(f"max_parallel must be >= 1, got {max_parallel}")
-        self.max_parallel = max_parallel
-
-    def _core_slices(self) -> list[list[int] | None]:
-        try:
-            usable = sorted(os.sched_getaffinity(0))
-        except AttributeError:
-            return [None] * self.max_parallel
-        if self.max_parallel > len(usable):
-            return [None] * self.max_parallel  # more runs than cores: let the OS share them
-        n = self.max_parallel
-        return [usable[i * len(usable) // n:(i + 1) * len(usable) // n] for i in range(n)]
-
-    def run(self, jobs: list[tuple[Variant, str]], train_flags: Sequence[str],
-            report: Callable[[Outcome], None]) -> list[Outcome]:
-        free = self._core_slices()
-        results: dict[str, Outcome] = {}  # filled here, in the calling thread
-        with ThreadPoolExecutor(self.max_parallel) as pool:
-            pending: dict[Future, list[int] | None] = {}
-            queue = list(jobs)
-            while queue or pending:
-                while queue and free:
-                    variant, run_dir = queue.pop(0)
-                    cores = free.pop(0)
-                    pending[pool.submit(run_variant, variant, run_dir, train_flags,
-                                        cores)] = cores
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    free.append(pending.pop(fut))
-                    outcome = fut.result()
-                    results[outcome.name] = outcome
-                    report(outcome)
-        return [results[v.name] for v, _ in jobs]
-
-
-class RayBackend:
-    """Each variant a Ray task (``num_cpus=cpus_per_run``) on an existing cluster
-    (``address``: 'auto', 'ray://host:10001', or None for a local instance). Every node
-    needs rlfw installed and ``runs_dir`` on a filesystem the driver reads too (the tasks
-    write the run folders; rows come back to the driver either way)."""
-
-    def __init__(self, address: str | None, cpus_per_run: float = 1.0,
-                 max_parallel: int | None = None):
-        if importlib.util.find_spec("ray") is None:
-            raise ValueError("--backend ray needs Ray: pip install -e '.[ray]'")
-        self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, \
-            max_parallel
-
-    def run(self, jobs: list[tuple[Variant, str]], train_flags: Sequence[str],
-            report: Callable[[Outcome], None]) -> list[Outcome]:
-        import ray
-
-        started_here = not ray.is_initialized()
-        if started_here:
-            kwargs = {"address": self.address} if self.address else {}
-            if not self.address and self.max_parallel:
-                kwargs["num_cpus"] = int(self.max_parallel * self.cpus_per_run)
-            ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
-        try:
-            task = ray.remote(num_cpus=self.cpus_per_run, max_retries=0)(run_variant)
-            refs = {task.remote(v, d, list(train_flags)): v.name for v, d in jobs}
-            results: dict[str, Outcome] = {}
-            waiting = list(refs)
-            while waiting:
-                ready, waiting = ray.wait(waiting, num_returns=1)
-                outcome = ray.get(ready[0])
-                results[outcome.name] = outcome
-                report(outcome)
-            return [results[v.name] for v, _ in jobs]
-        finally:
-            if started_here:
-                ray.shutdown()
-
-
 @dataclass
 class Sweep:
     runs_dir: str
@@ -257,7 +177,8 @@ class Sweep:
                 report(before)
             else:
                 jobs.append((variant, run_dir))
-        for outcome in backend.run(jobs, self.train_flags, report):
+        task = functools.partial(run_variant, train_flags=list(self.train_flags))
+        for outcome in backend.map(task, jobs, report):
             rows[outcome.name] = outcome
         outcomes = [rows[v.name] for v in self.variants]
         self.write_summary(outcomes)

@@ -8,9 +8,11 @@ PPO/A2C: the sampler fills two shared ``[T, B]`` buffers in turn and the learner
 batch as it completes. Either way the sampler may run at most ``lead`` batches ahead of what
 the learner has consumed (it waits for a credit), and the learner waits when no batch is
 ready, so the replay ratio holds in both directions. Policy lag, achieved replay ratio and
-both sides' idle time are logged. Timing decides which weights sample which batch: async
-runs are not bitwise reproducible (the one documented exception), and a resumed run
-continues rather than repeats.
+both sides' idle time are logged. Timing decides nothing the run computes: batch ``k`` is
+sampled with the weights published after batch ``k - lead`` (policy lag ``lead - 1``
+updates), and the learner's minibatches for batch ``k`` draw only from the batches up to
+``k`` (the sampler writes ahead into rows the learner does not see yet). Async runs repeat
+bitwise, as every other runner's do.
 """
 from __future__ import annotations
 
@@ -33,17 +35,18 @@ class AsyncRunner(Runner):
         replay = None
         if isinstance(algo, ReplayAlgorithm):
             algo.check_shared_replay()
-            replay = self._shared_replay(algo, sampler.seed)
+            replay = self._shared_replay(algo, sampler.seed, lead * sampler.batch_T)
         super().__init__(algo, agent, SamplerProcess(sampler, lead, start_method, replay),
                          schedule, **kwargs)
         self.idle = {"learner": 0.0, "sampler": 0.0}
 
     @staticmethod
-    def _shared_replay(algo: ReplayAlgorithm, seed: int):
-        """The replay the sampler process appends to: made once, kept across restarts."""
+    def _shared_replay(algo: ReplayAlgorithm, seed: int, reserve_rows: int):
+        """The replay the sampler process appends to (up to ``lead`` batches beyond what
+        the learner sees): made once, kept across restarts."""
         def make(example):
             if algo.replay is None:
-                algo.make_replay(example, shared=True, seed=seed)
+                algo.make_replay(example, shared=True, seed=seed, reserve_rows=reserve_rows)
             return algo.replay
         return make
 

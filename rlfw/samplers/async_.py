@@ -3,8 +3,8 @@ as rlpyt's async samplers), started, watched and stopped by the same ``WorkerPoo
 every other sampler process.
 
 The process samples batch after batch, each after taking a credit (the learner returns one
-per batch consumed, so the sampler is at most ``lead`` batches ahead), with the newest
-weights the learner published. A batch goes either into a shared-memory replay (under the
+per batch consumed, so the sampler is at most ``lead`` batches ahead), with the weights the
+learner published after batch ``itr - lead``: a fixed policy lag, whatever the timing. A batch goes either into a shared-memory replay (under the
 replay's lock, so a minibatch never mixes a half-written batch in) or into one of two
 shared on-policy ``[T, B]`` buffers in turn; a ``batch`` message reports it.
 """
@@ -33,35 +33,44 @@ class BatchReport(NamedTuple):
     policy_version: int     # weights it was sampled with (updates they had seen)
     episodes: list
     idle_s: float           # time the sampler waited for a credit before it
+    rows_written: int       # replay rows appended up to and including this batch (or 0)
 
 
 class SharedWeights:
-    """The learner's newest weights in shared memory, with their version; the sampler
-    process copies them in at the start of each batch when the version moved on."""
+    """The learner's last ``slots`` weight versions in shared memory, version ``v`` in slot
+    ``v % slots``: the sampler process loads exactly the version a batch is due, even when
+    the learner has published a newer one meanwhile."""
 
-    def __init__(self, agent, ctx):
-        self.tensors = {k: v.detach().cpu().clone().share_memory_()
-                        for k, v in agent.state_dict().items()}
-        self.version = torch.zeros((), dtype=torch.int64).share_memory_()
+    def __init__(self, agent, ctx, slots: int):
+        self.slots = [{k: v.detach().cpu().clone().share_memory_()
+                       for k, v in agent.state_dict().items()} for _ in range(slots)]
+        self.versions = torch.full((slots,), -1, dtype=torch.int64).share_memory_()
         self.lock = ctx.Lock()
 
     def publish(self, agent, version: int) -> None:
+        slot = version % len(self.slots)
         with self.lock:
             for key, value in agent.state_dict().items():
-                self.tensors[key].copy_(value)
-            self.version.fill_(version)
+                self.slots[slot][key].copy_(value)
+            self.versions[slot] = version
 
-    def pull(self, agent, have: int) -> int:
-        """Load the newest weights into ``agent`` if newer than ``have``; their version."""
-        with self.lock:
-            version = int(self.version)
-            if version != have:
-                agent.load_state_dict(self.tensors)
-        return version
+    def pull(self, agent, version: int, have: int, alive: Callable[[], bool]) -> int:
+        """Load ``version`` into ``agent`` (unless it holds it: ``have``), waiting until
+        it is published; returns it, or -1 if ``alive()`` turned False meanwhile."""
+        slot = version % len(self.slots)
+        while True:
+            with self.lock:
+                if int(self.versions[slot]) == version:
+                    if version != have:
+                        agent.load_state_dict(self.slots[slot])
+                    return version
+            if not alive():
+                return -1
+            time.sleep(0.001)
 
 
-def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, storage, replay_lock,
-                  buffers, parent_pid: int) -> None:
+def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, lead: int, storage,
+                  replay_lock, buffers, parent_pid: int) -> None:
     """The sampler process: answers ``state``/``load`` like any worker, and ``run`` (the
     first batch's index) starts the free-running loop, which keeps answering commands
     between batches until ``close``."""
@@ -89,7 +98,7 @@ def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, storage
             return True
 
         def run(itr: int):
-            version = -1
+            first, version = itr, -1
             while True:
                 waited = time.perf_counter()
                 while not credits.acquire(timeout=POLL_S):
@@ -98,16 +107,24 @@ def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, storage
                 idle = time.perf_counter() - waited
                 if not answer_waiting():
                     return CLOSED
-                version = weights.pull(sampler.agent, version)
+                # Batch itr is due the weights after batch itr - lead: its credit came back
+                # once the learner had published them, so the lag is fixed whatever the
+                # timing (the first batches use the start's weights).
+                version = weights.pull(sampler.agent, max(itr - lead + 1, first), version,
+                                       answer_waiting)
+                if version < 0:
+                    return CLOSED
                 samples, episodes = sampler.obtain_samples(itr)
+                rows = 0
                 if storage is not None:
                     with replay_lock:
                         storage.append(samples)
+                        rows = storage.rows_written
                 else:
                     dest = buffers[itr % 2]
                     tree_map(lambda d, s: d.copy_(s), dest, samples)
                     dest.policy_version.fill_(version)
-                conn.send(("batch", BatchReport(itr, version, episodes, idle)))
+                conn.send(("batch", BatchReport(itr, version, episodes, idle, rows)))
                 itr += 1
 
         return handle, sampler.close
@@ -195,15 +212,15 @@ class SamplerProcess:
         else:
             self.buffers = [example, tree_map(lambda x: x.clone().share_memory_(), example)]
         self.samples = example
-        self.weights = SharedWeights(agent, ctx)
+        self.weights = SharedWeights(agent, ctx, self.lead)
         self.credits = ctx.Semaphore(self.lead)
         self.reports, self.batches_done, self.started = [], 0, False
         try:
             # Not a daemon: the process starts its own sampler's workers, and it closes
             # them before it exits (hence the longer grace).
             self.pool = WorkerPool(_sampler_main, [(self.sampler, agent, self.weights,
-                                                    self.credits, storage, lock, self.buffers,
-                                                    os.getpid())],
+                                                    self.credits, self.lead, storage, lock,
+                                                    self.buffers, os.getpid())],
                                    self.start_method, label=lambda i: "sampler process",
                                    daemon=False, grace_s=JOIN_S + 2)
         except BaseException:
@@ -243,6 +260,8 @@ class SamplerProcess:
             self._receive("batch")
         report = self.reports.pop(0)
         self.last_report = report
+        if self.replay is not None:  # minibatches see this batch and none after it
+            self.replay.visible_rows = report.rows_written
         samples = None if self.uses_replay else self.buffers[report.index % 2]
         return samples, report.episodes
 

@@ -43,6 +43,7 @@ class DQNConfig:
     double_dqn: bool = False              # SB3's default; --double turns it on
     dueling: bool = False
     n_step: int = 1
+    advantage_learning: float = 0.0        # α of Bellemare et al. 2016's action-gap term
     prioritized: bool = False
     priority_alpha: float = 0.6
     priority_beta: float = 0.4             # annealed linearly to 1 over the run
@@ -72,6 +73,8 @@ class DQNConfig:
             n_step=(self.n_step, isinstance(self.n_step, int) and self.n_step >= 1,
                     "must be an int >= 1"),
             tau=(self.tau, 0 < self.tau <= 1, "must be in (0, 1]"),
+            advantage_learning=(self.advantage_learning, 0 <= self.advantage_learning < 1,
+                                "must be in [0, 1) (0: plain Q-learning)"),
             target_update_interval=(self.target_update_interval,
                                     self.target_update_interval > 0, "must be > 0"),
             learning_starts=(self.learning_starts, self.learning_starts >= 0, "must be >= 0"),
@@ -126,18 +129,21 @@ class DQN(ReplayAlgorithm):
 
     # -- replay --------------------------------------------------------------------------
     def make_replay(self, samples: Samples, shared: bool = False,
-                    seed: int | None = None) -> Replay:
+                    seed: int | None = None, reserve_rows: int = 0) -> Replay:
         """The replay for batches shaped like ``samples`` (in shared memory if ``shared``:
-        the async runner's sampler process appends to it), holding a checkpoint's replay
-        if one was loaded; its sampling is seeded with ``seed`` (default: the run's)."""
-        self.replay = self._new_replay(samples, shared, self.seed if seed is None else seed)
+        the async runner's sampler process appends to it, up to ``reserve_rows`` ahead of
+        what the learner sees), holding a checkpoint's replay if one was loaded; its
+        sampling is seeded with ``seed`` (default: the run's)."""
+        self.replay = self._new_replay(samples, shared, self.seed if seed is None else seed,
+                                       reserve_rows)
         self.steps_per_itr = samples.reward.numel()
         if self._pending_replay is not None:
             self.replay.load_state_dict(self._pending_replay)
             self._pending_replay = None
         return self.replay
 
-    def _new_replay(self, samples: Samples, shared: bool, seed: int) -> Replay:
+    def _new_replay(self, samples: Samples, shared: bool, seed: int,
+                    reserve_rows: int) -> Replay:
         c = self.config
         obs = samples.observation
         B = obs.shape[1]
@@ -146,11 +152,11 @@ class DQN(ReplayAlgorithm):
         action_dtype = samples.action.numpy().dtype
         stacked_frames = len(obs_shape) == 3 and obs_dtype == np.uint8
         storage_cls = FrameStorage if (c.frame_dedup and stacked_frames) else RowStorage
-        storage = storage_cls(c.replay_capacity, B, obs_shape, obs_dtype, action_shape,
-                              action_dtype, shared=shared)
+        storage = storage_cls((c.replay_capacity // B + reserve_rows) * B, B, obs_shape,
+                              obs_dtype, action_shape, action_dtype, shared=shared)
         sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
                     if c.prioritized else UniformSampling(seed))
-        return Replay(storage, sampling, c.n_step, c.gamma)
+        return Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
 
     def check_shared_replay(self) -> None:
         if self.config.prioritized:
@@ -230,11 +236,21 @@ class DQN(ReplayAlgorithm):
             q_all, next_best = self.agent.q(observation), None
         q_taken = q_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
-            next_q = self.target(next_observation)
+            alpha = c.advantage_learning
+            if alpha > 0:  # one target pass over [next_obs; obs]
+                target_both = self.target(torch.cat([next_observation, observation]))
+                next_q, target_q = target_both[:n], target_both[n:]
+            else:
+                next_q = self.target(next_observation)
             next_v = (next_q.gather(-1, next_best).squeeze(-1) if next_best is not None
                       else next_q.max(-1).values)
             next_v = torch.where(next_value_known, next_value, next_v)
             y = n_step_return + bootstrap_discount * next_v
+            if alpha > 0:
+                # Advantage learning: lower the target of actions worse than the greedy
+                # one by α x their gap, so near-equal actions separate (see the preset).
+                taken = target_q.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
+                y = y - alpha * (target_q.max(-1).values - taken)
         if c.prioritized:
             loss = (weight * F.huber_loss(q_taken, y, reduction="none",
                                           delta=c.huber_delta)).mean()

@@ -116,29 +116,44 @@ class Replay:
     a truncation stops it and bootstraps from the sampler's V(true final observation)."""
 
     def __init__(self, storage: RowStorage, sampling: UniformSampling | PrioritizedSampling,
-                 n_step: int = 1, gamma: float = 0.99):
+                 n_step: int = 1, gamma: float = 0.99, reserve_rows: int = 0):
         if not isinstance(n_step, int) or n_step < 1:
             raise ValueError(f"n_step must be an integer >= 1, got {n_step!r}")
-        if n_step >= storage.T:
+        if not 0 <= reserve_rows < storage.T:
+            raise ValueError(f"reserve_rows={reserve_rows} must be in [0, {storage.T})")
+        self.window = storage.T - reserve_rows  # rows the sampling sees, at most
+        if n_step >= self.window:
             raise ValueError(f"n_step={n_step} needs a replay of more than {n_step} rows")
         self.storage, self.sampling = storage, sampling
         self.n_step, self.gamma = n_step, gamma
+        # Rows appended that sampling may see (None: all). The async runner's learner shows
+        # only the batches it has been told of, while the sampler process writes ahead into
+        # the ``reserve_rows`` beyond the window: the rows a minibatch can draw are then the
+        # same whatever the timing, so async runs repeat bitwise.
+        self.visible_rows: int | None = None
         # Held while appending and while gathering a minibatch: with a shared storage (the
         # async runner) the sampler process appends while the learner samples.
         self.lock: AbstractContextManager = nullcontext()
 
+    def _seen(self) -> tuple[int, int]:
+        """(rows written that sampling sees, how many of them are still in the window)."""
+        written = self.storage.rows_written
+        if self.visible_rows is not None:
+            written = min(written, self.visible_rows)
+        return written, min(written, self.window)
+
     @property
     def oldest_row(self) -> int:
-        s = self.storage
-        return s.cursor if s.rows_written >= s.T else 0
+        written, held = self._seen()
+        return (written - held) % self.storage.T
 
     def valid_range(self) -> tuple[int, int]:
         """``[first, stop)`` offsets from ``oldest_row`` of the rows that can be sampled: not
-        the newest ``n_step`` (no lookahead yet), nor, once the ring wraps, the oldest rows
-        whose frame history was overwritten."""
-        s = self.storage
-        first = s.history if s.rows_written > s.T else 0
-        return first, max(s.filled - self.n_step, first)
+        the newest ``n_step`` (no lookahead yet), nor, once the window has moved on, the
+        oldest rows whose frame history may be overwritten."""
+        written, held = self._seen()
+        first = self.storage.history if written > self.window else 0
+        return first, max(held - self.n_step, first)
 
     def valid_offsets(self) -> np.ndarray:
         return np.arange(*self.valid_range())

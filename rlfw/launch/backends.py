@@ -1,0 +1,99 @@
+"""Where a batch of independent jobs runs: this machine's cores (``LocalBackend``, each
+job pinned to its own slice) or a Ray cluster (``RayBackend``). Sweeps and benchmarks hand
+them a task and its jobs; both backends return the results in job order."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Callable, Sequence, TypeVar
+
+T = TypeVar("T")
+
+
+class LocalBackend:
+    """Up to ``max_parallel`` jobs at once on this machine, each pinned to its own slice of
+    the usable cores (so their affinity plans see only that slice)."""
+
+    def __init__(self, max_parallel: int):
+        if max_parallel < 1:
+            raise ValueError(f"max_parallel must be >= 1, got {max_parallel}")
+        self.max_parallel = max_parallel
+
+    def _core_slices(self) -> list[list[int] | None]:
+        try:
+            usable = sorted(os.sched_getaffinity(0))
+        except AttributeError:
+            return [None] * self.max_parallel
+        if self.max_parallel > len(usable):
+            return [None] * self.max_parallel  # more runs than cores: let the OS share them
+        n = self.max_parallel
+        return [usable[i * len(usable) // n:(i + 1) * len(usable) // n] for i in range(n)]
+
+    def map(self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
+            ) -> list[T]:
+        """``task(*job, cores=...)`` for every job, results in ``jobs`` order; ``report``
+        sees each result as it finishes (in the calling thread)."""
+        free = self._core_slices()
+        results: dict[int, T] = {}
+        with ThreadPoolExecutor(self.max_parallel) as pool:
+            pending: dict[Future, tuple[int, list[int] | None]] = {}
+            queue = list(enumerate(jobs))
+            while queue or pending:
+                while queue and free:
+                    index, job = queue.pop(0)
+                    cores = free.pop(0)
+                    pending[pool.submit(task, *job, cores=cores)] = (index, cores)
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    index, cores = pending.pop(fut)
+                    free.append(cores)
+                    results[index] = fut.result()
+                    report(results[index])
+        return [results[i] for i in range(len(jobs))]
+
+
+class RayBackend:
+    """Each job a Ray task (``num_cpus=cpus_per_run``) on an existing cluster
+    (``address``: 'auto', 'ray://host:10001', or None for a local instance). Every node
+    needs rlfw installed and the run folders on a filesystem the driver reads too (the
+    tasks write them; results come back to the driver either way)."""
+
+    def __init__(self, address: str | None, cpus_per_run: float = 1.0,
+                 max_parallel: int | None = None):
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError("--backend ray needs Ray: pip install -e '.[ray]'")
+        self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, \
+            max_parallel
+
+    def map(self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
+            ) -> list[T]:
+        """``task(*job, cores=None)`` for every job as Ray tasks, results in ``jobs``
+        order; ``report`` sees each result as it finishes."""
+        import ray
+
+        started_here = not ray.is_initialized()
+        if started_here:
+            kwargs = {"address": self.address} if self.address else {}
+            if not self.address and self.max_parallel:
+                kwargs["num_cpus"] = int(self.max_parallel * self.cpus_per_run)
+            ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+        try:
+            remote = ray.remote(num_cpus=self.cpus_per_run, max_retries=0)(_call)
+            refs = {remote.remote(task, *job): i for i, job in enumerate(jobs)}
+            results: dict[int, T] = {}
+            waiting = list(refs)
+            while waiting:
+                ready, waiting = ray.wait(waiting, num_returns=1)
+                index = refs[ready[0]]
+                results[index] = ray.get(ready[0])
+                report(results[index])
+            return [results[i] for i in range(len(jobs))]
+        finally:
+            if started_here:
+                ray.shutdown()
+
+
+def _call(task: Callable[..., T], *job) -> T:
+    # ray.remote takes plain functions only, and tasks are often functools.partial objects
+    return task(*job, cores=None)
