@@ -5,7 +5,10 @@ from setuptools import find_packages, setup
 extras = {
     "tb": ["tensorboard"],
     "plot": ["matplotlib"],
-    "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3"],
+    # benchmark peers (rl-zoo3 holds the tuned settings `rlfw benchmark --peer sb3` reads)
+    # and rliable's IQM + bootstrap CIs; its arch dependency breaks on pandas 3.
+    "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "rl_zoo3>=2.3", "rliable",
+              "pandas<3"],
     # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)
     "mujoco": ["gymnasium[mujoco]"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)

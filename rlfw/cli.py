@@ -163,6 +163,30 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
                    help="ray: CPUs each variant reserves (default 1)")
 
 
+def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
+    from rlfw.launch.benchmark_suites import SUITES
+
+    p = sub.add_parser(
+        "benchmark", help="run a suite of (algo, env) entries over seeds, against SB3",
+        description="Run every entry of a suite for several seeds with rlfw's preset (and "
+                    "with --peer sb3, with stable-baselines3 on rl-baselines3-zoo's settings), "
+                    "each run its own process on its own core, and write a report: "
+                    "OUT/README.md, OUT/results.json and learning curves. Re-running skips "
+                    "finished runs. Suites: " + "; ".join(f"{name}: {s.about}" for name, s
+                                                         in SUITES.items()) + ".")
+    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p.add_argument("--peer", choices=("sb3",), default=None,
+                   help="also run stable-baselines3 with rl-baselines3-zoo's settings")
+    p.add_argument("--seeds", type=int, nargs="+", default=None,
+                   help="seeds (default: the suite's, 0..N-1)")
+    p.add_argument("--out", default=None,
+                   help="report and run folders (default docs/benchmarks/SUITE)")
+    p.add_argument("--max-parallel", type=int, default=1,
+                   help="runs at once (local: each pinned to its own slice of the cores)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: local)")
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlfw", description="rlfw: modular deep RL")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,7 +194,22 @@ def make_parser() -> argparse.ArgumentParser:
     _eval_parser(sub)
     _bench_parser(sub)
     _sweep_parser(sub)
+    _benchmark_parser(sub)
     return parser
+
+
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    from rlfw.launch.backends import LocalBackend, RayBackend
+    from rlfw.launch.benchmark import run_suite
+
+    backend = (RayBackend(args.ray_address, 1.0, args.max_parallel) if args.backend == "ray"
+               else LocalBackend(args.max_parallel))
+    out = args.out or os.path.join("docs", "benchmarks", args.suite)
+    data = run_suite(args.suite, out, backend, peer=args.peer, seeds=args.seeds)
+    failed = [r for r in data["runs"] if r.get("final_return") is None]
+    print(f"rlfw benchmark: report in {os.path.join(out, 'README.md')}"
+          + (f"; {len(failed)} run(s) failed" if failed else ""))
+    return 1 if failed else 0
 
 
 def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
@@ -377,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "bench-sampler":
             return cmd_bench_sampler(args)
+        if args.command == "benchmark":
+            return cmd_benchmark(args)
         return cmd_eval(args)
     except (ValueError, FileNotFoundError) as err:
         parser.exit(2, f"rlfw: error: {err}\n")

@@ -1,0 +1,117 @@
+"""``rlfw benchmark``: named suites of (algorithm, env, budget), each run for several seeds
+with rlfw's preset and, with ``--peer sb3``, with stable-baselines3 on rl-baselines3-zoo's
+settings for that env (read from the installed ``rl_zoo3`` package, not copied).
+
+Every run is a child process (``rlfw.launch.benchmark_job``) pinned to its own cores by the
+sweep's backends, with one torch thread; a run folder holding ``result.json`` is finished
+and a re-run skips it. Both frameworks' final policies are evaluated the same way: the
+policy at the end of training, deterministic actions, observation statistics frozen, 20
+fresh episodes. The report (``README.md``, ``results.json``, one learning-curve PNG per
+entry) gives per-seed returns, mean ± std, the IQM with a 95% stratified-bootstrap CI
+(``rliable``), wall-clock and env steps/s per framework, and published reference numbers.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+from rlfw.launch.benchmark_report import write_report
+from rlfw.launch.benchmark_suites import SUITES, Entry, Suite
+
+EVAL_EPISODES = 20
+EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
+FRAMEWORKS = ("rlfw", "sb3")
+RESULT_FILE, LOG_FILE = "result.json", "job.log"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run: a framework, an entry and a seed."""
+
+    framework: str
+    algo: str
+    env: str
+    steps: int
+    seed: int
+
+    def run_dir(self, out_dir: str) -> str:
+        entry = Entry(self.algo, self.env, self.steps)
+        return os.path.join(out_dir, "runs", entry.name, self.framework, f"seed={self.seed}")
+
+
+def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int]) -> list[Job]:
+    """Every entry x framework x seed, entries in suite order."""
+    return [Job(fw, e.algo, e.env, e.budget, s) for e in suite.entries for fw in frameworks
+            for s in seeds]
+
+
+def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
+    """Run ``job`` in a child process (on ``cores`` if given) unless its folder holds a
+    result already; returns the result, or a ``failed`` record with the log's tail."""
+    run_dir = job.run_dir(out_dir)
+    path = os.path.join(run_dir, RESULT_FILE)
+    if os.path.exists(path):
+        with open(path) as f:
+            return {**json.load(f), "skipped": True}
+    os.makedirs(run_dir, exist_ok=True)
+    argv = [sys.executable, "-m", "rlfw.launch.benchmark_job", json.dumps(asdict(job)),
+            run_dir]
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores and hasattr(
+        os, "sched_setaffinity") else None
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with open(os.path.join(run_dir, LOG_FILE), "w") as log:
+        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin,
+                               env=env)
+    if code == 0 and os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    with open(os.path.join(run_dir, LOG_FILE), errors="replace") as f:
+        tail = "".join(f.readlines()[-15:])
+    return {**asdict(job), "status": f"failed (exit {code})", "log_tail": tail}
+
+
+def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
+              seeds: Sequence[int] | None = None,
+              say: Callable[[str], None] = print) -> dict:
+    """Run what is not finished of suite ``name`` on ``backend`` and write its report
+    into ``out_dir``; returns the report's data."""
+    if name not in SUITES:
+        raise ValueError(f"unknown suite {name!r}; one of {', '.join(SUITES)}")
+    if peer not in (None, "sb3"):
+        raise ValueError(f"--peer {peer!r} is not supported; the one peer is 'sb3'")
+    suite = SUITES[name]
+    seeds = list(range(suite.seeds)) if seeds is None else list(seeds)
+    frameworks = ("rlfw",) if peer is None else ("rlfw", peer)
+    jobs = plan(suite, frameworks, seeds)
+    if peer is not None:
+        check_peer_installed()
+    say(f"rlfw benchmark {name}: {len(suite.entries)} entries x {len(frameworks)} "
+        f"framework(s) x {len(seeds)} seeds = {len(jobs)} runs -> {out_dir}")
+    done = [0]
+
+    def report(result: dict) -> None:
+        done[0] += 1
+        final = result.get("final_return")
+        what = (result.get("status", "done") if final is None else
+                f"final {final:.1f}, {result['wall_s']:.0f} s"
+                + (" (finished before)" if result.get("skipped") else ""))
+        say(f"[{done[0]}/{len(jobs)}] {result['framework']} {result['algo']} "
+            f"{result['env']} seed {result['seed']}: {what}")
+
+    results = backend.map(functools.partial(run_job, out_dir=out_dir), [(j,) for j in jobs],
+                          report)
+    return write_report(name, suite, results, out_dir)
+
+
+def check_peer_installed() -> None:
+    import importlib.util
+
+    missing = [m for m in ("stable_baselines3", "rl_zoo3", "rliable")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ValueError(f"--peer sb3 needs {', '.join(missing)}: pip install -e '.[bench]'")

@@ -1,0 +1,131 @@
+"""One benchmark run, in a process of its own: ``python -m rlfw.launch.benchmark_job
+JOB_JSON RUN_DIR``. Trains one framework on one (algo, env, budget, seed), evaluates the
+final policy the way every framework is evaluated here, and writes ``result.json``.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from rlfw.launch.benchmark import EVAL_EPISODES, EVAL_SEED_OFFSET, RESULT_FILE, Job
+
+
+def run_rlfw(job: Job, run_dir: str) -> dict:
+    """rlfw's preset, exactly as ``rlfw train --algo A --env E --steps N --seed S`` builds
+    it, without evaluations during training (SB3 runs none either)."""
+    from rlfw.launch.build import build_runner
+    from rlfw.launch.config import RunConfig
+    from rlfw.launch.evaluate import evaluate_checkpoint
+
+    config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
+    config.schedule.eval_every = None
+    run_dir = os.path.join(run_dir, "run")
+    with build_runner(config, run_dir, progress=False, stdout=False) as runner:
+        start = time.perf_counter()
+        result = runner.train()
+        wall = time.perf_counter() - start
+    returns = evaluate_checkpoint(run_dir, EVAL_EPISODES, greedy=True,
+                                  seed=EVAL_SEED_OFFSET + job.seed)
+    with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
+        curve = [(int(float(r["step"])), float(r["rollout/return_mean"]))
+                 for r in csv.DictReader(f) if r.get("rollout/return_mean")]
+    return {"wall_s": wall, "env_steps": result.env_steps, "returns": returns.tolist(),
+            "curve": curve, "settings": "rlfw preset (RunConfig.for_env)"}
+
+
+def zoo_hyperparams_file(algo: str, env_id: str, out_dir: str) -> tuple[str | None, str]:
+    """The zoo's hyperparameter file for ``algo``, and which of its keys ``env_id`` uses.
+    The zoo tunes MuJoCo on -v4 ids: a -v5 id gets its -v4 block, through a one-entry
+    file that holds exactly that block (read from the installed zoo, not copied by hand).
+    Returns (None, key) when the zoo's own file has the id (or its family default)."""
+    import rl_zoo3
+    import yaml
+
+    path = os.path.join(os.path.dirname(rl_zoo3.__file__), "hyperparams", f"{algo}.yml")
+    with open(path) as f:
+        table = yaml.safe_load(f)
+    if env_id in table or not env_id.endswith("-v5"):
+        return None, env_id if env_id in table else "atari/default"
+    v4 = env_id[:-3] + "-v4"
+    if v4 not in table:
+        return None, "default"
+    fd, own = tempfile.mkstemp(suffix=".yml", dir=out_dir)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump({env_id: table[v4]}, f)
+    return own, v4
+
+
+def run_sb3(job: Job, run_dir: str) -> dict:
+    """stable-baselines3 through rl-baselines3-zoo's ExperimentManager (its wrappers,
+    normalization, schedules and policy settings for the env), without evaluations during
+    training; the final policy with its normalization statistics frozen."""
+    import argparse
+
+    from rl_zoo3.exp_manager import ExperimentManager
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    config, key = zoo_hyperparams_file(job.algo, job.env, run_dir)
+    args = argparse.Namespace(algo=job.algo, env=job.env, seed=job.seed, n_timesteps=job.steps)
+    manager = ExperimentManager(args, job.algo, job.env, os.path.join(run_dir, "zoo"),
+                                n_timesteps=job.steps, eval_freq=-1, seed=job.seed,
+                                verbose=0, device="cpu", config=config, log_interval=-2)
+    model, _ = manager.setup_experiment()
+    start = time.perf_counter()
+    manager.learn(model)
+    wall = time.perf_counter() - start
+    manager.save_trained_model(model)
+    manager.seed = EVAL_SEED_OFFSET + job.seed
+    eval_env = manager.create_envs(1, eval_env=True, no_log=True)
+    trained = model.get_vec_normalize_env()
+    if isinstance(eval_env, VecNormalize) and trained is not None:
+        eval_env.obs_rms = trained.obs_rms  # the statistics training ended with, frozen
+        eval_env.training, eval_env.norm_reward = False, False
+    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
+                                 deterministic=True, return_episode_rewards=True)
+    eval_env.close()
+    return {"wall_s": wall, "env_steps": int(model.num_timesteps),
+            "returns": [float(r) for r in returns], "curve": _monitor_curve(manager.save_path),
+            "settings": f"rl-baselines3-zoo {job.algo}.yml [{key}]"}
+
+
+def _monitor_curve(folder: str) -> list[tuple[int, float]]:
+    """Training episodes from the zoo's Monitor files: (env steps so far, return), the
+    environments' episodes merged in time order."""
+    episodes = []
+    for path in glob.glob(os.path.join(folder, "*monitor.csv")):
+        with open(path) as f:
+            f.readline()  # the Monitor's JSON header
+            episodes += [(float(r["t"]), int(r["l"]), float(r["r"])) for r in csv.DictReader(f)]
+    episodes.sort()
+    steps = np.cumsum([length for _, length, _ in episodes])
+    return [(int(s), r) for s, (_, _, r) in zip(steps, episodes)]
+
+
+RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3}
+
+
+def main(argv: list[str]) -> int:
+    job, run_dir = Job(**json.loads(argv[0])), argv[1]
+    torch.set_num_threads(1)  # both frameworks alike: one thread per run
+    out = RUNNERS[job.framework](job, run_dir)
+    returns = np.asarray(out["returns"], np.float64)
+    result = {**job.__dict__, "status": "done", "final_return": float(returns.mean()),
+              "steps_per_s": out["env_steps"] / out["wall_s"], **out}
+    tmp = os.path.join(run_dir, RESULT_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, os.path.join(run_dir, RESULT_FILE))  # present only when complete
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

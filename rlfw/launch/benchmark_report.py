@@ -1,0 +1,193 @@
+"""The benchmark's report: ``README.md`` (a table per entry), ``results.json`` (every run)
+and ``curves_<entry>.png`` (training-episode returns, mean and 95% CI over seeds)."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import warnings
+from typing import Sequence
+
+import numpy as np
+
+from rlfw.launch.benchmark_suites import Entry, Suite, references
+
+CI_REPS = 2000   # bootstrap resamples
+
+
+def iqm_with_ci(finals: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
+    """The interquartile mean of ``finals`` (one per seed) and its 95% stratified-bootstrap
+    CI, by rliable."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    scores = {"x": np.asarray(finals, np.float64).reshape(-1, 1)}
+    with warnings.catch_warnings():  # arch's notice about its random_state argument
+        warnings.simplefilter("ignore", FutureWarning)
+        point, interval = rly.get_interval_estimates(
+            scores, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=CI_REPS,
+            random_state=np.random.RandomState(seed))
+    return float(point["x"][0]), float(interval["x"][0][0]), float(interval["x"][1][0])
+
+
+def summarize(results: list[dict]) -> dict:
+    """Per-seed finals, mean ± std, median, IQM [CI], wall-clock and steps/s of one
+    framework on one entry."""
+    done = [r for r in results if r.get("final_return") is not None]
+    out: dict = {"seeds": [r["seed"] for r in done], "failed": [
+        {"seed": r["seed"], "status": r["status"], "log_tail": r.get("log_tail", "")}
+        for r in results if r.get("final_return") is None]}
+    if not done:
+        return out
+    finals = np.array([r["final_return"] for r in done])
+    out.update(finals=finals.tolist(), mean=float(finals.mean()), std=float(finals.std()),
+               median=float(np.median(finals)),
+               wall_s=float(np.mean([r["wall_s"] for r in done])),
+               steps_per_s=float(np.mean([r["steps_per_s"] for r in done])),
+               settings=done[0]["settings"])
+    out["iqm"], out["iqm_low"], out["iqm_high"] = iqm_with_ci(finals)
+    return out
+
+
+def write_report(name: str, suite: Suite, results: list[dict], out_dir: str) -> dict:
+    """Write README.md, results.json and the curves into ``out_dir``; returns the data."""
+    os.makedirs(out_dir, exist_ok=True)
+    frameworks = list(dict.fromkeys(r["framework"] for r in results))
+    entries = []
+    for entry in suite.entries:
+        mine = [r for r in results if (r["algo"], r["env"], r["steps"]) ==
+                (entry.algo, entry.env, entry.budget)]
+        summary = {fw: summarize([r for r in mine if r["framework"] == fw])
+                   for fw in frameworks}
+        entries.append({"algo": entry.algo, "env": entry.env, "steps": entry.budget,
+                         "references": list(references(entry)), "frameworks": summary,
+                         "goals": _goals(summary),
+                         "curve_png": _plot_curves(entry, mine, out_dir)})
+    data = {"suite": name, "about": suite.about, "machine": _machine(),
+            "entries": entries,
+            "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results]}
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(data, f, indent=1)
+    with open(os.path.join(out_dir, "README.md"), "w") as f:
+        f.write(markdown(data))
+    return data
+
+
+def _goals(summary: dict) -> dict:
+    """The issue's goals for a suite with a peer: rlfw's median final return at least the
+    peer's, and its wall-clock at most 0.7x the peer's."""
+    ours, peer = summary.get("rlfw", {}), summary.get("sb3", {})
+    if "median" not in ours or "median" not in peer:
+        return {}
+    return {"median_at_least_peer": ours["median"] >= peer["median"],
+            "time_ratio": ours["wall_s"] / peer["wall_s"],
+            "time_at_most_0.7": ours["wall_s"] <= 0.7 * peer["wall_s"]}
+
+
+def _machine() -> str:
+    import psutil
+
+    return (f"{platform.processor() or platform.machine()}, "
+            f"{psutil.cpu_count(logical=False)} cores, one torch thread and one core per run")
+
+
+def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
+    """Training-episode returns on a common grid of env steps (each run's episodes
+    averaged within each grid cell), mean and 95% bootstrap CI over seeds."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    grid = curve_grid(entry.budget)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for fw in dict.fromkeys(r["framework"] for r in results):
+        curves = [binned(r["curve"], grid) for r in results
+                  if r["framework"] == fw and r.get("curve")]
+        if not curves:
+            continue
+        stack = np.array(curves)
+        with warnings.catch_warnings():  # cells before a run's first episode are empty
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(stack, axis=0)
+            low, high = bootstrap_band(stack)
+        ax.plot(grid, mean, label=f"{fw} ({len(curves)} seeds)")
+        ax.fill_between(grid, low, high, alpha=0.25)
+    ax.set(xlabel="env steps", ylabel="training episode return",
+           title=f"{entry.algo} {entry.env}")
+    ax.legend()
+    fig.tight_layout()
+    name = f"curves_{entry.name}.png"
+    fig.savefig(os.path.join(out_dir, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+def curve_grid(steps: int, points: int = 20) -> np.ndarray:
+    return np.linspace(steps / points, steps, points)
+
+
+def binned(curve: list, grid: np.ndarray) -> np.ndarray:
+    """Mean return of the curve's points in each grid cell (carried forward when a cell
+    has none)."""
+    steps = np.array([s for s, _ in curve], np.float64)
+    values = np.array([v for _, v in curve], np.float64)
+    out, last, lower = np.full(len(grid), np.nan), np.nan, 0.0
+    for i, upper in enumerate(grid):
+        inside = (steps > lower) & (steps <= upper)
+        last = values[inside].mean() if inside.any() else last
+        out[i], lower = last, upper
+    return out
+
+
+def bootstrap_band(stack: np.ndarray, reps: int = 1000, seed: int = 0
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """95% percentile-bootstrap interval of the mean over rows (seeds), per column."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(len(stack), size=(reps, len(stack)))
+    means = np.nanmean(stack[picks], axis=1)
+    return np.nanpercentile(means, 2.5, axis=0), np.nanpercentile(means, 97.5, axis=0)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def markdown(data: dict) -> str:
+    lines = [f"# Benchmark suite `{data['suite']}`", "", data["about"] + ".", "",
+             f"Machine: {data['machine']}. Re-run: `python -m rlfw benchmark --suite "
+             f"{data['suite']} --peer sb3` (finished runs are skipped). Final return: the "
+             f"policy at the end of training, deterministic actions, normalization statistics "
+             f"frozen, 20 fresh episodes (seeds 10000+seed). IQM and its 95% CI: rliable, "
+             f"stratified bootstrap over seeds. Time: training only, mean over seeds.", ""]
+    for e in data["entries"]:
+        lines += [f"## {e['algo']} {e['env']}, {e['steps']:,} env steps", "",
+                  "| framework | settings | per-seed final return | mean ± std | median | "
+                  "IQM [95% CI] | wall s | env steps/s |",
+                  "|---|---|---|---|---:|---|---:|---:|"]
+        for fw, s in e["frameworks"].items():
+            if "finals" not in s:
+                lines.append(f"| {fw} | | (no finished run) | | | | | |")
+                continue
+            per_seed = ", ".join(_num(x) for x in s["finals"])
+            lines.append(f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
+                         f"{_num(s['std'])} | {_num(s['median'])} | {_num(s['iqm'])} "
+                         f"[{_num(s['iqm_low'])}, {_num(s['iqm_high'])}] | "
+                         f"{s['wall_s']:.0f} | {s['steps_per_s']:,.0f} |")
+        for fw, s in e["frameworks"].items():
+            for fail in s["failed"]:
+                lines += ["", f"{fw} seed {fail['seed']}: {fail['status']}; its log ends:",
+                          "```", fail["log_tail"].rstrip(), "```"]
+        g = e["goals"]
+        if g:
+            lines += ["", f"rlfw / SB3 time: **{g['time_ratio']:.2f}x** (goal <= 0.7x: "
+                          f"{'met' if g['time_at_most_0.7'] else 'not met'}); median final "
+                          f"return rlfw >= SB3: "
+                          f"{'met' if g['median_at_least_peer'] else 'not met'}."]
+        if e["references"]:
+            lines += ["", "Published: " + "; ".join(e["references"]) + "."]
+        if e["curve_png"]:
+            lines += ["", f"![learning curves]({e['curve_png']})"]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""The benchmark's suites (lists of algorithm, env and budget) and the published numbers
+each entry is read against."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlfw.launch.presets import preset
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of a suite: an algorithm on an env for ``steps`` env steps (None: the
+    preset's budget)."""
+
+    algo: str
+    env: str
+    steps: int | None = None
+
+    @property
+    def budget(self) -> int:
+        return self.steps or int(preset(self.algo, self.env)["schedule"]["n_steps"])
+
+    @property
+    def name(self) -> str:
+        return f"{self.algo}-{self.env.replace('/', '_')}"
+
+
+@dataclass(frozen=True)
+class Suite:
+    entries: tuple[Entry, ...]
+    seeds: int = 3
+    about: str = ""
+
+
+SUITES: dict[str, Suite] = {
+    "smoke": Suite((Entry("ppo", "CartPole-v1", 2_048), Entry("a2c", "CartPole-v1", 2_048)),
+                   seeds=2, about="two tiny entries: the whole pipeline in about a minute"),
+    "classic": Suite((Entry("ppo", "CartPole-v1"), Entry("ppo", "Acrobot-v1"),
+                      Entry("ppo", "Pendulum-v1"), Entry("a2c", "CartPole-v1"),
+                      Entry("dqn", "CartPole-v1")),
+                     about="classic control, each at its preset's budget"),
+    "mujoco": Suite((Entry("ppo", "HalfCheetah-v5", 300_000),
+                     Entry("ppo", "Hopper-v5", 300_000)),
+                    about="MuJoCo at 300k steps (what fits a 2-core machine)"),
+    "mujoco-1m": Suite(tuple(Entry(algo, env, 1_000_000) for algo in ("ppo", "a2c")
+                             for env in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5",
+                                         "Ant-v5", "Swimmer-v5")),
+                       about="MuJoCo at 1M steps, for a bigger machine"),
+    "atari": Suite(tuple(Entry(algo, env, 10_000_000) for algo in ("ppo", "dqn")
+                         for env in ("ALE/Pong-v5", "ALE/Breakout-v5")),
+                   about="Atari at 10M steps (40M frames), for a machine with a GPU"),
+}
+
+# Published final returns, with their source: (algo, env without version) -> lines. The
+# zoo's table (rl-baselines3-zoo benchmark.md) is one trained agent per line, deterministic
+# evaluation, "mean ± std over episodes"; CleanRL's is mean ± std over seeds.
+_ZOO = "rl-baselines3-zoo benchmark.md, one run"
+REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("ppo", "CartPole"): (f"500.0 ± 0.0 ({_ZOO}, CartPole-v1, 100k steps)",),
+    ("a2c", "CartPole"): (f"500.0 ± 0.0 ({_ZOO}, CartPole-v1, 500k steps)",),
+    ("dqn", "CartPole"): (f"500.0 ± 0.0 ({_ZOO}, CartPole-v1, 50k steps)",),
+    ("ppo", "Acrobot"): (f"-73.5 ± 18.2 ({_ZOO}, Acrobot-v1, 1M steps)",),
+    ("ppo", "Pendulum"): (f"-172.2 ± 104.2 ({_ZOO}, Pendulum-v1 with gSDE, 100k steps)",),
+    ("ppo", "HalfCheetah"): (f"5,819 ± 664 ({_ZOO}, HalfCheetah-v3, 1M steps)",
+                             "1,443 ± 46 (CleanRL ppo_continuous_action, HalfCheetah-v4, "
+                             "1M steps)"),
+    ("ppo", "Hopper"): (f"2,410 ± 10 ({_ZOO}, Hopper-v3, 1M steps)",),
+    ("ppo", "Walker2d"): (f"3,479 ± 822 ({_ZOO}, Walker2d-v3, 1M steps)",),
+    ("ppo", "Ant"): (f"1,327 ± 452 ({_ZOO}, Ant-v3, 1M steps)",),
+    ("ppo", "Swimmer"): (f"281.6 ± 9.7 ({_ZOO}, Swimmer-v3, 1M steps)",),
+    ("a2c", "HalfCheetah"): (f"3,041 ± 157 ({_ZOO}, HalfCheetah-v3, 1M steps)",),
+    ("a2c", "Hopper"): (f"733 ± 377 ({_ZOO}, Hopper-v3, 1M steps)",),
+    ("a2c", "Swimmer"): (f"200.6 ± 2.5 ({_ZOO}, Swimmer-v3, 1M steps)",),
+    ("ppo", "Pong"): (f"21.0 ± 0.1 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
+    ("ppo", "Breakout"): (f"398 ± 33 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
+    ("dqn", "Pong"): (f"20.6 ± 0.6 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
+    ("dqn", "Breakout"): (f"358 ± 62 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
+}
+
+
+def references(entry: Entry) -> tuple[str, ...]:
+    base = entry.env.split("/")[-1].rsplit("-v", 1)[0]
+    return REFERENCES.get((entry.algo, base), ())

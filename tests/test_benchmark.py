@@ -1,0 +1,77 @@
+"""`rlfw benchmark`: the smoke suite end to end against SB3, resumable; the statistics."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rlfw.launch.benchmark import Job, plan
+from rlfw.launch.benchmark_job import zoo_hyperparams_file
+from rlfw.launch.benchmark_report import binned, iqm_with_ci
+from rlfw.launch.benchmark_suites import SUITES, Entry
+
+
+def benchmark(out, *flags):
+    return subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite", "smoke",
+                           "--out", str(out), *flags], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(tmp_path):
+    done = benchmark(tmp_path, "--peer", "sb3", "--max-parallel", "2")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert len(data["runs"]) == 2 * 2 * 2  # entries x frameworks x seeds
+    for run in data["runs"]:
+        assert run["status"] == "done" and len(run["returns"]) == 20, run
+        assert run["final_return"] == pytest.approx(np.mean(run["returns"]))
+        assert run["env_steps"] >= run["steps"] and run["wall_s"] > 0
+    for entry in data["entries"]:
+        for fw in ("rlfw", "sb3"):
+            s = entry["frameworks"][fw]
+            assert s["seeds"] == [0, 1] and s["iqm_low"] <= s["iqm"] <= s["iqm_high"]
+        assert "time_ratio" in entry["goals"]
+        assert (tmp_path / entry["curve_png"]).stat().st_size > 0
+    readme = (tmp_path / "README.md").read_text()
+    assert "## ppo CartPole-v1, 2,048 env steps" in readme
+    assert "rl-baselines3-zoo ppo.yml [CartPole-v1]" in readme
+    assert "500.0 ± 0.0 (rl-baselines3-zoo benchmark.md" in readme  # the published line
+
+    again = benchmark(tmp_path, "--peer", "sb3")
+    assert again.returncode == 0 and again.stdout.count("(finished before)") == 8
+    assert json.loads((tmp_path / "results.json").read_text())["entries"] == data["entries"]
+
+
+def test_unknown_suite_is_named_with_the_choices(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite", "mujoco-2m"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "invalid choice: 'mujoco-2m'" in done.stderr
+    assert "classic" in done.stderr and "smoke" in done.stderr
+
+
+def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
+    jobs = plan(SUITES["classic"], ("rlfw", "sb3"), [0, 1, 2])
+    assert len(jobs) == 5 * 2 * 3
+    assert Job("rlfw", "ppo", "CartPole-v1", 120_000, 2) in jobs
+    assert Entry("ppo", "HalfCheetah-v5").budget == 1_000_000  # the MuJoCo preset's
+    assert {j.steps for j in plan(SUITES["mujoco"], ("rlfw",), [0])} == {300_000}
+
+
+def test_a_v5_mujoco_id_reads_the_zoos_v4_block(tmp_path):
+    import yaml
+
+    path, key = zoo_hyperparams_file("ppo", "HalfCheetah-v5", str(tmp_path))
+    assert key == "HalfCheetah-v4"
+    block = yaml.safe_load(open(path))["HalfCheetah-v5"]
+    assert block["learning_rate"] == pytest.approx(2.0633e-05) and block["n_steps"] == 512
+    assert zoo_hyperparams_file("ppo", "CartPole-v1", str(tmp_path)) == (None, "CartPole-v1")
+
+
+def test_iqm_and_its_ci_and_the_curve_binning():
+    iqm, low, high = iqm_with_ci([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 100.0])
+    assert iqm == pytest.approx(3.5)  # the middle half: 2, 3, 4, 5
+    assert low <= iqm <= high < 100
+    curve = [(50, 1.0), (150, 3.0), (160, 5.0)]
+    np.testing.assert_allclose(binned(curve, np.array([100.0, 200.0, 300.0])), [1, 4, 4])
