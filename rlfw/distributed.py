@@ -9,7 +9,8 @@ ever sending weights after the first broadcast. Rank 0 alone logs, evaluates and
 checkpoints; each checkpoint carries every rank's sampler, algorithm and RNG state so a
 resume with the same world size continues bitwise.
 
-Gradients travel over NCCL when the model is on a GPU, gloo otherwise; the small control
+Gradients travel over NCCL when the model is on a GPU (gloo when more ranks than GPUs share
+a machine), gloo otherwise; the small control
 messages (checkpoint state, the stop flag) always go over a gloo group, which works with
 CPU objects whatever the gradient backend.
 """
@@ -146,7 +147,10 @@ def init_from_environment(device: str, timeout_s: float = 1800.0) -> RankGroup |
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     backend = "nccl" if torch.device(device).type == "cuda" else "gloo"
     if backend == "nccl":
-        torch.cuda.set_device(local_rank)
+        gpus = torch.cuda.device_count()
+        if local_world > gpus:  # ranks share GPUs; NCCL refuses two ranks on one device
+            backend = "gloo"
+        torch.cuda.set_device(local_rank % gpus)
     if not dist.is_initialized():
         timeout = timedelta(seconds=timeout_s)
         store, _, _ = next(dist.rendezvous("env://", timeout=timeout))

@@ -13,6 +13,7 @@ from rlfw.checks import check_config
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 
+AMP_MODES = (None, "bf16")  # bf16 needs no loss scaling, unlike fp16
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 
@@ -38,10 +39,12 @@ class PPOConfig:
     reward_clip: float = 10.0         # of scaled rewards
     normalize_advantage: bool = True  # per minibatch
     compile: bool | None = None       # torch.compile the loss; None: where it pays off
+    amp: str | None = None            # 'bf16': forward and loss under bfloat16 autocast
 
     def validate(self) -> None:
         check_config(
             "PPOConfig", **common_checks(self),
+            amp=(self.amp, self.amp in AMP_MODES, f"one of {AMP_MODES}"),
             epochs=(self.epochs, isinstance(self.epochs, int) and self.epochs > 0,
                     "must be a positive int"),
             minibatch_size=(self.minibatch_size,
@@ -129,8 +132,10 @@ class PPO(PolicyGradient):
     def _minibatch_step(self, obs, action, old_logp, old_value, adv, ret,
                         clip: torch.Tensor, *sequence) -> tuple[torch.Tensor, float]:
         """One gradient step; returns (the ``STATS`` as a tensor, the gradient norm)."""
-        loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
-        return stats, gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
+        with torch.autocast(obs.device.type, torch.bfloat16, enabled=self.config.amp == "bf16"):
+            loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
+        return stats.float(), gradient_step(self.optimizer, self.flat, loss.float(),
+                                            self.config.max_grad_norm)
 
     def _losses(self, obs, action, old_logp, old_value, adv, ret, clip: torch.Tensor,
                 initial_state=None, episode_start=None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,210 @@
+"""Everything rlfw does on a GPU, checked in one command (<= 8 minutes on one GPU), with one
+table as the result; written to --out as README.md and results.json.
+
+    python experiments/gpu_check.py                          # on the machine with CUDA
+    python experiments/gpu_check.py --device cpu --smoke     # < 1 min: the test runs it
+
+Rows:
+  1. the gpu and alternating samplers with the agent on the device: env steps/s against the
+     serial sampler with the same agent, and their samples equal to the serial sampler's
+     (same seed, same device agent);
+  2. PPO with the learner on the device: sync, concurrent and async runner steps/s
+     (HTS-RL's claim: concurrent >= 1.3x sync once the learner has its own device), plus the
+     sync runner with AMP bf16 and with a compiled loss;
+  3. DQN with the async runner (Atari replay in shared memory, learner on the device);
+  4. torchrun: 1 rank (NCCL on a GPU) and 2 ranks on the one device (gloo: NCCL refuses two
+     ranks on one GPU);
+  5. peak device memory of this process.
+A row that fails keeps its error in the table; the script exits 1 if any did.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import torch
+
+from rlfw.envs import EnvSpaces
+from rlfw.launch.build import build_agent, build_runner, build_sampler
+from rlfw.launch.config import RunConfig
+from rlfw.samplers.throughput import measure_steps_per_second
+
+SAMPLE_FIELDS = ("observation", "action", "reward", "terminated", "truncated")
+
+
+class Size:
+    """How big each check is: the real one, or the smoke one the test runs on CPU."""
+
+    def __init__(self, smoke: bool):
+        self.smoke = smoke
+        self.env = "CartPole-v1" if smoke else "ALE/Pong-v5"
+        self.batch_B, self.batch_T = (4, 16) if smoke else (16, 128)
+        self.sampler_seconds = 0.5 if smoke else 10.0
+        self.ppo_itrs = 2 if smoke else 24
+        self.dqn_itrs = 4 if smoke else 400
+        self.rank_steps = 512 if smoke else 16_384
+
+
+def config_for(size: Size, algo: str, device: str, **overrides) -> RunConfig:
+    config = RunConfig.for_env(size.env, algo, **{"batch_B": size.batch_B, "device": device,
+                                                  "n_workers": 2, **overrides})
+    config.schedule.eval_every = None
+    config.schedule.log_every = 10**9
+    return config
+
+
+def check_samplers(size: Size, device: str) -> list[dict]:
+    rows = []
+    base = config_for(size, "ppo", device, batch_T=size.batch_T)
+    env_factory = base.env_factory()
+    agent = build_agent(base, EnvSpaces.of(env_factory))
+    reference = None
+    serial_rate = None
+    for kind in ("serial", "gpu", "alternating"):
+        config = base.replaced(sampler=kind)
+        sampler = build_sampler(config, env_factory)
+        try:
+            sampler.initialize(agent)
+            samples, _ = sampler.obtain_samples(0)
+            got = {f: getattr(samples, f).clone() for f in SAMPLE_FIELDS}
+        finally:
+            sampler.close()
+        if reference is None:
+            reference = got
+        equal = all(torch.equal(reference[f], got[f]) for f in SAMPLE_FIELDS)
+        rate = measure_steps_per_second(build_sampler(config, env_factory), agent,
+                                        size.sampler_seconds)
+        serial_rate = serial_rate or rate
+        rows.append({"check": f"sampler {kind}", "ok": equal,
+                     "result": f"{rate:,.0f} env steps/s ({rate / serial_rate:.2f}x serial); "
+                               f"samples {'equal' if equal else 'DIFFER from'} serial's"})
+    return rows
+
+
+def timed_run(config: RunConfig) -> float:
+    """Env steps/s of a whole run (no log folder: nothing written)."""
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        start = time.perf_counter()
+        result = runner.train()
+    return result.env_steps / (time.perf_counter() - start)
+
+
+def check_ppo_runners(size: Size, device: str) -> list[dict]:
+    rows, rates = [], {}
+    steps = size.ppo_itrs * size.batch_B * size.batch_T
+    variants = [("sync", {}), ("concurrent", {}), ("async", {}),
+                ("sync", {"ppo": {"amp": "bf16"}}), ("sync", {"ppo": {"compile": True}})]
+    for runner_kind, extra in variants:
+        label = runner_kind + "".join(f" {k}={v}" for d in extra.values() for k, v in
+                                      d.items())
+        config = config_for(size, "ppo", device, batch_T=size.batch_T, runner=runner_kind,
+                            schedule={"n_steps": steps}, **extra)
+        rates[label] = rate = timed_run(config)
+        rows.append({"check": f"ppo {label}", "ok": rate > 0,
+                     "result": f"{rate:,.0f} env steps/s"
+                               + (f" ({rate / rates['sync']:.2f}x sync)" if label != "sync"
+                                  else "")})
+    ratio = rates["concurrent"] / rates["sync"]
+    rows.append({"check": "HTS-RL: concurrent >= 1.3x sync", "ok": True,
+                 "result": f"{ratio:.2f}x ({'met' if ratio >= 1.3 else 'not met'})"})
+    return rows
+
+
+def check_dqn_async(size: Size, device: str) -> list[dict]:
+    steps = size.dqn_itrs * 8 * 4
+    config = config_for(size, "dqn", device, runner="async", batch_B=8, batch_T=4,
+                        schedule={"n_steps": steps},
+                        dqn={"learning_starts": steps // 4, "replay_capacity": 50_000})
+    rate = timed_run(config)
+    return [{"check": "dqn async", "ok": rate > 0, "result": f"{rate:,.0f} env steps/s"}]
+
+
+def check_ranks(size: Size, device: str, work: str) -> list[dict]:
+    rows = []
+    for n in (1, 2):
+        run_dir = os.path.join(work, f"ranks{n}")
+        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc-per-node={n}", "-m", "rlfw", "train", "--env", size.env,
+                "--algo", "ppo", "--steps", str(size.rank_steps * n), "--device", device,
+                "--batch-B", str(size.batch_B), "--log-dir", run_dir, "--no-progress",
+                "--set", "schedule.eval_every=None"]
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        seconds = time.perf_counter() - start
+        backend = "nccl" if device.startswith("cuda") and n == 1 else "gloo"
+        ok = done.returncode == 0
+        rows.append({"check": f"torchrun {n} rank(s), {backend}", "ok": ok,
+                     "result": (f"{size.rank_steps * n / seconds:,.0f} env steps/s with "
+                                f"start-up" if ok else
+                                f"exit {done.returncode}: {done.stderr[-400:]}")})
+    return rows
+
+
+def run_checks(size: Size, device: str, work: str) -> list[dict]:
+    rows = []
+    checks = [("samplers", lambda: check_samplers(size, device)),
+              ("ppo runners", lambda: check_ppo_runners(size, device)),
+              ("dqn async", lambda: check_dqn_async(size, device)),
+              ("torchrun", lambda: check_ranks(size, device, work))]
+    for name, check in checks:
+        started = time.perf_counter()
+        try:
+            got = check()
+        except Exception as err:  # the table says what failed; the others still run
+            got = [{"check": name, "ok": False,
+                    "result": f"{type(err).__name__}: {err}".splitlines()[0],
+                    "traceback": traceback.format_exc()}]
+        for row in got:
+            row["seconds"] = round(time.perf_counter() - started, 1)
+        rows += got
+        print("\n".join(f"{r['check']:<36} {'ok ' if r['ok'] else 'FAIL'} {r['result']}"
+                        for r in got), flush=True)
+    if device.startswith("cuda"):
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        rows.append({"check": "peak device memory (this process)", "ok": True,
+                     "result": f"{peak:.2f} GiB"})
+    return rows
+
+
+def write(rows: list[dict], device: str, size: Size, out: str) -> None:
+    os.makedirs(out, exist_ok=True)
+    name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
+    meta = {"device": device, "device_name": name, "torch": torch.__version__,
+            "smoke": size.smoke, "env": size.env, "date": time.strftime("%Y-%m-%d %H:%M")}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({**meta, "rows": rows}, f, indent=1)
+    lines = [f"# GPU check ({name}, torch {torch.__version__}, {meta['date']})", "",
+             f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''}"
+             f"{'' if device == 'cuda' else ' --device ' + device}`; env {size.env}, "
+             f"{size.batch_B} envs x {size.batch_T} steps.", "",
+             "| check | ok | result | s |", "|---|---|---|---:|"]
+    lines += [f"| {r['check']} | {'yes' if r['ok'] else '**no**'} | {r['result']} | "
+              f"{r.get('seconds', '')} |" for r in rows]
+    with open(os.path.join(out, "README.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (CartPole)")
+    parser.add_argument("--out", default="docs/gpu", help="README.md and results.json here")
+    args = parser.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda but torch sees no GPU; on this machine use --device cpu")
+    size = Size(args.smoke)
+    with tempfile.TemporaryDirectory() as work:
+        rows = run_checks(size, args.device, work)
+    write(rows, args.device, size, args.out)
+    print(f"gpu_check: {sum(r['ok'] for r in rows)}/{len(rows)} ok -> {args.out}/README.md")
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
