@@ -71,6 +71,9 @@ class RankPart:
     throughput_steps: int
     throughput_sampler: str = "serial"
     device: str = "cpu"
+    # weak scaling with a fixed core share: n ranks on n cores, one each (sampler workers
+    # and learner threads inside it), against 1 rank on 1 core
+    fixed_share_envs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ SCALES = {
         BatchPart("CartPole-v1", ("ppo",), (1, 2), threshold=60.0,
                   max_steps={"ppo": 8_192}, eval_every=2_048, eval_episodes=3),
         RankPart((1, 2), "CartPole-v1", threshold=60.0, max_steps=8_192, eval_every=2_048,
-                 throughput_env="CartPole-v1", throughput_steps=4_096)),
+                 throughput_env="CartPole-v1", throughput_steps=4_096,
+                 fixed_share_envs=("CartPole-v1",))),
     "small": Scale(
         SamplerPart("ALE/Pong-v5", ("serial", "cpu", "gpu", "alternating", "queue", "native"),
                     (8, 16, 32), (1, 2), 32, 3.0),
@@ -95,7 +99,7 @@ SCALES = {
                   eval_every=8_192),
         RankPart((1, 2), "CartPole-v1", threshold=475.0, max_steps=160_000, eval_every=8_192,
                  throughput_env="ALE/Pong-v5", throughput_steps=8_192,
-                 throughput_sampler="cpu")),
+                 throughput_sampler="cpu", fixed_share_envs=("CartPole-v1", "ALE/Pong-v5"))),
     # The paper's DGX-1 sizes: hundreds of Atari envs, batches far above the usual, one
     # learner per GPU. Run it on an 8-GPU machine (NCCL); it is planned, not run, here.
     "dgx": Scale(
@@ -204,12 +208,16 @@ def _fmt_reach(steps, seconds) -> str:
 
 
 # -- (c) learner ranks -------------------------------------------------------------------
-def torchrun(n: int, run_dir: str, flags: list[str], log: str) -> int:
+def torchrun(n: int, run_dir: str, flags: list[str], log: str,
+             cores: list[int] | None = None) -> int:
+    """``rlfw train`` on ``n`` torchrun ranks; with ``cores``, the launch is pinned to them
+    (rlfw's affinity plan then splits them between the ranks)."""
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={n}", "-m", "rlfw", "train", "--log-dir", run_dir,
             "--no-progress", *flags]
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
     with open(log, "w") as f:
-        return subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT)
+        return subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, preexec_fn=pin)
 
 
 def mean_rate(run_dir: str) -> float | None:
@@ -261,6 +269,40 @@ def run_rank_part(part: RankPart, seed: int, runs_dir: str, say) -> list[dict]:
     for r in rows:
         if r["kind"] == "weak" and one and r["steps_per_s"]:
             r["efficiency"] = r["steps_per_s"] / (r["ranks"] * one)
+    rows += run_fixed_share(part, seed, runs_dir, say)
+    return rows
+
+
+def run_fixed_share(part: RankPart, seed: int, runs_dir: str, say) -> list[dict]:
+    """Weak scaling that measures the framework, not the machine: n ranks pinned to n cores
+    (one each: every rank's sampler workers and learner threads share its core) against one
+    rank pinned to one core, the same batch per rank; efficiency = rate(n) / (n x rate(1))."""
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    rows = []
+    for env in part.fixed_share_envs:
+        base = apply_overrides(RunConfig(algo="ppo", env=env), preset("ppo", env))
+        for n in part.ranks:
+            if n > len(usable):
+                say(f"(c) fixed share, {n} ranks: skipped, {len(usable)} usable core(s)")
+                continue
+            run_dir = os.path.join(runs_dir, f"weak-1core-{env.replace('/', '_')}-ranks={n}")
+            steps = part.throughput_steps * n
+            flags = ["--env", env, "--steps", str(steps), "--seed", str(seed),
+                     "--sampler", part.throughput_sampler, "--device", part.device,
+                     "--pin-cpus", "--set", "schedule.eval_every=None",
+                     "--set", f"schedule.log_every={max(steps // 8, 1)}"]
+            code = _once(run_dir, lambda: torchrun(n, run_dir, flags, run_dir + ".log",
+                                                   usable[:n]))
+            rows.append({"kind": "weak, 1 core per rank", "ranks": n, "env": env,
+                         "status": code, "batch_B_per_rank": base.batch_B,
+                         "steps_per_s": mean_rate(run_dir)})
+            say(f"(c) weak, 1 core per rank, {env}, {n} rank(s): "
+                f"{rows[-1]['steps_per_s'] or 0:,.0f} env steps/s")
+        one = next((r["steps_per_s"] for r in rows if r["env"] == env and r["ranks"] == 1),
+                   None)
+        for r in rows:
+            if r["env"] == env and one and r["steps_per_s"]:
+                r["efficiency"] = r["steps_per_s"] / (r["ranks"] * one)
     return rows
 
 
@@ -308,6 +350,12 @@ def tables(scale: str, results: dict) -> str:
         out.append("")
     if results.get("ranks"):
         out += ["## (c) Learner ranks (torchrun)", "", "![ranks](rank_scaling.png)", "",
+                "Rows `weak` launch n ranks on the whole machine: one rank already uses "
+                "every core, so on a small machine they measure the machine more than the "
+                "framework. Rows `weak, 1 core per rank` give each rank a fixed share (the "
+                "launch pinned to n cores, rlfw's affinity plan giving each rank one, its "
+                "sampler workers and learner threads inside it): efficiency = rate(n) / "
+                "(n x rate(1)) there measures what the ranks cost each other.", "",
                 "| scaling | env | ranks | env steps to threshold | seconds to threshold | "
                 "final eval | env steps/s | efficiency |",
                 "|---|---|---:|---:|---:|---:|---:|---:|"]
