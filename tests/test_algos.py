@@ -66,6 +66,7 @@ def test_unsupported_action_space_is_a_clear_error():
     (PPOConfig(epochs=0), "epochs"), (PPOConfig(minibatch_size=-1), "minibatch_size"),
     (PPOConfig(clip=0.0), "clip"), (PPOConfig(gamma=1.5), "gamma"),
     (PPOConfig(learning_rate=0), "learning_rate"), (PPOConfig(optimizer="sgd"), "optimizer"),
+    (PPOConfig(amp="fp16"), "amp = 'fp16' is invalid: one of \\(None, 'bf16'\\)"),
     (A2CConfig(gae_lambda=-0.1), "gae_lambda"), (A2CConfig(max_grad_norm=0), "max_grad_norm"),
 ])
 def test_bad_algorithm_config_names_the_field(cfg, field):
@@ -73,3 +74,22 @@ def test_bad_algorithm_config_names_the_field(cfg, field):
         cfg.validate()
     with pytest.raises(ValueError, match=field):  # the algorithm refuses it at construction
         PPO(cfg) if isinstance(cfg, PPOConfig) else A2C(cfg)
+
+
+def test_ppo_amp_bf16_runs_the_loss_in_bfloat16_and_still_learns_a_step():
+    """bf16 autocast is on (the update differs from fp32's) and the weights stay float32."""
+    from test_runner import small_config
+    from rlfw.launch.build import build_runner
+
+    def one_update(amp):
+        config = small_config(itrs=1)
+        config.ppo.amp = amp
+        with build_runner(config, None, progress=False, stdout=False) as runner:
+            runner.train()
+        return runner.agent.state_dict()
+
+    fp32, bf16 = one_update(None), one_update("bf16")
+    assert all(v.dtype == fp32[k].dtype for k, v in bf16.items())
+    assert any(not torch.equal(fp32[k], bf16[k]) for k in fp32)
+    for k in fp32:
+        assert torch.allclose(fp32[k], bf16[k], atol=0.05), k

@@ -116,6 +116,7 @@ def test_resume_with_saved_replay_is_bitwise_identical(tmp_path, monkeypatch):
     (DQNConfig(n_step=0), "n_step = 0 is invalid"),
     (DQNConfig(replay_ratio=0.0), "replay_ratio = 0.0 is invalid"),
     (DQNConfig(tau=0.0), "tau = 0.0 is invalid"),
+    (DQNConfig(advantage_learning=1.0), r"advantage_learning = 1.0 is invalid: must be in \[0, 1\)"),
 ])
 def test_bad_dqn_config_is_a_clear_error(config, message):
     with pytest.raises(ValueError, match=message):
@@ -210,3 +211,22 @@ def test_evaluation_epsilon_acts_on_the_eval_noise_only_in_eval_mode():
     assert agent.step(obs[:2], keep[:2]).action.tolist() == [1, 1]
     with pytest.raises(ValueError, match="eval_epsilon = 1.5 is invalid"):
         DqnAgent.build(CARTPOLE, batch_B=1, eval_epsilon=1.5)
+
+
+def test_advantage_learning_lowers_the_target_of_a_worse_action_by_alpha_times_its_gap():
+    """Terminal transitions (target = reward 5), Q_target(s) = (1, 3), online Q = 0 (so the
+    |TD error| is the target): taking action 0 (gap 2) the target is 5 - 0.5 x 2; the greedy
+    action 1 keeps 5."""
+    algo = DQN(DQNConfig(advantage_learning=0.5))
+    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(2))
+    algo.initialize(DqnAgent.build(spaces, batch_B=1, hidden=(4,)), n_itr=1)
+    with torch.no_grad():  # all weights 0: Q is the last layer's bias
+        for p in [*algo.target.parameters(), *algo.agent.q.parameters()]:
+            p.zero_()
+        last = [m for m in algo.target.modules() if isinstance(m, torch.nn.Linear)][-1]
+        last.bias.copy_(torch.tensor([1.0, 3.0]))
+    obs = torch.zeros(2, 2)
+    _, _, target = algo._losses(obs, obs, torch.tensor([0, 1]), torch.tensor([5.0, 5.0]),
+                                torch.zeros(2), torch.zeros(2, dtype=torch.bool),
+                                torch.zeros(2), torch.ones(2))
+    assert target.tolist() == [4.0, 5.0]
