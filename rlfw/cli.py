@@ -185,6 +185,8 @@ def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
                    help="runs at once (local: each pinned to its own slice of the cores)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: local)")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: write the report from the runs finished so far")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -205,8 +207,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     backend = (RayBackend(args.ray_address, 1.0, args.max_parallel) if args.backend == "ray"
                else LocalBackend(args.max_parallel))
     out = args.out or os.path.join("docs", "benchmarks", args.suite)
-    data = run_suite(args.suite, out, backend, peer=args.peer, seeds=args.seeds)
-    failed = [r for r in data["runs"] if r.get("final_return") is None]
+    data = run_suite(args.suite, out, backend, peer=args.peer, seeds=args.seeds,
+                     report_only=args.report_only)
+    failed = [r for r in data["runs"] if r.get("status", "").startswith("failed")]
     print(f"rlfw benchmark: report in {os.path.join(out, 'README.md')}"
           + (f"; {len(failed)} run(s) failed" if failed else ""))
     return 1 if failed else 0

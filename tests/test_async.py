@@ -79,12 +79,24 @@ def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path):
     assert lags and all(lag in (0.0, 1.0) for lag in lags)
 
 
+def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
+    """The process steps its own copy: sent the learner's agent, spawn would put the
+    learner's tensors in shared memory and every weight load there would overwrite them
+    (DQN's per-slot ε buffer: the older version's ε, published as the newer one's)."""
+    runner = build_runner(async_config(itrs=4), str(tmp_path / "run"), progress=False,
+                          stdout=False)
+    with runner:
+        runner.train()
+        shared = [k for k, v in runner.agent.state_dict().items() if v.is_shared()]
+        assert shared == []
+
+
 @pytest.mark.parametrize("algo", ["dqn", "ppo"])
 def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
     while it samples) or not: the same run, bitwise."""
     def run(name, delay_s):
-        runner = build_runner(async_config(algo, itrs=8), str(tmp_path / name),
+        runner = build_runner(async_config(algo, itrs=16), str(tmp_path / name),
                               progress=False, stdout=False)
         learn = runner._update
 

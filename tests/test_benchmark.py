@@ -75,3 +75,11 @@ def test_iqm_and_its_ci_and_the_curve_binning():
     assert low <= iqm <= high < 100
     curve = [(50, 1.0), (150, 3.0), (160, 5.0)]
     np.testing.assert_allclose(binned(curve, np.array([100.0, 200.0, 300.0])), [1, 4, 4])
+
+
+def test_report_only_runs_nothing_and_lists_what_is_not_run_yet(tmp_path):
+    done = benchmark(tmp_path, "--report-only")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (tmp_path / "runs").exists()
+    readme = (tmp_path / "README.md").read_text()
+    assert "(no finished run yet)" in readme and "rlfw: seeds [0, 1] not run yet" in readme

@@ -75,11 +75,21 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
     return {**asdict(job), "status": f"failed (exit {code})", "log_tail": tail}
 
 
+def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
+    """A job's result if its folder holds one, else a ``not run`` record (no training)."""
+    path = os.path.join(job.run_dir(out_dir), RESULT_FILE)
+    if os.path.exists(path):
+        with open(path) as f:
+            return {**json.load(f), "skipped": True}
+    return {**asdict(job), "status": "not run"}
+
+
 def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
               seeds: Sequence[int] | None = None,
-              say: Callable[[str], None] = print) -> dict:
+              say: Callable[[str], None] = print, report_only: bool = False) -> dict:
     """Run what is not finished of suite ``name`` on ``backend`` and write its report
-    into ``out_dir``; returns the report's data."""
+    into ``out_dir``; returns the report's data. ``report_only``: run nothing, report the
+    runs finished so far."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; one of {', '.join(SUITES)}")
     if peer not in (None, "sb3"):
@@ -103,7 +113,8 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
         say(f"[{done[0]}/{len(jobs)}] {result['framework']} {result['algo']} "
             f"{result['env']} seed {result['seed']}: {what}")
 
-    results = backend.map(functools.partial(run_job, out_dir=out_dir), [(j,) for j in jobs],
+    task = finished if report_only else run_job
+    results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs],
                           report)
     return write_report(name, suite, results, out_dir)
 

@@ -36,7 +36,8 @@ def summarize(results: list[dict]) -> dict:
     done = [r for r in results if r.get("final_return") is not None]
     out: dict = {"seeds": [r["seed"] for r in done], "failed": [
         {"seed": r["seed"], "status": r["status"], "log_tail": r.get("log_tail", "")}
-        for r in results if r.get("final_return") is None]}
+        for r in results if r["status"].startswith("failed")],
+        "not_run": [r["seed"] for r in results if r["status"] == "not run"]}
     if not done:
         return out
     finals = np.array([r["final_return"] for r in done])
@@ -168,7 +169,7 @@ def markdown(data: dict) -> str:
                   "|---|---|---|---|---:|---|---:|---:|"]
         for fw, s in e["frameworks"].items():
             if "finals" not in s:
-                lines.append(f"| {fw} | | (no finished run) | | | | | |")
+                lines.append(f"| {fw} | | (no finished run yet) | | | | | |")
                 continue
             per_seed = ", ".join(_num(x) for x in s["finals"])
             lines.append(f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
@@ -176,6 +177,9 @@ def markdown(data: dict) -> str:
                          f"[{_num(s['iqm_low'])}, {_num(s['iqm_high'])}] | "
                          f"{s['wall_s']:.0f} | {s['steps_per_s']:,.0f} |")
         for fw, s in e["frameworks"].items():
+            if s["not_run"]:
+                lines += ["", f"{fw}: seeds {s['not_run']} not run yet (the session's time "
+                              "ran out; `rlfw benchmark` again runs them)."]
             for fail in s["failed"]:
                 lines += ["", f"{fw} seed {fail['seed']}: {fail['status']}; its log ends:",
                           "```", fail["log_tail"].rstrip(), "```"]

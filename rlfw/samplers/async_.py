@@ -10,6 +10,7 @@ shared on-policy ``[T, B]`` buffers in turn; a ``batch`` message reports it.
 """
 from __future__ import annotations
 
+import copy
 import os
 import time
 from contextlib import nullcontext
@@ -218,9 +219,13 @@ class SamplerProcess:
         try:
             # Not a daemon: the process starts its own sampler's workers, and it closes
             # them before it exits (hence the longer grace).
-            self.pool = WorkerPool(_sampler_main, [(self.sampler, agent, self.weights,
-                                                    self.credits, self.lead, storage, lock,
-                                                    self.buffers, os.getpid())],
+            # The process gets a copy: handing it the learner's agent would put the
+            # learner's parameters in shared memory, and each weight load in the process
+            # would then overwrite the learner's weights mid-update.
+            self.pool = WorkerPool(_sampler_main, [(self.sampler, copy.deepcopy(agent),
+                                                    self.weights, self.credits, self.lead,
+                                                    storage, lock, self.buffers,
+                                                    os.getpid())],
                                    self.start_method, label=lambda i: "sampler process",
                                    daemon=False, grace_s=JOIN_S + 2)
         except BaseException:
