@@ -82,3 +82,20 @@ def test_sticky_actions_are_configurable():
     env = EnvFactory("ALE/Pong-v5", atari=AtariOptions(sticky_action_prob=0.25))(train=True)
     assert env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
     env.close()
+
+
+def test_mujoco_engine_warnings_print_once_and_leave_no_log_file(tmp_path):
+    """MuJoCo's default handler prints its model-compiler notice for every env made and
+    appends it to MUJOCO_LOG.TXT in the working folder; rlfw routes it to ``warnings``."""
+    import subprocess
+    import sys
+
+    code = ("from rlfw.envs.factory import EnvFactory\n"
+            "for env_id in ['HalfCheetah-v5'] * 3 + ['Hopper-v5'] * 2:\n"
+            "    EnvFactory(env_id)().close()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("settotalmass") == 1, done.stderr
+    assert "MujocoWarning" in done.stderr
+    assert list(tmp_path.iterdir()) == []

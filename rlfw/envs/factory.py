@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import warnings
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -77,6 +78,26 @@ def _float32_observations(env: gym.Env) -> gym.Env:
     return env
 
 
+class MujocoWarning(UserWarning):
+    """A warning from the MuJoCo engine (e.g. a deprecated attribute in a model file)."""
+
+
+def _mujoco_warning(message: str) -> None:
+    # Python's default filter shows a given warning once per place: a run that makes many
+    # envs prints MuJoCo's model-compiler notice once, not once per env.
+    warnings.warn(message.strip(), MujocoWarning, stacklevel=2)
+
+
+def route_mujoco_warnings() -> None:
+    """Send MuJoCo's warnings to Python's ``warnings`` (shown once) instead of its default
+    handler, which prints each one and appends it to ``MUJOCO_LOG.TXT`` in the working
+    folder. MuJoCo's handler is process-wide; this sets it once per process."""
+    import mujoco
+
+    if mujoco.get_mju_user_warning() is not _mujoco_warning:
+        mujoco.set_mju_user_warning(_mujoco_warning)
+
+
 @dataclass(frozen=True)
 class EnvFactory:
     """Builds one environment of ``env_id``; training and evaluation differ only for Atari
@@ -95,6 +116,8 @@ class EnvFactory:
     def __call__(self, train: bool = True) -> gym.Env:
         if is_atari(self.env_id) and self.entry is None:
             return make_atari(self.env_id, self.atari, train)
+        if self.entry is None and is_mujoco(self.env_id):
+            route_mujoco_warnings()
         make = self.entry if self.entry is not None else partial(gym.make, self.env_id)
         # Statistics wrapper outermost: for non-Atari tasks the episode *is* the game episode.
         return gym.wrappers.RecordEpisodeStatistics(
