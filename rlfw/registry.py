@@ -182,7 +182,7 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
                                   obs_clip=config.obs_clip, activation=config.activation,
                                   log_std_init=config.log_std_init,
                                   recurrent=config.recurrent, rnn_size=config.rnn_size,
-                                  rnn_critic=config.rnn_critic)
+                                  rnn_critic=config.rnn_critic, ortho_init=config.ortho_init)
 
 
 def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:

@@ -5,12 +5,15 @@ import importlib.util
 import re
 import shutil
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from conftest import bits
+from rlfw.agents import ActorCriticAgent
 from rlfw.cli import main
+from rlfw.envs import EnvSpaces
 from rlfw.checkpoint import list_checkpoints
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
@@ -174,8 +177,16 @@ def test_presets_follow_the_action_space_and_the_family():
                                    ("Pendulum-v1", "HalfCheetah-v5", "CartPole-v1"))
     assert pendulum["normalize_obs"] and pendulum["ppo"]["normalize_reward"]
     assert pendulum["schedule"]["n_steps"] == 200_000 and pendulum["ppo"]["gamma"] == 0.9
-    assert cheetah["batch_T"] == 2048 and cheetah["schedule"]["n_steps"] == 1_000_000
-    assert cheetah["ppo"]["learning_rate"] == 3e-4 and cheetah["ppo"]["normalize_reward"]
+    # MuJoCo PPO: the zoo's tuned values per env; an unlisted MuJoCo id: the family preset
+    assert cheetah["batch_T"] == 512 and cheetah["schedule"]["n_steps"] == 1_000_000
+    assert cheetah["ppo"]["learning_rate"] == 2.0633e-05 and cheetah["ppo"]["normalize_reward"]
+    assert cheetah["ortho_init"] is False and cheetah["hidden"] == (256, 256)
+    assert cheetah["activation"] == "relu" and cheetah["log_std_init"] == -2.0
+    assert preset("ppo", "Hopper-v5")["ppo"]["gamma"] == 0.999
+    assert preset("ppo", "Swimmer-v5")["batch_B"] == 4
+    humanoid = preset("ppo", "Humanoid-v5")
+    assert humanoid["batch_T"] == 2048 and humanoid["ppo"]["learning_rate"] == 3e-4
+    assert humanoid["ppo"]["anneal_lr"] and "ortho_init" not in humanoid
     assert "normalize_obs" not in cartpole
     assert preset("a2c", "MountainCarContinuous-v0")["a2c"]["normalize_reward"]
 
@@ -234,3 +245,19 @@ def test_ppo_learns_pendulum_for_two_of_three_seeds(tmp_path):
         if sum(f >= -300 for f in finals) >= 2:
             break
     assert sum(f >= -300 for f in finals) >= 2, finals
+
+
+def test_ortho_init_false_keeps_pytorchs_default_init_for_the_mlp_and_is_refused_elsewhere():
+    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))
+    ortho = ActorCriticAgent.build(spaces).model
+    default = ActorCriticAgent.build(spaces, ortho_init=False).model
+    # orthogonal: zero biases, a policy head scaled by 0.01; PyTorch's: uniform biases
+    assert all(not m.bias.any() for m in ortho.modules() if isinstance(m, torch.nn.Linear))
+    assert ortho.pi[-1].weight.abs().max() < 0.02
+    assert all(m.bias.abs().min() > 0 for m in default.modules()
+               if isinstance(m, torch.nn.Linear))
+    assert default.pi[-1].weight.abs().max() > 0.1
+    image = EnvSpaces(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), gym.spaces.Discrete(3))
+    with pytest.raises(ValueError, match="ortho_init=False is for the MLP actor-critic; "
+                                         "model 'cnn'"):
+        ActorCriticAgent.build(image, ortho_init=False)

@@ -46,13 +46,15 @@ class ActorCriticAgent(ModelAgent):
               activation: str = "tanh", device: str = "cpu", algo: str = "ppo/a2c",
               normalize_obs: bool = False, obs_clip: float = 10.0,
               log_std_init: float = 0.0, recurrent: str | None = None,
-              rnn_size: int = 128, rnn_critic: bool = False) -> "ActorCriticAgent":
+              rnn_size: int = 128, rnn_critic: bool = False,
+              ortho_init: bool = True) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations
         (statistics updated by the algorithm once per batch); ``recurrent`` ('lstm' or
         'gru') puts a recurrent core of ``rnn_size`` units between the features (the MLP's
         hidden layers, or the CNN) and the heads; ``rnn_critic`` gives the value head its
-        own features and core."""
+        own features and core. ``ortho_init=False`` (MLP only) keeps PyTorch's default
+        initialization instead of orthogonal weights (SB3's ``ortho_init=False``)."""
         if model not in MODELS:
             raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
         if recurrent is not None and recurrent not in CORES:
@@ -65,6 +67,10 @@ class ActorCriticAgent(ModelAgent):
         is_image = len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
         kind = ("cnn" if is_image else "mlp") if model == "auto" else model
         gaussian_dim = dist.dim if isinstance(dist, DiagGaussian) else 0
+        if not ortho_init and (recurrent is not None or kind == "cnn"):
+            raise ValueError(f"ortho_init=False is for the MLP actor-critic; model {kind!r}"
+                             + (f" with recurrent={recurrent!r}" if recurrent else "")
+                             + " is always initialized orthogonally")
         if recurrent is not None:
             net: nn.Module = RecurrentActorCritic(
                 obs_space.shape, dist.n_params, recurrent, rnn_size, hidden, activation,
@@ -73,7 +79,7 @@ class ActorCriticAgent(ModelAgent):
             net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
         else:
             net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
-                                 log_std_init)
+                                 log_std_init, ortho_init)
         if normalize_obs:
             net = NormalizedModel(net, obs_space.shape, obs_clip)
         return cls(net, dist, spaces.action, device)

@@ -60,6 +60,7 @@ class RunConfig:
     hidden: tuple[int, ...] = (64, 64)
     activation: str = "tanh"         # of MLP hidden layers: 'tanh' or 'relu'
     log_std_init: float = 0.0        # Gaussian policies' initial log-std
+    ortho_init: bool = True          # MLP actor-critic: orthogonal init (False: PyTorch's)
     recurrent: str | None = None     # ppo/a2c: 'lstm' or 'gru' core before the heads
     rnn_size: int = 128              # units of the recurrent core
     rnn_critic: bool = False         # the value head gets its own features and core

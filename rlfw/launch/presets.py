@@ -19,8 +19,10 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
 
     Classic control: rl-baselines3-zoo's CartPole settings, 120k steps. Continuous classic
     control (Box actions: Pendulum-v1, MountainCarContinuous-v0): the zoo's Pendulum PPO
-    settings with observation and reward normalization, 200k steps. MuJoCo: CleanRL's /
-    the PPO paper's MuJoCo settings, normalized, 1M steps. Atari: the PPO paper's Atari
+    settings with observation and reward normalization, 200k steps. MuJoCo, 1M steps: PPO
+    on HalfCheetah, Hopper, Walker2d, Ant and Swimmer takes the zoo's tuned settings for
+    that env (``MUJOCO_PPO``); other MuJoCo ids and A2C take CleanRL's / the PPO and A2C
+    papers' MuJoCo settings, normalized. Atari: the PPO paper's Atari
     settings and the A2C/A3C paper's, 10M steps; evaluation as the literature does it
     (policy-gradient agents sample their actions, DQN is ε-greedy with ε = 0.05), episodes
     capped at 108k frames and each evaluation at 100k agent steps. ``rlfw/CartPoleNoVel-v1``
@@ -30,6 +32,8 @@ layer before the core, 150k steps.
     family = env_family(env_id)
     if family in ("continuous", "mujoco") and algo in ("ppo", "a2c"):
         out = _continuous_preset(algo, family)
+        if family == "mujoco" and algo == "ppo":
+            out = _merge(out, MUJOCO_PPO.get(_base_name(env_id), {}))
         out["schedule"] = schedule_for(1_000_000 if family == "mujoco" else 200_000)
         return out
     atari = family == "atari"
@@ -51,6 +55,48 @@ layer before the core, 150k steps.
         out["normalize_obs"] = True
         out["hidden"] = (64,)
         out["schedule"] = schedule_for(150_000)
+    return out
+
+
+# rl-baselines3-zoo's tuned PPO settings for gymnasium's MuJoCo envs (its -v4 entries;
+# SB3's PPO defaults where the zoo sets nothing), as facts on top of the family preset:
+# observations and rewards normalized (VecNormalize), no LR or clip annealing, no value
+# clipping, one env unless said. Unlisted MuJoCo ids keep the family preset (CleanRL's).
+_SB3_PPO = dict(learning_rate=3e-4, anneal_lr=False, gamma=0.99, gae_lambda=0.95, epochs=10,
+                minibatch_size=64, clip=0.2, value_clip=None, entropy_coef=0.0,
+                value_coef=0.5, max_grad_norm=0.5, normalize_reward=True)
+_ZOO_NET = {"hidden": (256, 256), "activation": "relu", "log_std_init": -2.0,
+            "ortho_init": False}
+_SB3_NET = {"hidden": (64, 64), "activation": "tanh", "log_std_init": 0.0, "ortho_init": True}
+MUJOCO_PPO: dict[str, dict[str, Any]] = {
+    "HalfCheetah": {**_ZOO_NET, "batch_B": 1, "batch_T": 512, "ppo": {
+        **_SB3_PPO, "learning_rate": 2.0633e-05, "gamma": 0.98, "gae_lambda": 0.92,
+        "epochs": 20, "clip": 0.1, "entropy_coef": 0.000401762, "value_coef": 0.58096,
+        "max_grad_norm": 0.8}},
+    "Hopper": {**_ZOO_NET, "batch_B": 1, "batch_T": 512, "ppo": {
+        **_SB3_PPO, "learning_rate": 9.80828e-05, "gamma": 0.999, "gae_lambda": 0.99,
+        "epochs": 5, "minibatch_size": 32, "clip": 0.2, "entropy_coef": 0.00229519,
+        "value_coef": 0.835671, "max_grad_norm": 0.7}},
+    "Walker2d": {**_SB3_NET, "batch_B": 1, "batch_T": 512, "ppo": {
+        **_SB3_PPO, "learning_rate": 5.05041e-05, "gamma": 0.99, "gae_lambda": 0.95,
+        "epochs": 20, "minibatch_size": 32, "clip": 0.1, "entropy_coef": 0.000585045,
+        "value_coef": 0.871923, "max_grad_norm": 1.0}},
+    "Ant": {**_SB3_NET, "batch_B": 1, "batch_T": 2048, "ppo": dict(_SB3_PPO)},
+    "Swimmer": {**_SB3_NET, "batch_B": 4, "batch_T": 1024, "ppo": {
+        **_SB3_PPO, "learning_rate": 6e-4, "gamma": 0.9999, "gae_lambda": 0.98,
+        "minibatch_size": 256}},
+}
+
+
+def _base_name(env_id: str) -> str:
+    """'HalfCheetah' of 'HalfCheetah-v5'."""
+    return env_id.split("/")[-1].rsplit("-v", 1)[0]
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = {**out[key], **value} if isinstance(value, dict) and key in out else value
     return out
 
 

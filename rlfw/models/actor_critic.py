@@ -15,14 +15,19 @@ class MlpActorCritic(nn.Module):
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int,
                  hidden: Sequence[int] = (64, 64), activation: str = "tanh",
-                 gaussian_dim: int = 0, log_std_init: float = 0.0):
+                 gaussian_dim: int = 0, log_std_init: float = 0.0, ortho_init: bool = True):
         super().__init__()
         in_dim = int(torch.tensor(obs_shape).prod())
         self.obs_ndim = len(obs_shape)
         self.pi = MLP(in_dim, hidden, n_policy_params, activation)
         self.v = MLP(in_dim, hidden, 1, activation)
-        orthogonal_init(self.pi[-1], 0.01)  # near-uniform initial policy
-        orthogonal_init(self.v[-1], 1.0)
+        if ortho_init:
+            orthogonal_init(self.pi[-1], 0.01)  # near-uniform initial policy
+            orthogonal_init(self.v[-1], 1.0)
+        else:  # PyTorch's default (Kaiming-uniform) for every layer, as SB3 without it
+            for layer in self.modules():
+                if isinstance(layer, nn.Linear):
+                    layer.reset_parameters()
         # State-independent log-std for Gaussian policies (0 params for Discrete).
         self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
             if gaussian_dim else None
