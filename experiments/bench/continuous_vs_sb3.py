@@ -2,10 +2,10 @@
 
 Both run rl-baselines3-zoo's tuned HalfCheetah PPO (1 env x 512 steps, minibatch 64, 20
 epochs, lr 2.06e-5, clip 0.1, γ 0.98, λ 0.92, 256-256 ReLU networks, initial log-std -2,
-observations normalized and rewards scaled: SB3 through VecNormalize, rlfw through its
-own normalization); the only difference left is the zoo's ortho_init=False (rlfw always
-initializes orthogonally). `--preset` adds a run of rlfw's own MuJoCo preset (CleanRL's
-settings). Same env steps, one torch thread each. Prints wall-clock, env steps/s, the final policy's deterministic return over 10
+PyTorch's default init, observations normalized and rewards scaled): rlfw's HalfCheetah
+preset is exactly these settings. The difference left: SB3's VecNormalize updates the
+observation statistics at every env step, rlfw once per batch. `--preset` adds a run of
+rlfw's MuJoCo family preset (CleanRL's settings). Same env steps, one torch thread each. Prints wall-clock, env steps/s, the final policy's deterministic return over 10
 episodes (fresh envs, frozen normalization statistics) and the time ratio rlfw / SB3.
 
     python experiments/bench/continuous_vs_sb3.py --steps 1000000     # the issue's length
@@ -25,20 +25,12 @@ from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.launch.evaluate import evaluate_checkpoint
 
 
-ZOO = {"batch_B": 1, "batch_T": 512, "hidden": (256, 256), "activation": "relu",
-       "log_std_init": -2.0, "normalize_obs": True,
-       "ppo": dict(learning_rate=2.0633e-05, anneal_lr=False, gamma=0.98, gae_lambda=0.92,
-                   epochs=20, minibatch_size=64, clip=0.1, value_clip=None,
-                   entropy_coef=0.000401762, value_coef=0.58096, max_grad_norm=0.8,
-                   normalize_reward=True)}
-
-
 def rlfw_run(env_id: str, steps: int, seed: int, log_dir: str,
              zoo: bool = True) -> tuple[float, float]:
-    config = apply_overrides(RunConfig(algo="ppo", env=env_id, seed=seed),
-                             preset("ppo", env_id))
-    if zoo:
-        apply_overrides(config, ZOO)
+    config = RunConfig.for_env(env_id, "ppo", seed=seed)
+    if not zoo:  # the MuJoCo family preset: an id without a tuned entry gets it
+        apply_overrides(config, {**preset("ppo", "Humanoid-v5"), "activation": "tanh",
+                                 "log_std_init": 0.0, "ortho_init": True})
     apply_overrides(config, {"schedule": {"n_steps": steps, "eval_every": None,
                                           "log_every": max(steps // 10, 1),
                                           "checkpoint_every": 10 * steps}})
