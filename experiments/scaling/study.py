@@ -278,6 +278,7 @@ def run_fixed_share(part: RankPart, seed: int, runs_dir: str, say) -> list[dict]
     (one each: every rank's sampler workers and learner threads share its core) against one
     rank pinned to one core, the same batch per rank; efficiency = rate(n) / (n x rate(1))."""
     usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    os.makedirs(runs_dir, exist_ok=True)
     rows = []
     for env in part.fixed_share_envs:
         base = apply_overrides(RunConfig(algo="ppo", env=env), preset("ppo", env))
