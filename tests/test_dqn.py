@@ -116,7 +116,8 @@ def test_resume_with_saved_replay_is_bitwise_identical(tmp_path, monkeypatch):
     (DQNConfig(n_step=0), "n_step = 0 is invalid"),
     (DQNConfig(replay_ratio=0.0), "replay_ratio = 0.0 is invalid"),
     (DQNConfig(tau=0.0), "tau = 0.0 is invalid"),
-    (DQNConfig(advantage_learning=1.0), r"advantage_learning = 1.0 is invalid: must be in \[0, 1\)"),
+    (DQNConfig(advantage_learning=1.0),
+     r"advantage_learning = 1.0 is invalid: must be in \[0, 1\)"),
 ])
 def test_bad_dqn_config_is_a_clear_error(config, message):
     with pytest.raises(ValueError, match=message):

@@ -5,8 +5,9 @@ epochs, lr 2.06e-5, clip 0.1, γ 0.98, λ 0.92, 256-256 ReLU networks, initial l
 PyTorch's default init, observations normalized and rewards scaled): rlfw's HalfCheetah
 preset is exactly these settings. The difference left: SB3's VecNormalize updates the
 observation statistics at every env step, rlfw once per batch. `--preset` adds a run of
-rlfw's MuJoCo family preset (CleanRL's settings). Same env steps, one torch thread each. Prints wall-clock, env steps/s, the final policy's deterministic return over 10
-episodes (fresh envs, frozen normalization statistics) and the time ratio rlfw / SB3.
+rlfw's MuJoCo family preset (CleanRL's settings). Same env steps, one torch thread each.
+Prints wall-clock, env steps/s, the final policy's deterministic return over 10 episodes
+(fresh envs, frozen normalization statistics) and the time ratio rlfw / SB3.
 
     python experiments/bench/continuous_vs_sb3.py --steps 1000000     # the issue's length
     python experiments/bench/continuous_vs_sb3.py --steps 100000      # what fits a session

@@ -4,9 +4,10 @@ every other sampler process.
 
 The process samples batch after batch, each after taking a credit (the learner returns one
 per batch consumed, so the sampler is at most ``lead`` batches ahead), with the weights the
-learner published after batch ``itr - lead``: a fixed policy lag, whatever the timing. A batch goes either into a shared-memory replay (under the
-replay's lock, so a minibatch never mixes a half-written batch in) or into one of two
-shared on-policy ``[T, B]`` buffers in turn; a ``batch`` message reports it.
+learner published after batch ``itr - lead``: a fixed policy lag, whatever the timing. A
+batch goes either into a shared-memory replay (under the replay's lock, so a minibatch never
+mixes a half-written batch in) or into one of two shared on-policy ``[T, B]`` buffers in
+turn; a ``batch`` message reports it (with the replay rows written so far).
 """
 from __future__ import annotations
 
