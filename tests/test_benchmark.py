@@ -83,3 +83,13 @@ def test_report_only_runs_nothing_and_lists_what_is_not_run_yet(tmp_path):
     assert not (tmp_path / "runs").exists()
     readme = (tmp_path / "README.md").read_text()
     assert "(no finished run yet)" in readme and "rlfw: seeds [0, 1] not run yet" in readme
+
+
+def test_a_run_that_fails_is_reported_with_its_log_and_not_counted_as_finished(tmp_path):
+    from rlfw.launch.benchmark import run_job
+
+    job = Job("rlfw", "ppo", "NoSuchEnv-v0", 256, 0)
+    result = run_job(job, str(tmp_path))
+    assert result["status"].startswith("failed (exit ") and result.get("final_return") is None
+    assert "NoSuchEnv-v0" in result["log_tail"]
+    assert not os.path.exists(os.path.join(job.run_dir(str(tmp_path)), "result.json"))
