@@ -26,7 +26,9 @@ def test_smoke_scale_writes_tables_and_plots(tmp_path):
     assert all(r["status"] == "done" for r in results["batch"])
     assert results["batch"][1]["batch_B"] == 2 * results["batch"][0]["batch_B"]
     ranks = {(r["kind"], r["ranks"]): r for r in results["ranks"]}
-    assert set(ranks) == {("strong", 1), ("strong", 2), ("weak", 1), ("weak", 2)}
+    assert set(ranks) == {("strong", 1), ("strong", 2), ("weak", 1), ("weak", 2),
+                          ("weak, 1 core per rank", 1), ("weak, 1 core per rank", 2)}
+    assert ranks[("weak, 1 core per rank", 1)]["efficiency"] == 1.0
     assert all(r["status"] == 0 and r["steps_per_s"] > 0 for r in ranks.values())
     assert ranks[("weak", 1)]["efficiency"] == 1.0 and ranks[("weak", 2)]["efficiency"] > 0
     assert json.loads((runs / "ranks" / "strong-ranks=2" / "config.json").read_text())[
