@@ -25,7 +25,6 @@ from rlfw.launch.benchmark_suites import SUITES, Entry, Suite
 
 EVAL_EPISODES = 20
 EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
-FRAMEWORKS = ("rlfw", "sb3")
 RESULT_FILE, LOG_FILE = "result.json", "job.log"
 
 
