@@ -182,7 +182,8 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
                                   obs_clip=config.obs_clip, activation=config.activation,
                                   log_std_init=config.log_std_init,
                                   recurrent=config.recurrent, rnn_size=config.rnn_size,
-                                  rnn_critic=config.rnn_critic, ortho_init=config.ortho_init)
+                                  rnn_critic=config.rnn_critic, ortho_init=config.ortho_init,
+                                  obs_norm_update=config.obs_norm_update)
 
 
 def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:

@@ -261,3 +261,105 @@ def test_ortho_init_false_keeps_pytorchs_default_init_for_the_mlp_and_is_refused
     with pytest.raises(ValueError, match="ortho_init=False is for the MLP actor-critic; "
                                          "model 'cnn'"):
         ActorCriticAgent.build(image, ortho_init=False)
+
+
+# -- per-step statistics (VecNormalize's rule) ------------------------------------------------
+def per_step_agent(factory):
+    from rlfw.testing import elementwise_gaussian_agent
+    return elementwise_gaussian_agent(EnvSpaces.of(factory), obs_norm_update="step")
+
+
+def test_per_step_statistics_merge_each_row_before_the_policy_acts_on_it():
+    from rlfw.models.normalize import ObservationNormalizer
+    from rlfw.samplers import SerialSampler
+
+    factory = pendulum_config("serial").env_factory()
+    agent = per_step_agent(factory)
+    reference = ObservationNormalizer((3,))
+    with SerialSampler(factory, batch_T=16, batch_B=4, seed=5) as sampler:
+        sampler.initialize(agent)
+        for itr in range(2):
+            samples, _ = sampler.obtain_samples(itr)
+            for t in range(16):
+                reference.stats.update(samples.observation[t])  # row t, slots in order
+                # the policy acted on row t normalized with statistics that include it
+                assert torch.equal(bits(samples.agent_info.model_input[t]),
+                                   bits(reference(samples.observation[t])))
+            assert trees_equal(agent.model.normalizer.stats.state_dict(),
+                               reference.stats.state_dict())
+    assert reference.stats.count.item() > 2 * 16 * 4 - 1
+
+
+def test_the_learner_trains_on_the_inputs_the_policy_acted_on():
+    from rlfw.samplers import SerialSampler
+
+    factory = pendulum_config("serial").env_factory()
+    agent = per_step_agent(factory)
+    with SerialSampler(factory, batch_T=16, batch_B=4, seed=5) as sampler:
+        sampler.initialize(agent)
+        sampler.obtain_samples(0)
+        samples, _ = sampler.obtain_samples(1)
+        observation = agent.training_observations(samples)
+        assert observation is samples.agent_info.model_input
+        logp, _, value = agent.evaluate_actions(observation, samples.action)
+        # the first PPO epoch's ratio is exactly 1: same inputs, same weights
+        assert torch.equal(logp, samples.agent_info.logp)
+        assert torch.equal(value, samples.agent_info.value)
+        # the raw observations under the end-of-batch statistics are not what it acted on
+        agent.model.stats_update = "batch"
+        stale, _, _ = agent.evaluate_actions(samples.observation, samples.action)
+        assert not torch.equal(stale, samples.agent_info.logp)
+
+
+def test_per_step_statistics_are_identical_on_the_gpu_sampler_and_after_a_resume(tmp_path):
+    """The gpu sampler (2 env workers, inference over the whole row) trains to the serial
+    run's bits, statistics included; a resumed serial run ends on the same bits."""
+    step = {"obs_norm_update": "step"}
+    serial = train(pendulum_config("serial", **step), str(tmp_path / "serial"))
+    gpu = train(pendulum_config("gpu", **step))
+    stats = serial.agent.model.normalizer.stats
+    assert stats.count.item() > 3 * 4 * 64 - 1
+    assert trees_equal(serial.agent.state_dict(), gpu.agent.state_dict())
+    part = pendulum_config("serial", **step)
+    part.schedule.n_steps, part.schedule.checkpoint_every = 2 * 4 * 64, 2 * 4 * 64
+    train(part, str(tmp_path / "part"))
+    resumed_config = RunConfig.load(str(tmp_path / "part"))
+    assert resumed_config.obs_norm_update == "step"
+    resumed_config.schedule.n_steps = 3 * 4 * 64
+    resumed = train(resumed_config, str(tmp_path / "part"), resume=True)
+    assert trees_equal(serial.agent.state_dict(), resumed.agent.state_dict())
+
+
+@pytest.mark.parametrize("overrides, named", [
+    ({"sampler": "cpu", "n_workers": 2}, "sampler 'cpu'"),
+    ({"sampler": "alternating", "n_workers": 2}, "sampler 'alternating'"),
+    ({"runner": "concurrent"}, "runner 'concurrent'"),
+    ({"runner": "async"}, "runner 'async'"),
+    ({"world_size": 2}, "2 ranks"),
+    ({"normalize_obs": False}, "needs normalize_obs=true"),
+])
+def test_per_step_statistics_where_they_cannot_work_are_refused_by_name(overrides, named):
+    overrides = dict(overrides)
+    config = pendulum_config(overrides.pop("sampler", "serial"), obs_norm_update="step",
+                             **overrides)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        config.validate()
+    with pytest.raises(ValueError, match=r"obs_norm_update must be one of \('batch', 'step'\), "
+                                         r"got 'env'"):
+        pendulum_config("serial", obs_norm_update="env").validate()
+
+
+def test_samplers_and_runners_built_by_hand_refuse_per_step_statistics_by_name():
+    from rlfw.launch.build import build_algo
+    from rlfw.runners import ConcurrentRunner
+    from rlfw.samplers import AlternatingSampler, ParallelCpuSampler, SerialSampler
+
+    factory = pendulum_config("serial").env_factory()
+    for kind in (ParallelCpuSampler, AlternatingSampler):
+        with kind(factory, batch_T=4, batch_B=4, n_workers=2) as sampler:
+            with pytest.raises(ValueError, match=f"{kind.__name__} cannot update per-step"):
+                sampler.initialize(per_step_agent(factory))
+    config = pendulum_config("serial")
+    with pytest.raises(ValueError, match="ConcurrentRunner cannot run an agent with per-step"):
+        ConcurrentRunner(build_algo(config), per_step_agent(factory),
+                         SerialSampler(factory, 4, 4), config.schedule, progress=False)

@@ -47,10 +47,11 @@ class ActorCriticAgent(ModelAgent):
               normalize_obs: bool = False, obs_clip: float = 10.0,
               log_std_init: float = 0.0, recurrent: str | None = None,
               rnn_size: int = 128, rnn_critic: bool = False,
-              ortho_init: bool = True) -> "ActorCriticAgent":
+              ortho_init: bool = True, obs_norm_update: str = "batch") -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
-        ``normalize_obs`` feeds it running-mean/std normalized, clipped observations
-        (statistics updated by the algorithm once per batch); ``recurrent`` ('lstm' or
+        ``normalize_obs`` feeds it running-mean/std normalized, clipped observations,
+        their statistics updated by the learner once per batch or, with
+        ``obs_norm_update='step'``, by the sampler at every env step; ``recurrent`` ('lstm' or
         'gru') puts a recurrent core of ``rnn_size`` units between the features (the MLP's
         hidden layers, or the CNN) and the heads; ``rnn_critic`` gives the value head its
         own features and core. ``ortho_init=False`` (MLP only) keeps PyTorch's default
@@ -81,7 +82,10 @@ class ActorCriticAgent(ModelAgent):
             net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
                                  log_std_init, ortho_init)
         if normalize_obs:
-            net = NormalizedModel(net, obs_space.shape, obs_clip)
+            net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update)
+        elif obs_norm_update != "batch":
+            raise ValueError(f"obs_norm_update={obs_norm_update!r} needs normalize_obs=True "
+                             "(there are no observation statistics to update)")
         return cls(net, dist, spaces.action, device)
 
     @property
@@ -101,40 +105,55 @@ class ActorCriticAgent(ModelAgent):
         return self.state_size > 0
 
     def _forward(self, obs, state: AgentState):
-        """(policy params, value, next state) of one step."""
+        """(policy params, value, next state, the model's normalized input or None) of one
+        step."""
+        obs = self._obs(obs)
+        model, model_input = self.model, None
+        if self.per_step_statistics:  # keep what the network saw: the learner needs it
+            model_input = self.model.normalizer(obs)
+            model, obs = self.model.model, model_input
         if self.recurrent:
-            return self.model(self._obs(obs), state.to(self.device))
-        params, value = self.model(self._obs(obs))
-        return params, value, None
+            return (*model(obs, state.to(self.device)), model_input)
+        params, value = model(obs)
+        return params, value, None, model_input
 
     @torch.no_grad()
     def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
              slots: Sequence[int] | None = None, state: AgentState = None) -> AgentStep:
         """Actions for ``obs`` from the slots' ``noise``; ``slots`` (which env slots the rows
         are) matters only to agents with per-slot behaviour, such as Ape-X exploration."""
-        params, value, next_state = self._forward(obs, state)
+        params, value, next_state, model_input = self._forward(obs, state)
         if self.greedy:
             action = self.distribution.greedy(params)
         else:
             noise_t = torch.as_tensor(noise, device=self.device, dtype=params.dtype)
             action = self.distribution.sample(params, noise_t)
         logp = self.distribution.log_prob(params, action)
-        return AgentStep(action, AgentInfo(logp, value), next_state)
+        return AgentStep(action, AgentInfo(logp, value, model_input), next_state)
 
     @torch.no_grad()
     def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None) -> torch.Tensor:
         return self._forward(obs, state)[1]
 
+    def training_observations(self, samples) -> torch.Tensor:
+        """What ``evaluate_actions`` takes for a batch: its observations, or, under per-step
+        statistics, the normalized observations the policy acted on."""
+        if self.per_step_statistics:
+            return samples.agent_info.model_input
+        return samples.observation
+
     def evaluate_actions(self, obs: torch.Tensor, action: torch.Tensor,
                          state: AgentState = None, episode_start: torch.Tensor | None = None):
-        """(log-prob of ``action``, entropy, value), with grad, for the loss. A recurrent
-        agent takes whole sequences: ``obs [T, n, ...]`` run from ``state [n, S]`` (the
-        state before step 0), restarting from zeros before steps where ``episode_start
-        [T, n]`` is set."""
+        """(log-prob of ``action``, entropy, value), with grad, for the loss, of ``obs``
+        as ``training_observations`` gives them. A recurrent agent takes whole sequences:
+        ``obs [T, n, ...]`` run from ``state [n, S]`` (the state before step 0), restarting
+        from zeros before steps where ``episode_start [T, n]`` is set."""
+        # per-step statistics: obs are already normalized, so the network proper takes them
+        model = self.model.model if self.per_step_statistics else self.model
         if self.recurrent:
-            params, value = self.model.forward_sequence(obs, state, episode_start)
+            params, value = model.forward_sequence(obs, state, episode_start)
         else:
-            params, value = self.model(obs)
+            params, value = model(obs)
         logp, entropy = self.distribution.log_prob_and_entropy(params, action)
         return logp, entropy, value
 

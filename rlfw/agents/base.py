@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from rlfw.buffers.samples import StepInfo
+from rlfw.models.normalize import NormalizedModel
 
 
 class AgentStep(NamedTuple):
@@ -56,12 +57,18 @@ class Agent(Protocol):
     agent takes and returns ``None``. Modes: ``sample_mode`` (collecting), ``eval_mode`` (greedy),
     ``train_mode`` (optimizer passes); ``greedy`` tells which. Weights: ``state_dict`` /
     ``load_state_dict`` are what checkpoints hold and what parallel samplers ship to workers;
-    ``parameters`` is what the optimizer updates.
+    ``parameters`` is what the optimizer updates. Per-step observation statistics: an agent
+    with ``per_step_statistics`` must be shown each training step's full ``[B]`` row, in
+    slot order, through ``observe`` before ``step`` acts on it; samplers that never hold a
+    full row refuse such an agent.
     """
 
     greedy: bool
     noise_shape: tuple[int, ...]
     noise_kind: str
+    per_step_statistics: bool
+
+    def observe(self, observation: torch.Tensor) -> None: ...
 
     def initial_state(self, n: int) -> AgentState: ...
 
@@ -127,12 +134,30 @@ class ModelAgent:
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.model.state_dict()
 
+    @property
+    def per_step_statistics(self) -> bool:
+        """True when the model's observation statistics are updated once per env step
+        (by the sampler, through ``observe``) rather than once per batch."""
+        return isinstance(self.model, NormalizedModel) and self.model.stats_update == "step"
+
+    @property
+    def per_batch_statistics(self) -> bool:
+        """True when the model's observation statistics are the learner's to update, once
+        per batch (``update_normalization``)."""
+        return isinstance(self.model, NormalizedModel) and not self.per_step_statistics
+
+    def observe(self, observation: torch.Tensor) -> None:
+        """A training step's full row of raw observations (``[B, *obs]``, slot order),
+        before ``step`` acts on it: merged into per-step statistics, ignored otherwise."""
+        if self.per_step_statistics:
+            self.model.update_normalization(torch.as_tensor(observation))
+
     def update_normalization(self, observation: torch.Tensor) -> None:
         """Add a batch's raw observations (``[T, B, *obs]``) to the model's observation
-        statistics, if it normalizes its input (a no-op otherwise)."""
-        update = getattr(self.model, "update_normalization", None)
-        if update is not None:
-            update(observation.reshape(-1, *observation.shape[2:]))
+        statistics, if it normalizes its input per batch (a no-op otherwise: per-step
+        statistics already saw every row through ``observe``)."""
+        if self.per_batch_statistics:
+            self.model.update_normalization(observation.reshape(-1, *observation.shape[2:]))
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state)

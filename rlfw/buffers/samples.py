@@ -1,7 +1,7 @@
 """The on-policy batch every sampler fills and PPO/A2C (and DQN's replay) read."""
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import NamedTuple, Optional, Union
 
 import torch
 
@@ -9,10 +9,13 @@ from rlfw.buffers.tree import LeafIndexing
 
 
 class AgentInfo(NamedTuple):
-    """What the agent adds to each step: log-prob of the action taken and the state value."""
+    """What the agent adds to each step: log-prob of the action taken and the state value;
+    with per-step observation statistics also the normalized observation the policy acted
+    on (each step's statistics differ, so the learner must train on exactly these)."""
 
     logp: torch.Tensor
     value: torch.Tensor
+    model_input: Optional[torch.Tensor] = None
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem
 

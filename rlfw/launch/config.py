@@ -17,6 +17,7 @@ from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
 from rlfw.envs import AtariOptions, EnvFactory
 from rlfw.launch.presets import env_family, preset, schedule_for
+from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import CORES
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import RunSchedule
@@ -67,6 +68,7 @@ class RunConfig:
     device: str = "cpu"
     normalize_obs: bool = False      # ppo/a2c: running mean/std of observations in the model
     obs_clip: float = 10.0           # of normalized observations
+    obs_norm_update: str = "batch"   # their statistics: once per 'batch', or per env 'step'
     n_eval_envs: int = 4
     n_eval_workers: int | None = None  # eval env processes; None: usable cores on Atari, else 0
     n_workers: int | None = None     # parallel samplers; None: number of usable cores
@@ -116,6 +118,7 @@ class RunConfig:
                                  f"recurrent={self.recurrent!r}; use compile=false or auto")
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
+        self._check_obs_norm_update(sampler.cls)
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
         self.schedule.validate()
@@ -126,6 +129,30 @@ class RunConfig:
             raise ValueError(f"sampler {self.sampler!r} runs {sampler.env_note}, got env "
                              f"{self.env!r}; use {_either(others)}")
         check_device(self.device)
+
+    def _check_obs_norm_update(self, sampler_cls: type) -> None:
+        if self.obs_norm_update not in OBS_NORM_UPDATES:
+            raise ValueError(f"obs_norm_update must be one of {OBS_NORM_UPDATES}, got "
+                             f"{self.obs_norm_update!r}")
+        if self.obs_norm_update != "step":
+            return
+        if not self.normalize_obs:
+            raise ValueError("obs_norm_update='step' needs normalize_obs=true (there are no "
+                             "observation statistics to update)")
+        if not getattr(sampler_cls, "sees_whole_rows", False):  # also user-registered kinds
+            whole = [s.name for s in SAMPLERS if getattr(s.cls, "sees_whole_rows", False)]
+            raise ValueError(f"obs_norm_update='step' with sampler {self.sampler!r} cannot "
+                             "work: its policy never sees a whole step's row of observations; "
+                             f"use sampler {_either(whole)}, or obs_norm_update='batch'")
+        if not RUNNERS.get(self.runner).cls.samples_with_learner_agent:
+            raise ValueError(f"obs_norm_update='step' with runner {self.runner!r} cannot work: "
+                             "its sampler acts with a copy of the learner's agent, so the "
+                             "statistics it updates never reach the learner; use runner "
+                             "'sync', or obs_norm_update='batch'")
+        if self.world_size > 1:
+            raise ValueError(f"obs_norm_update='step' with {self.world_size} ranks is not "
+                             "supported: each rank would see only its own envs' rows; use "
+                             "one rank, or obs_norm_update='batch'")
 
     @classmethod
     def for_env(cls, env: str, algo: str = "ppo", steps: int | None = None,

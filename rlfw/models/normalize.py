@@ -1,9 +1,13 @@
 """Running mean/std statistics for observation normalization and reward scaling, as in
-SB3's VecNormalize and CleanRL's continuous PPO, but updated once per ``[T, B]`` batch.
+SB3's VecNormalize and CleanRL's continuous PPO.
 
-A batch is merged in one step (Chan et al.'s parallel variance), in float64, from the
-whole batch buffer: the statistics depend only on what the envs produced, never on how
-many workers stepped them, so every sampler's run stays bitwise identical. Statistics
+Observation statistics are updated either once per ``[T, B]`` batch (``'batch'``: the
+learner merges the whole batch after its update) or once per env step (``'step'``:
+VecNormalize's rule; the sampler merges each step's full ``[B]`` row, in slot order,
+before the policy acts on it). Either way rows are merged in one step (Chan et al.'s
+parallel variance), in float64, from complete rows: the statistics depend only on what
+the envs produced, never on how many workers stepped them, so every sampler's run stays
+bitwise identical. Statistics
 are module buffers: they travel with the weights to sampler workers, go into checkpoints
 with the agent (or algorithm), and stay frozen wherever nothing calls ``update``
 (evaluation, ``rlfw eval``).
@@ -63,13 +67,23 @@ class ObservationNormalizer(nn.Module):
         return torch.clamp((obs.to(dtype) - mean) / std, -self.clip, self.clip)
 
 
-class NormalizedModel(nn.Module):
-    """``model`` fed normalized observations; ``update_normalization`` adds a batch."""
+OBS_NORM_UPDATES = ("batch", "step")
 
-    def __init__(self, model: nn.Module, obs_shape: Sequence[int], clip: float = 10.0):
+
+class NormalizedModel(nn.Module):
+    """``model`` fed normalized observations; ``update_normalization`` adds rows to the
+    statistics. ``update`` says who adds them and when (``OBS_NORM_UPDATES``): the learner
+    once per batch, or the sampler once per env step."""
+
+    def __init__(self, model: nn.Module, obs_shape: Sequence[int], clip: float = 10.0,
+                 update: str = "batch"):
         super().__init__()
+        if update not in OBS_NORM_UPDATES:
+            raise ValueError(f"observation statistics update {update!r} is unknown; choose "
+                             f"from {OBS_NORM_UPDATES}")
         self.normalizer = ObservationNormalizer(obs_shape, clip)
         self.model = model
+        self.stats_update = update
 
     @property
     def state_size(self) -> int:

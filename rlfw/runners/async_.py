@@ -31,6 +31,8 @@ class AsyncRunner(Runner):
     process) and with PPO, A2C and DQN. Checkpoints, evaluation, restarts and Ctrl-C are
     the skeleton's; a dead sampler process is a ``WorkerError`` within ``POLL_S``."""
 
+    samples_with_learner_agent = False
+
     def __init__(self, algo, agent, sampler, schedule, lead: int = 2,
                  start_method: str = "spawn", **kwargs):
         replay = None

@@ -53,6 +53,15 @@ class Runner:
         self.ranks = ranks
         self.is_chief = ranks is None or ranks.is_chief
         self.world_size = 1 if ranks is None else ranks.world_size
+        if agent.per_step_statistics and (not self.samples_with_learner_agent
+                                          or self.world_size > 1):
+            raise ValueError(
+                f"{type(self).__name__}"
+                + (f" with {self.world_size} ranks" if self.world_size > 1 else "")
+                + " cannot run an agent with per-step observation statistics: they are "
+                "updated where the policy acts, so the learner's agent must be the one "
+                "sampling, in one rank; use the sync runner with one rank, or "
+                "obs_norm_update='batch'")
         if resume and log_dir is None:
             raise ValueError("resume=True needs the log_dir of the run to continue")
         if schedule.max_restarts and log_dir is None:
@@ -66,6 +75,9 @@ class Runner:
         self.checkpoints = RunCheckpoints(log_dir, ranks, schedule.keep_checkpoints,
                                           self.reporter.say)
         self.checkpoints.check_folder(resume)
+
+    # True where the sampler acts with the learner's own agent (not a copy of its weights)
+    samples_with_learner_agent = True
 
     @classmethod
     def check_algo(cls, algo_cls: type, name: str | None = None) -> None:

@@ -60,6 +60,8 @@ class ConcurrentRunner(Runner):
     on Python-heavy envs overlaps little.
     """
 
+    samples_with_learner_agent = False
+
     def __init__(self, algo, agent, sampler, schedule, **kwargs):
         super().__init__(algo, agent, sampler, schedule, **kwargs)
         if sampler.initialized:

@@ -89,7 +89,11 @@ def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:
 class SamplerBase:
     """Sizes, the initialize-first checks, evaluation on separate envs, state merging and
     closing, for every sampler kind. ``n_eval_workers > 0`` steps the evaluation envs in
-    that many processes of their own (worth it for Atari; classic control is faster here)."""
+    that many processes of their own (worth it for Atari; classic control is faster here).
+    ``sees_whole_rows``: the kind runs the policy on each step's full ``[B]`` row in one
+    place, so it can show that row to an agent with per-step statistics."""
+
+    sees_whole_rows = False
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_eval_envs: int = 4, debug: bool = False,
@@ -116,6 +120,12 @@ class SamplerBase:
         if self._running:
             raise RuntimeError(f"{type(self).__name__} is already initialized; close() it "
                                "before initializing it again")
+        if agent.per_step_statistics and not self.sees_whole_rows:
+            raise ValueError(
+                f"{type(self).__name__} cannot update per-step observation statistics: its "
+                "policy never sees a whole step's row of observations at once; use a sampler "
+                "with batched inference over all envs (SerialSampler or ParallelGpuSampler) "
+                "or per-batch statistics (obs_norm_update='batch')")
         self.agent = agent
         try:
             self.samples = self._start(agent)

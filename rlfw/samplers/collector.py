@@ -38,6 +38,9 @@ class Collector:
         for t in range(len(buf.reward)):
             rows.observation[t] = group.result.next_obs
             tree_assign(rows.agent_state, t, state)
+            # per-step statistics take the row first (a sampler whose collectors see
+            # only part of a row refuses such an agent)
+            agent.observe(observation[t])
             step = agent.step(observation[t], noise[t], group.slots, state)
             state = step.state
             tree_assign(rows.action, t, step.action)

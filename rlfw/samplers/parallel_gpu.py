@@ -86,6 +86,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
     """Env-stepping workers plus batched master-side inference (``n_groups=1``)."""
 
     n_groups = 1
+    sees_whole_rows = True
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
@@ -160,6 +161,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
         states = None if self.slot_states is None else self.slot_states[sl]
         if states is not None:
             buf.agent_state[t, sl] = states.cpu()
+        self.agent.observe(buf.observation[t, sl])  # the whole row: one group only
         step = self.agent.step(buf.observation[t, sl], self.noise[g].draw(),
                                range(self.batch_B)[sl], states)
         if states is not None:
@@ -198,3 +200,4 @@ class AlternatingSampler(ParallelGpuSampler):
     other (rlpyt's alternating GPU sampler). Needs an even number of workers, at least 2."""
 
     n_groups = 2
+    sees_whole_rows = False  # a group acts before the other group's row has arrived

@@ -13,6 +13,7 @@ class SerialSampler(SamplerBase):
     """The reference sampler: simplest code, and the one every other sampler must match."""
 
     collector: Collector | None = None
+    sees_whole_rows = True
 
     def _start(self, agent: Agent) -> Samples:
         group = EnvGroup(self.env_factory, range(self.batch_B), self.seed, train=True)

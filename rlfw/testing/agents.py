@@ -90,9 +90,11 @@ class ElementwiseActorCritic(torch.nn.Module):
         return params, (obs * self.v).sum(-1)
 
 
-def elementwise_gaussian_agent(spaces, normalize_obs: bool = True, obs_clip: float = 10.0):
-    """An ``ActorCriticAgent`` (DiagGaussian, optionally normalized observations) on an
-    ``ElementwiseActorCritic``, for Box-action envs with flat observations."""
+def elementwise_gaussian_agent(spaces, normalize_obs: bool = True, obs_clip: float = 10.0,
+                               obs_norm_update: str = "batch"):
+    """An ``ActorCriticAgent`` (DiagGaussian, optionally normalized observations, their
+    statistics updated per 'batch' or per 'step') on an ``ElementwiseActorCritic``, for
+    Box-action envs with flat observations."""
     from rlfw.agents import ActorCriticAgent
     from rlfw.agents.distributions import DiagGaussian
     from rlfw.models.normalize import NormalizedModel
@@ -100,7 +102,7 @@ def elementwise_gaussian_agent(spaces, normalize_obs: bool = True, obs_clip: flo
     obs_shape, action_dim = spaces.observation.shape, spaces.action.shape[0]
     model: torch.nn.Module = ElementwiseActorCritic(obs_shape[0], action_dim)
     if normalize_obs:
-        model = NormalizedModel(model, obs_shape, obs_clip)
+        model = NormalizedModel(model, obs_shape, obs_clip, obs_norm_update)
     return ActorCriticAgent(model, DiagGaussian(action_dim), spaces.action)
 
 

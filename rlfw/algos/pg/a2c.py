@@ -58,11 +58,12 @@ class A2C(PolicyGradient):
         if c.normalize_advantage:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         self.agent.train_mode()
+        observation = self.agent.training_observations(samples)
         if self.recurrent:  # the whole batch as B sequences from their stored states
-            loss, stats = self._loss(samples.observation, samples.action, adv, ret,
+            loss, stats = self._loss(observation, samples.action, adv, ret,
                                      samples.agent_state[0], samples.episode_start)
         else:
-            loss, stats = self._loss(samples.observation.flatten(0, 1),
+            loss, stats = self._loss(observation.flatten(0, 1),
                                      samples.action.flatten(0, 1), adv, ret)
         grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         self.normalizers.after_update(self.agent, samples)

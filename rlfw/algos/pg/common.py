@@ -60,8 +60,8 @@ class BatchNormalizers:
         return self.rewards(samples.reward, samples.done)
 
     def after_update(self, agent, samples) -> None:
-        if getattr(agent.model, "update_normalization", None) is None:
-            return  # nothing to gather for
+        if not agent.per_batch_statistics:
+            return  # nothing to gather for: no statistics, or the sampler's per step
         observation = samples.observation
         if self.gather is not None:
             observation = self.gather(observation.contiguous())

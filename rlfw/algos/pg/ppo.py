@@ -83,15 +83,16 @@ class PPO(PolicyGradient):
         clip = linear_schedule(c.clip, itr, self.n_itr, c.anneal_clip)
         adv, ret = advantages(samples, c, self.normalizers.reward(samples))
         batch_T = samples.reward.shape[0]
+        observation = self.agent.training_observations(samples)
         if self.recurrent:
             # Minibatches are sets of whole columns, each replayed from its stored state.
-            columns = (samples.observation, samples.action, samples.agent_info.logp,
+            columns = (observation, samples.action, samples.agent_info.logp,
                        samples.agent_info.value, adv.view(batch_T, -1),
                        ret.view(batch_T, -1), samples.episode_start)
             initial_state = samples.agent_state[0]
             n, per = samples.reward.shape[1], max(1, c.minibatch_size // batch_T)
         else:
-            columns = (samples.observation.flatten(0, 1), samples.action.flatten(0, 1),
+            columns = (observation.flatten(0, 1), samples.action.flatten(0, 1),
                        samples.agent_info.logp.flatten(), samples.agent_info.value.flatten(),
                        adv, ret)
             n, per = len(adv), c.minibatch_size
