@@ -1,5 +1,8 @@
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Callable, Sequence
 
 import psutil
 import pytest
@@ -64,3 +67,42 @@ def no_process_outlives_its_test():
     for p in left:
         p.kill()
     assert not left, f"processes left running: {[p.pid for p in left]}"
+
+
+def _one_core_one_thread(cores: list[int] | None) -> None:
+    if cores:
+        os.sched_setaffinity(0, cores)
+    torch.set_num_threads(1)
+
+
+def map_in_processes(fn: Callable, jobs: Sequence[tuple]) -> list:
+    """``fn(*job)`` for every job, each in a fresh process of its own pinned to its own
+    slice of the cores with one torch thread, as many at once as there are cores; results
+    in job order. Learning checks run their seeds this way: a small MLP's run gains almost
+    nothing from a second torch thread, so two seeds side by side take about the time of
+    one. ``fn`` must be importable (a module-level function of a test module)."""
+    from rlfw.launch.backends import LocalBackend
+
+    def in_a_process(*job, cores):
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn"),
+                                 initializer=_one_core_one_thread, initargs=(cores,)) as pool:
+            return pool.submit(fn, *job).result()
+
+    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    backend = LocalBackend(max(1, min(len(jobs), n_cores)))
+    return backend.map(in_a_process, jobs, report=lambda result: None)
+
+
+def first_passing_seeds(fn: Callable[[int], float], seeds: Sequence[int],
+                        passes: Callable[[float], bool], need: int) -> list[float]:
+    """``fn(seed)`` for ``seeds`` in order, a core's worth at a time
+    (``map_in_processes``), until ``need`` of the results pass; the results of every seed
+    run, in seed order. The same seeds run as a one-at-a-time loop with an early stop
+    would run, except that a wave's last seeds run even when its first ones suffice."""
+    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    results: list[float] = []
+    for start in range(0, len(seeds), n_cores):
+        results += map_in_processes(fn, [(s,) for s in seeds[start:start + n_cores]])
+        if sum(map(passes, results)) >= need:
+            break
+    return results

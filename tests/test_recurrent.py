@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from conftest import children, shm_entries, trees_equal
+from conftest import children, map_in_processes, shm_entries, trees_equal
 from rlfw.agents import ActorCriticAgent
 from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.envs import EnvFactory, EnvSpaces
@@ -274,27 +274,28 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
 
 # -- learning ------------------------------------------------------------------------------
 
+def _novel_final_return(seed: int, recurrent: str | None) -> float:
+    config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed,
+                               recurrent=recurrent)
+    assert config.schedule.n_steps == 150_000
+    config.schedule.eval_every = None  # only the final policy counts
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        runner.train()
+        final = runner.sampler.evaluate(20, greedy=True)
+    return sum(e.ret for e in final) / len(final)
+
+
 @pytest.mark.slow
 def test_memory_solves_cartpole_without_velocities_and_no_memory_does_not():
     """The preset run ``rlfw train --env rlfw/CartPoleNoVel-v1 --set recurrent=lstm``: the
     final LSTM policy (20 fresh episodes, greedy) holds >= 475 for 2 of seeds 0, 1, 2 at
     150k steps (measured: 500, 486, 364); the same run without the core stays far below
     (measured 40: positions alone cannot tell which way the pole falls)."""
-    def final_policy(seed, recurrent):
-        config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed,
-                                   recurrent=recurrent)
-        assert config.schedule.n_steps == 150_000
-        config.schedule.eval_every = None  # only the final policy counts
-        with build_runner(config, None, progress=False, stdout=False) as runner:
-            runner.train()
-            final = runner.sampler.evaluate(20, greedy=True)
-        return sum(e.ret for e in final) / len(final)
-
-    finals = []
-    for seed in (0, 1, 2):
-        finals.append(final_policy(seed, "lstm"))
-        if sum(f >= 475 for f in finals) >= 2:
-            break
+    finals = map_in_processes(_novel_final_return, [(0, "lstm"), (1, "lstm")])
+    if sum(f >= 475 for f in finals) >= 2:
+        (feed_forward,) = map_in_processes(_novel_final_return, [(0, None)])
+    else:
+        last, feed_forward = map_in_processes(_novel_final_return, [(2, "lstm"), (0, None)])
+        finals.append(last)
     assert sum(f >= 475 for f in finals) >= 2, finals
-    feed_forward = final_policy(0, None)
     assert feed_forward < 250, feed_forward

@@ -1,5 +1,6 @@
 """The experiment scripts build exactly the run the CLI builds from the same flags: the same
 config.json and bitwise-identical final checkpoints."""
+import functools
 import json
 import os
 import subprocess
@@ -16,11 +17,25 @@ from rlfw.checkpoint import latest_checkpoint, load_checkpoint
 ROOT = Path(__file__).parents[1]
 
 
-def run(argv: list[str], cwd: Path) -> None:
+def run_side_by_side(*argvs: list[str], cwd: Path) -> None:
+    """Each ``python ARGV`` in its own process, all at once, each pinned to a core of its
+    own (so each plans one torch thread: the same for all, and no two runs contend for a
+    core); every one must succeed."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    cores = sorted(os.sched_getaffinity(0))
+    procs = [subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=functools.partial(os.sched_setaffinity, 0,
+                                                           [cores[i % len(cores)]]))
+             for i, argv in enumerate(argvs)]
+    try:
+        outputs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    for argv, p, (out, err) in zip(argvs, procs, outputs):
+        assert p.returncode == 0, f"{argv}:\n{out[-2000:]}{err[-3000:]}"
 
 
 def same_bits(a, b, where: str = "checkpoint") -> None:
@@ -58,10 +73,10 @@ def same_bits(a, b, where: str = "checkpoint") -> None:
 ])
 def test_script_and_cli_build_the_same_run(script, algo, env, steps, tmp_path):
     common = ["--env", env, "--steps", str(steps), "--seed", "1"]
-    run([str(ROOT / "experiments" / script), "--algo", algo, *common, "--log-dir", "A"],
-        tmp_path)
-    run(["-m", "rlfw", "train", "--algo", algo, *common, "--log-dir", "B", "--no-progress"],
-        tmp_path)
+    run_side_by_side(
+        [str(ROOT / "experiments" / script), "--algo", algo, *common, "--log-dir", "A"],
+        ["-m", "rlfw", "train", "--algo", algo, *common, "--log-dir", "B", "--no-progress"],
+        cwd=tmp_path)
     configs = [json.loads((tmp_path / d / "config.json").read_text()) for d in "AB"]
     assert configs[0] == configs[1]
     assert configs[0]["env"] == env and configs[0]["schedule"]["n_steps"] == steps
