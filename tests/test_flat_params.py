@@ -97,3 +97,28 @@ def test_direct_fused_adam_step_is_torch_optims_step_bit_for_bit():
     assert float(d["step"]) == float(p["step"]) == 6
     assert all(torch.equal(d[k], p[k]) for k in ("exp_avg", "exp_avg_sq"))
     assert direct_state["param_groups"] == plain_state["param_groups"]
+
+
+@pytest.mark.parametrize("caller_flushes", [False, True])
+def test_the_optimizer_step_flushes_subnormal_moments_and_restores_the_callers_setting(
+        caller_flushes):
+    """A parameter whose gradient went to zero (a ReLU unit that stopped firing): Adam's
+    first moment decays by beta1 per step; from a subnormal value the step makes it 0, not
+    0.9 x 1e-39 (which x86 computes on many times slower)."""
+    from rlfw.algos import optim
+
+    flat = FlatParameters([nn.Parameter(torch.ones(4))])
+    opt = optim.make_optimizer(flat, "adam", lr=1e-3, eps=1e-5)
+    flat.flat.grad = torch.ones(4)
+    optim.step_optimizer(opt)  # creates the state
+    state = opt.state[flat.flat]
+    state["exp_avg"].fill_(1e-39)  # subnormal in float32
+    assert state["exp_avg"][0].item() > 0
+    flat.flat.grad = torch.zeros(4)
+    torch.set_flush_denormal(caller_flushes)
+    try:
+        optim.step_optimizer(opt)
+        assert optim._flushing_subnormals() is caller_flushes
+    finally:
+        torch.set_flush_denormal(False)
+    assert state["exp_avg"].tolist() == [0.0] * 4

@@ -228,12 +228,12 @@ class DQN(ReplayAlgorithm):
         ``compile`` compiles."""
         c = self.config
         n = len(action)
+        q_all, next_best = self.agent.q(observation), None
         if c.double_dqn:
-            # One pass over [obs; next_obs]: the online net both evaluates and picks a*.
-            q_both = self.agent.q(torch.cat([observation, next_observation]))
-            q_all, next_best = q_both[:n], q_both[n:].detach().argmax(-1, keepdim=True)
-        else:
-            q_all, next_best = self.agent.q(observation), None
+            # The online net picks a* in a pass of its own without autograd: one pass over
+            # [obs; next_obs] would make the backward pass run over both halves, 2x the rows.
+            with torch.no_grad():
+                next_best = self.agent.q(next_observation).argmax(-1, keepdim=True)
         q_taken = q_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
             alpha = c.advantage_learning
