@@ -17,7 +17,8 @@ def schedule_for(n_steps: int) -> dict[str, Any]:
 def preset(algo: str, env_id: str) -> dict[str, Any]:
     """Tuned defaults per (algorithm, env family); explicit user values override them.
 
-    Classic control: rl-baselines3-zoo's CartPole settings, 120k steps. Continuous classic
+    Classic control: rl-baselines3-zoo's CartPole settings (PPO on Acrobot: the zoo's
+    Acrobot entry, ``CLASSIC_PPO``), 120k steps. Continuous classic
     control (Box actions: Pendulum-v1, MountainCarContinuous-v0): the zoo's Pendulum PPO
     settings with observation and reward normalization, 200k steps. MuJoCo, 1M steps: PPO
     on HalfCheetah, Hopper, Walker2d, Ant and Swimmer takes the zoo's tuned settings for
