@@ -69,6 +69,10 @@ def no_process_outlives_its_test():
     assert not left, f"processes left running: {[p.pid for p in left]}"
 
 
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
 def _one_core_one_thread(cores: list[int] | None) -> None:
     if cores:
         os.sched_setaffinity(0, cores)
@@ -88,8 +92,7 @@ def map_in_processes(fn: Callable, jobs: Sequence[tuple]) -> list:
                                  initializer=_one_core_one_thread, initargs=(cores,)) as pool:
             return pool.submit(fn, *job).result()
 
-    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    backend = LocalBackend(max(1, min(len(jobs), n_cores)))
+    backend = LocalBackend(max(1, min(len(jobs), _usable_cores())))
     return backend.map(in_a_process, jobs, report=lambda result: None)
 
 
@@ -99,7 +102,7 @@ def first_passing_seeds(fn: Callable[[int], float], seeds: Sequence[int],
     (``map_in_processes``), until ``need`` of the results pass; the results of every seed
     run, in seed order. The same seeds run as a one-at-a-time loop with an early stop
     would run, except that a wave's last seeds run even when its first ones suffice."""
-    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    n_cores = _usable_cores()
     results: list[float] = []
     for start in range(0, len(seeds), n_cores):
         results += map_in_processes(fn, [(s,) for s in seeds[start:start + n_cores]])
