@@ -4,6 +4,7 @@ import sys
 
 import pytest
 
+from rlfw.checkpoint import load_checkpoint
 from rlfw.cli import main
 
 FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-progress"]
@@ -184,9 +185,8 @@ def test_best_checkpoint_is_kept_and_evaluated(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--algo", "a2c", "--log-dir", str(run), *FAST]) == 0
     capsys.readouterr()
-    best = torch.load(run / "checkpoints" / "best.pt", weights_only=False)
-    newest = torch.load(sorted((run / "checkpoints").glob("ckpt_*.pt"))[-1],
-                        weights_only=False)
+    best = load_checkpoint(str(run / "checkpoints" / "best.pt"))
+    newest = load_checkpoint(sorted(str(p) for p in (run / "checkpoints").glob("ckpt_*.pt"))[-1])
     assert best["eval_return"] == max(m for _, m in newest["result"]["eval_history"])
     assert best["eval_return"] == newest["result"]["best_eval_return"]
     assert main(["eval", str(run), "--best", "--episodes", "2"]) == 0

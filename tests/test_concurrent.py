@@ -4,7 +4,7 @@ import torch
 
 from conftest import bits, children
 from test_runner import small_config, snapshot
-from rlfw.checkpoint import latest_checkpoint
+from rlfw.checkpoint import latest_checkpoint, load_checkpoint
 from rlfw.launch.build import build_runner
 
 
@@ -75,7 +75,7 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, s
         result = part.train()
     assert result.interrupted and result.iterations == 4
     assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
-    state = torch.load(latest_checkpoint(str(tmp_path / "part")), weights_only=False)
+    state = load_checkpoint(latest_checkpoint(str(tmp_path / "part")))
     assert torch.all(state["pending"].policy_version == 2)  # batch 3 in hand, drawn with θ_2
 
     resumed = build_runner(concurrent_config(sampler), str(tmp_path / "part"), resume=True,

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from conftest import children
+from rlfw.checkpoint import load_checkpoint
 
 PROBE = str(Path(__file__).with_name("dist_probe.py"))
 
@@ -74,7 +75,7 @@ FAST = ["--steps", "1024", "--batch-B", "2", "--eval-every", "512", "--eval-epis
 
 def _final_agent(run_dir: Path) -> dict:
     newest = sorted((run_dir / "checkpoints").glob("ckpt_*.pt"))[-1]
-    return torch.load(newest, weights_only=False)
+    return load_checkpoint(str(newest))
 
 
 def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_path):
@@ -191,8 +192,7 @@ def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
     assert "done after 40960 env steps" in out
     starts = [line for line in out.splitlines() if line.startswith("rlfw: ppo on CartPole-v1")]
     assert len(starts) == 2  # the first launch and the restarted one
-    final = torch.load(sorted((run_dir / "checkpoints").glob("ckpt_*.pt"))[-1],
-                       weights_only=False)
+    final = load_checkpoint(str(sorted((run_dir / "checkpoints").glob("ckpt_*.pt"))[-1]))
     assert final["itr"] * 2 * 8 * 32 == 40960 and len(final["ranks"]) == 1
     assert not children()
 

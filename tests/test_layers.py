@@ -10,7 +10,8 @@ PACKAGE = Path(__file__).parents[1] / "rlfw"
 # Bottom to top. A module belongs to the first entry that is its dotted path or a prefix.
 LAYERS = [
     ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging",
-                    "rlfw.seeding", "rlfw.checks", "rlfw.checkpoint", "rlfw.distributed"]),
+                    "rlfw.seeding", "rlfw.checks", "rlfw.checkpoint", "rlfw.distributed",
+                    "rlfw.files", "rlfw.sealing"]),
     ("agents", ["rlfw.agents"]),
     ("samplers", ["rlfw.samplers", "rlfw.testing"]),
     ("algos", ["rlfw.algos"]),

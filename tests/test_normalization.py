@@ -16,7 +16,7 @@ from conftest import bits, first_passing_seeds
 from rlfw.agents import ActorCriticAgent
 from rlfw.cli import main
 from rlfw.envs import EnvSpaces
-from rlfw.checkpoint import list_checkpoints
+from rlfw.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
@@ -125,7 +125,7 @@ def test_statistics_are_saved_restored_and_a_resumed_run_is_bitwise(tmp_path):
     part_config = pendulum_config("serial", schedule={"n_steps": 2 * 4 * 64, "eval_every": None,
                                                       "checkpoint_every": 2 * 4 * 64})
     first = train(part_config, str(tmp_path / "part"))
-    saved = torch.load(list_checkpoints(str(tmp_path / "part"))[-1], weights_only=False)
+    saved = load_checkpoint(list_checkpoints(str(tmp_path / "part"))[-1])
     assert trees_equal(saved["agent"], first.agent.state_dict())
     assert "normalizer.stats.mean" in saved["agent"]
     assert trees_equal(saved["algo"]["normalizers"]["stats"],
@@ -153,9 +153,9 @@ def test_evaluation_uses_the_statistics_and_never_changes_them(tmp_path):
     other = tmp_path / "other"
     shutil.copytree(run, other)
     path = list_checkpoints(str(other))[-1]
-    state = torch.load(path, weights_only=False)
+    state = load_checkpoint(path)
     state["agent"]["normalizer.stats.mean"] += 5.0
-    torch.save(state, path)
+    save_checkpoint(str(other), int(os.path.basename(path)[5:17]), state)
     assert not np.array_equal(returns, evaluate_checkpoint(str(other), 2, seed=3))
 
 

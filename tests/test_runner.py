@@ -1,4 +1,5 @@
 """Sync runner: run folder contents, checkpoints, bitwise resume, Ctrl-C."""
+import errno
 import glob
 import json
 import os
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from conftest import bits
-from rlfw.checkpoint import latest_checkpoint, list_checkpoints, save_checkpoint
+from rlfw.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
@@ -86,7 +87,7 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
 
 
 def build_history_tail(run_dir):
-    state = torch.load(latest_checkpoint(str(run_dir)), weights_only=False)
+    state = load_checkpoint(latest_checkpoint(str(run_dir)))
     return state["result"]["eval_history"][-1]
 
 
@@ -101,7 +102,7 @@ def test_a_run_folder_with_checkpoints_is_never_overwritten(tmp_path):
         build_runner(small_config(itrs=1), str(tmp_path), progress=False, stdout=False)
 
 
-def test_checkpoints_are_atomic_and_only_newest_kept(tmp_path):
+def test_checkpoints_are_atomic_and_only_newest_kept(tmp_path, monkeypatch):
     for step in (10, 20, 30, 40):
         save_checkpoint(str(tmp_path), step, {"step": step}, keep=2)
     names = sorted(os.listdir(tmp_path / "checkpoints"))
@@ -111,8 +112,17 @@ def test_checkpoints_are_atomic_and_only_newest_kept(tmp_path):
         def __reduce__(self):
             raise RuntimeError("boom")
 
-    with pytest.raises(RuntimeError, match="boom"):
+    with pytest.raises(TypeError, match="'state.bad' is a Unpicklable"):
         save_checkpoint(str(tmp_path), 50, {"bad": Unpicklable()}, keep=2)
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == names  # nothing written
+
+    def disk_fills(obj, f):
+        f.write(b"half a checkpoint")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", disk_fills)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(str(tmp_path), 50, {"step": 50}, keep=2)
     assert sorted(os.listdir(tmp_path / "checkpoints")) == names  # nothing half-written
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import sys
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,8 +28,25 @@ def _registered_ids() -> list[str]:
     return list(gym.registry)
 
 
+def env_module(env_id: str) -> str | None:
+    """The module gymnasium imports to make ``env_id`` ('module:Env-v0'), or None."""
+    module, sep, _ = env_id.partition(":")
+    return module if sep else None
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` naming the id and the closest registered ones if it is unknown."""
+    """Raise ``ValueError`` naming the id and the closest registered ones if it is unknown.
+    A 'module:Env' id passes only once ``module`` was imported by the user (a script's
+    import, the CLI's ``--plugin``): gymnasium would import it, and an id read from a file
+    must not decide what code runs."""
+    module = env_module(env_id)
+    if module is not None:
+        if module not in sys.modules:
+            raise ValueError(
+                f"env id {env_id!r} would import module {module!r} (gymnasium imports what "
+                f"precedes ':'); rlfw does not import a module an env id names: import it "
+                f"first (in a script) or name it on the command line (--plugin {module})")
+        env_id = env_id.partition(":")[2]
     ids = _registered_ids()
     if env_id in ids:
         return

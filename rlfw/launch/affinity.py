@@ -11,12 +11,13 @@ cores on a rank, or more ranks than physical cores on the machine, says so in
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 
 import psutil
 import torch
+
+from rlfw.files import write_json
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,7 @@ class AffinityPlan:
     def save(self, run_dir: str) -> str:
         os.makedirs(run_dir, exist_ok=True)
         path = os.path.join(run_dir, "affinity.json")
-        with open(path, "w") as f:
-            json.dump(self.to_dict(), f, indent=2)
+        write_json(path, self.to_dict())
         return path
 
 

@@ -2,7 +2,6 @@
 and ``curves_<entry>.png`` (training-episode returns, mean and 95% CI over seeds)."""
 from __future__ import annotations
 
-import json
 import os
 import platform
 import warnings
@@ -10,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from rlfw.files import write_atomically, write_json, write_text
 from rlfw.launch.benchmark_suites import Entry, Suite, references
 
 CI_REPS = 2000   # bootstrap resamples
@@ -67,10 +67,8 @@ def write_report(name: str, suite: Suite, results: list[dict], out_dir: str) -> 
     data = {"suite": name, "about": suite.about, "machine": _machine(),
             "entries": entries,
             "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results]}
-    with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump(data, f, indent=1)
-    with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write(markdown(data))
+    write_json(os.path.join(out_dir, "results.json"), data)
+    write_text(os.path.join(out_dir, "README.md"), markdown(data))
     return data
 
 
@@ -120,7 +118,7 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
     ax.legend()
     fig.tight_layout()
     name = f"curves_{entry.name}.png"
-    fig.savefig(os.path.join(out_dir, name), dpi=90)
+    write_atomically(os.path.join(out_dir, name), lambda f: fig.savefig(f, dpi=90, format="png"))
     plt.close(fig)
     return name
 

@@ -4,7 +4,6 @@ Scripts and the CLI both build runs here."""
 from __future__ import annotations
 
 import dataclasses  # asdict of tuning trials
-import json
 import os
 import re
 import time
@@ -15,10 +14,13 @@ from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
 from rlfw.distributed import RankGroup, rank_device
 from rlfw.envs import EnvFactory, EnvSpaces, is_atari
+from rlfw.files import write_json
+from rlfw.folder_lock import FolderLock
 from rlfw.launch.affinity import AffinityPlan, apply_affinity, plan_affinity
 from rlfw.launch.config import RunConfig
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import Runner
+from rlfw.runners.run_folder import claim_run_folder
 from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
 
@@ -78,9 +80,9 @@ def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str
     config.n_workers, config.tune_workers = best, False
     if log_dir is not None:
         os.makedirs(log_dir, exist_ok=True)
-        with open(os.path.join(log_dir, "tuning.json"), "w") as f:
-            json.dump({"chosen": {"n_workers": best},
-                       "trials": [dataclasses.asdict(t) for t in trials]}, f, indent=2)
+        write_json(os.path.join(log_dir, "tuning.json"),
+                   {"chosen": {"n_workers": best},
+                    "trials": [dataclasses.asdict(t) for t in trials]})
 
 
 def affinity_plan(config: RunConfig, ranks: RankGroup | None) -> AffinityPlan:
@@ -94,9 +96,13 @@ def affinity_plan(config: RunConfig, ranks: RankGroup | None) -> AffinityPlan:
 
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                  progress: bool = True, stdout: bool = True,
-                 ranks: RankGroup | None = None) -> Runner:
+                 ranks: RankGroup | None = None, trust_checkpoint: bool = False) -> Runner:
     """Validate, seed, and compose agent + sampler + algorithm into a runner (``with
     runner:`` closes its sampler); tunes ``n_workers`` first if ``config.tune_workers``.
+
+    ``log_dir`` is locked for this run before anything is written there (another run in it
+    is refused) and must not hold another run's files unless ``resume``.
+    ``trust_checkpoint``: resume from checkpoints holding pickles (see ``Runner``).
 
     With ``ranks`` (a torchrun launch) this builds one rank's replica: the same initial
     weights everywhere, the rank's own env seeds and noise streams, its model on
@@ -109,6 +115,20 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                          f"ranks (torchrun --nproc-per-node ... with {config.world_size} in all)")
     config.world_size = world
     config.validate()
+    chief = ranks is None or ranks.is_chief
+    lock = claim_run_folder(log_dir, resume) if log_dir is not None and chief else None
+    try:
+        return _build_runner(config, log_dir, resume, progress, stdout, ranks,
+                             trust_checkpoint, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _build_runner(config: RunConfig, log_dir: str | None, resume: bool, progress: bool,
+                  stdout: bool, ranks: RankGroup | None, trust_checkpoint: bool,
+                  lock: FolderLock | None) -> Runner:
     seed = config.seed if ranks is None else ranks.seed(config.seed)
     local = config.replaced(seed=seed, device=rank_device(config.device, ranks))
     plan = affinity_plan(local, ranks)
@@ -134,7 +154,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     kind = RUNNERS.get(config.runner).cls
     runner = kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
                   config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
-                  ranks=ranks)
+                  ranks=ranks, trust_checkpoint=trust_checkpoint, lock=lock)
     if ranks is None or ranks.is_chief:  # once everything was accepted
         if stdout:
             print(f"rlfw: {plan.describe()}")

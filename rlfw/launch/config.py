@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import os
 import typing
 from dataclasses import asdict, dataclass, field
@@ -16,6 +15,7 @@ from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
 from rlfw.envs import AtariOptions, EnvFactory
+from rlfw.files import read_json_object
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import CORES
@@ -77,6 +77,7 @@ class RunConfig:
     pin_cpus: bool = False           # pin learner and workers as the affinity plan says
     start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
     world_size: int = 1              # learner ranks (set by torchrun; recorded, not chosen)
+    plugins: tuple[str, ...] = ()    # modules the run imports first (--plugin; recorded)
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))
     atari: AtariOptions = field(default_factory=AtariOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -217,8 +218,7 @@ class RunConfig:
         path = os.path.join(run_dir, "config.json")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{run_dir!r} is not a run folder: no config.json in it")
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
+        return cls.from_dict(read_json_object(path, "config file"))
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:

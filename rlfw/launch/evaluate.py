@@ -1,23 +1,48 @@
 """Evaluate a finished (or running) run from its folder."""
 from __future__ import annotations
 
+import os
+import sys
+from typing import Callable
+
 import numpy as np
 
+from rlfw.checkpoint import BEST, checkpoint_dir, load_newest_valid
 from rlfw.envs import EnvSpaces
-from rlfw.checkpoint import best_checkpoint, load_checkpoint, load_newest_valid
 from rlfw.launch.build import build_agent
 from rlfw.launch.config import RunConfig
 from rlfw.samplers.evaluation import Evaluator
 
 
+def load_for_evaluation(run_dir: str, best: bool = False, trust: bool = False,
+                        say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
+                        ) -> tuple[str, dict]:
+    """``(path, state)`` of the run's newest checkpoint that loads, ``best.pt`` first with
+    ``best=True``. Env state is not needed to evaluate, so sealed pickles are dropped unread:
+    a run folder from someone else evaluates without trusting it. Each file passed over is
+    named, with why, through ``say``."""
+    first = None
+    if best:
+        first = os.path.join(checkpoint_dir(run_dir), BEST)
+        if not os.path.exists(first):
+            raise FileNotFoundError(f"no {BEST} in {checkpoint_dir(run_dir)!r}: it is written "
+                                    "at the first evaluation of a training run")
+    path, state, skipped = load_newest_valid(run_dir, "trust" if trust else "drop", first)
+    for bad, why in skipped:
+        say(f"rlfw: skipped checkpoint {bad}: {why}")
+    return path, state
+
+
 def evaluate_checkpoint(run_dir: str, n_episodes: int, greedy: bool | None = None,
-                        seed: int = 12345, best: bool = False) -> np.ndarray:
+                        seed: int = 12345, best: bool = False, trust: bool = False,
+                        config: RunConfig | None = None) -> np.ndarray:
     """Returns of ``n_episodes`` played on eval envs by the agent of the run's newest
-    checkpoint that loads, or of ``checkpoints/best.pt`` with ``best=True``; ``greedy=None``
-    evaluates as the run did."""
-    config = RunConfig.load(run_dir)
+    checkpoint that loads, or of ``checkpoints/best.pt`` with ``best=True`` (falling back to
+    the newest good checkpoint); ``greedy=None`` evaluates as the run did. ``config``: the
+    run's, checked by the caller (default: its ``config.json``)."""
+    config = config or RunConfig.load(run_dir)
     greedy = config.schedule.eval_greedy if greedy is None else greedy
-    state = load_checkpoint(best_checkpoint(run_dir)) if best else load_newest_valid(run_dir)[1]
+    _, state = load_for_evaluation(run_dir, best, trust)
     env_factory = config.env_factory()
     agent = build_agent(config, EnvSpaces.of(env_factory))
     agent.load_state_dict(state["agent"])

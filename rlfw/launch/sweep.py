@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
+from rlfw.files import write_atomically, write_json, write_text
 from rlfw.launch.backends import LocalBackend, RayBackend  # noqa: F401  (the sweep's backends)
 from rlfw.launch.config import RunConfig, config_keys, set_field
 
@@ -149,9 +150,9 @@ def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
             os, "sched_setaffinity") else None
         code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin)
     status = {0: "done", 130: "interrupted"}.get(code, f"failed (exit {code})")
-    with open(os.path.join(run_dir, STATUS_FILE), "w") as f:
-        json.dump({"status": status, "returncode": code, "argv": argv,
-                   "wall_s": time.perf_counter() - started}, f, indent=2)
+    write_json(os.path.join(run_dir, STATUS_FILE),
+               {"status": status, "returncode": code, "argv": argv,
+                "wall_s": time.perf_counter() - started})
     return read_outcome(variant, run_dir)
 
 
@@ -185,17 +186,18 @@ class Sweep:
         return outcomes
 
     def write_summary(self, outcomes: list[Outcome]) -> None:
-        with open(os.path.join(self.runs_dir, "summary.md"), "w") as f:
-            f.write(summary_table(outcomes) + "\n")
-        with open(os.path.join(self.runs_dir, "summary.json"), "w") as f:
-            json.dump([asdict(o) for o in outcomes], f, indent=2)
+        write_text(os.path.join(self.runs_dir, "summary.md"), summary_table(outcomes) + "\n")
+        write_json(os.path.join(self.runs_dir, "summary.json"), [asdict(o) for o in outcomes])
         columns = ["name", "status", "final_eval", "best_eval", "steps_per_s", "wall_s",
                    "env_steps", "seed"]
-        with open(os.path.join(self.runs_dir, "summary.csv"), "w", newline="") as f:
+
+        def write_csv(f) -> None:
             writer = csv.writer(f)
             writer.writerow(columns)
             for o in outcomes:
                 writer.writerow([getattr(o, c) for c in columns])
+
+        write_atomically(os.path.join(self.runs_dir, "summary.csv"), write_csv, binary=False)
 
 
 def _fmt(value: float | None, spec: str) -> str:

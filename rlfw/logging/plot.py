@@ -4,6 +4,8 @@ from __future__ import annotations
 import csv
 import os
 
+from rlfw.files import write_atomically
+
 
 def plot_learning_curve(csv_path: str, png_path: str, title: str = "") -> str | None:
     """Plot rollout and eval mean returns against env steps; returns the path written, or
@@ -38,6 +40,6 @@ def plot_learning_curve(csv_path: str, png_path: str, title: str = "") -> str | 
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(png_path, dpi=100)
+    write_atomically(png_path, lambda f: fig.savefig(f, dpi=100, format="png"))
     plt.close(fig)
     return png_path

@@ -6,6 +6,8 @@ import math
 import os
 from typing import Callable, Protocol
 
+from rlfw.files import write_atomically
+
 
 class Writer(Protocol):
     def write(self, values: dict[str, float], step: int) -> None: ...
@@ -39,44 +41,63 @@ def _fmt(value: float) -> str:
 
 
 class CsvWriter:
-    """``progress.csv``; a key first seen later rewrites the file with the wider header, so
-    every row always has every column (missing values left empty)."""
+    """``progress.csv``, rewritten whole through a temp file at each row (a crash leaves the
+    previous rows intact, never half a row; a symlink at the path is replaced, not
+    followed). A key first seen later widens the header, so every row has every column
+    (missing values left empty).
 
-    def __init__(self, path: str, append: bool = False):
+    ``append`` continues the rows already in the file, keeping only well-formed rows up to
+    ``upto_step`` (a resumed run's checkpoint: rows written after it are logged again)."""
+
+    def __init__(self, path: str, append: bool = False, upto_step: int | None = None):
         self.path = path
         self.keys: list[str] = []
-        self.rows: list[dict[str, float]] = []
-        if append and os.path.exists(path):
-            with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                self.keys = list(reader.fieldnames or [])
-                self.rows = [dict(r) for r in reader]
+        self.rows: list[dict] = []
+        if append and os.path.isfile(path) and not os.path.islink(path):
+            self.keys, self.rows = _read_rows(path, upto_step)
 
     def write(self, values: dict[str, float], step: int) -> None:
         row = {"step": step, **values}
-        new_keys = [k for k in row if k not in self.keys]
+        self.keys += [k for k in row if k not in self.keys]
         self.rows.append(row)
-        if new_keys or not os.path.exists(self.path):
-            self.keys += new_keys
-            with open(self.path, "w", newline="") as f:
-                writer = csv.DictWriter(f, self.keys)
-                writer.writeheader()
-                writer.writerows(self.rows)
-        else:
-            with open(self.path, "a", newline="") as f:
-                csv.DictWriter(f, self.keys).writerow(row)
+        write_atomically(self.path, self._write_all, binary=False)
+
+    def _write_all(self, f) -> None:
+        writer = csv.DictWriter(f, self.keys)
+        writer.writeheader()
+        writer.writerows(self.rows)
 
     def close(self) -> None:
         pass
 
 
+def _read_rows(path: str, upto_step: int | None) -> tuple[list[str], list[dict]]:
+    """The header and the rows worth keeping: every column present, a whole-number step, at
+    most ``upto_step``."""
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        keys = next(reader, [])
+        rows = []
+        for cells in reader:
+            if len(cells) != len(keys) or not keys or keys[0] != "step":
+                continue  # a row cut short by a crash
+            try:
+                step = int(cells[0])
+            except ValueError:
+                continue
+            if upto_step is None or step <= upto_step:
+                rows.append(dict(zip(keys, cells)))
+    return keys, rows
+
+
 class TensorBoardWriter:
     """Scalars to ``events.out.tfevents.*`` via ``torch.utils.tensorboard`` (extra ``tb``)."""
 
-    def __init__(self, log_dir: str):
+    def __init__(self, log_dir: str, purge_step: int | None = None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir)
+        # purge_step: a resumed run drops the events logged after its checkpoint
+        self.writer = SummaryWriter(log_dir, purge_step=purge_step)
 
     def write(self, values: dict[str, float], step: int) -> None:
         for key, value in values.items():

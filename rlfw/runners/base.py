@@ -15,7 +15,9 @@ from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
 from rlfw.checks import NonFiniteError
 from rlfw.distributed import RankGroup
+from rlfw.folder_lock import FolderLock
 from rlfw.runners.checkpointing import RunCheckpoints
+from rlfw.runners.run_folder import check_run_folder, claim_run_folder
 from rlfw.runners.reporting import Reporter
 from rlfw.runners.schedule import RunSchedule, TrainResult, iterations_per
 from rlfw.samplers.base import Sampler
@@ -36,12 +38,20 @@ class Runner:
     ``ranks`` (a ``RankGroup``, from ``torchrun``) makes this one replica of a multi-rank
     run: gradients averaged across ranks, env steps counted over all ranks, and only rank 0
     logs, evaluates and writes checkpoints (holding every rank's state).
+
+    The chief holds ``log_dir``'s lock from construction until ``train`` returns (``lock``:
+    one its builder already took); a second run into the folder is refused.
+
+    ``trust_checkpoint=True`` resumes from checkpoints that hold pickled objects (written
+    before the safe format, or env state sealed by another user): loading those can run
+    code, so only for a run folder whose source the user trusts (``--trust-checkpoint``).
     """
 
     def __init__(self, algo: Algorithm, agent: Agent, sampler: Sampler, schedule: RunSchedule,
                  log_dir: str | None = None, seed: int = 0, config: dict | None = None,
                  resume: bool = False, progress: bool = True, stdout: bool = True,
-                 ranks: RankGroup | None = None):
+                 ranks: RankGroup | None = None, trust_checkpoint: bool = False,
+                 lock: FolderLock | None = None):
         schedule.validate()
         self.check_algo(type(algo))
         self.algo, self.agent, self.sampler = algo, agent, sampler
@@ -73,8 +83,13 @@ class Runner:
                              "resume from the newest checkpoint)")
         self.reporter = Reporter(log_dir, self.config, schedule, self.is_chief, stdout, progress)
         self.checkpoints = RunCheckpoints(log_dir, ranks, schedule.keep_checkpoints,
-                                          self.reporter.say)
-        self.checkpoints.check_folder(resume)
+                                          self.reporter.say, trust=trust_checkpoint)
+        self.lock = lock
+        if log_dir is not None and self.is_chief:  # rank 0 owns the run folder
+            if lock is None:
+                self.lock = claim_run_folder(log_dir, resume)
+            else:
+                check_run_folder(log_dir, resume)
 
     # True where the sampler acts with the learner's own agent (not a copy of its weights)
     samples_with_learner_agent = True
@@ -89,12 +104,22 @@ class Runner:
 
     def __exit__(self, *exc) -> None:
         self.sampler.close()
+        self.release_folder()
+
+    def release_folder(self) -> None:
+        """Let another run into ``log_dir`` (done when ``train`` returns; idempotent)."""
+        if self.lock is not None:
+            self.lock.release()
 
     # -- the loop ------------------------------------------------------------------------
     def train(self) -> TrainResult:
         """Run to ``schedule.n_steps`` (or ``stop_at_return``); Ctrl-C keeps the newest
         checkpoint and returns with ``interrupted=True``."""
-        self._startup()
+        try:
+            self._startup()
+        except BaseException:  # Ctrl-C or a failure while starting: the caller reports it
+            self.release_folder()
+            raise
         itr = self.start_itr
         try:
             while itr < self.n_itr:
@@ -108,11 +133,16 @@ class Runner:
                     break
         except KeyboardInterrupt:
             self.result.interrupted = True
-            kept = (f"; the newest checkpoint in {self.log_dir} is kept (resume with --resume "
-                    f"{self.log_dir})" if self.log_dir else "")
+            newest = self.checkpoints.newest()
+            kept = "" if self.log_dir is None else (
+                f"; the newest checkpoint {newest} is kept (resume with --resume "
+                f"{self.log_dir})" if newest else "; no checkpoint was written yet")
             self.reporter.say(f"interrupted at iteration {itr}{kept}")
         finally:
-            self._shutdown()
+            try:
+                self._shutdown()
+            finally:
+                self.release_folder()
         return self.result
 
     def _iteration(self, itr: int) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rlfw.checkpoint import latest_checkpoint, list_checkpoints, load_newest_valid, save_checkpoint
+from rlfw.checkpoint import list_checkpoints, load_newest_valid, save_checkpoint
 from rlfw.distributed import RankGroup
 
 
@@ -16,28 +16,24 @@ class RunCheckpoints:
     returns this rank's view of the newest checkpoint that loads."""
 
     def __init__(self, log_dir: str | None, ranks: RankGroup | None, keep: int,
-                 say: Callable[[str], None]):
+                 say: Callable[[str], None], trust: bool = False):
         self.log_dir, self.ranks, self.keep, self.say = log_dir, ranks, keep, say
+        self.pickles = "trust" if trust else "verify"  # trust: --trust-checkpoint
         self.chief = ranks is None or ranks.is_chief
         self.world_size = 1 if ranks is None else ranks.world_size
-
-    def check_folder(self, resume: bool) -> None:
-        """Before anything runs: a resumed run has a checkpoint, a new one an empty folder."""
-        if not self.chief:
-            return  # rank 0 owns the run folder
-        if resume:
-            latest_checkpoint(self.log_dir)  # fails early, naming the folder, if there is none
-        elif self.log_dir is not None and list_checkpoints(self.log_dir):
-            raise ValueError(f"run folder {self.log_dir!r} already holds checkpoints; resume "
-                             "it (--resume) or choose another log dir")
 
     def exist(self) -> bool:
         return self.log_dir is not None and bool(list_checkpoints(self.log_dir))
 
+    def newest(self) -> str | None:
+        """The newest checkpoint's path, or None."""
+        found = list_checkpoints(self.log_dir) if self.log_dir is not None else []
+        return found[-1] if found else None
+
     def newest_note(self) -> str:
         """'; the newest checkpoint is ...' for error messages, or ''."""
-        found = list_checkpoints(self.log_dir) if self.log_dir is not None else []
-        return f"; the newest checkpoint is {found[-1]}" if found else ""
+        newest = self.newest()
+        return f"; the newest checkpoint is {newest}" if newest else ""
 
     def save(self, env_steps: int, shared: Callable[[], dict], own: dict) -> None:
         """Gather every rank's ``own`` state; rank 0 writes them with ``shared()``."""
@@ -67,7 +63,7 @@ class RunCheckpoints:
         return self.ranks.scatter(parts, "the checkpoint")
 
     def _load_chief(self) -> dict:
-        path, state, skipped = load_newest_valid(self.log_dir)
+        path, state, skipped = load_newest_valid(self.log_dir, self.pickles)
         for bad, why in skipped:
             self.say(f"skipped damaged checkpoint {bad}: {why}")
         saved_world = 1 + len(state.get("ranks", []))

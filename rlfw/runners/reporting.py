@@ -3,7 +3,6 @@ TensorBoard events and learning curve, the progress bar, and evaluations that ke
 ``best.pt``. Only the chief rank (rank 0) writes anything."""
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -11,6 +10,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rlfw.checkpoint import save_best
+from rlfw.files import write_json
 from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
                           plot_learning_curve, tensorboard_available)
 from rlfw.runners.schedule import RunSchedule, TrainResult
@@ -31,7 +31,7 @@ class Reporter:
     def open(self, total_steps: int, done_steps: int, append: bool) -> None:
         """Start logging a run of ``total_steps`` env steps, ``done_steps`` of them done
         (a resumed run appends to its ``progress.csv``)."""
-        self.logger = self._make_logger(append)
+        self.logger = self._make_logger(done_steps if append else None)
         self.timing = Timing()
         self.episodes: list[EpisodeInfo] = []
         self.bar = tqdm(total=total_steps, initial=done_steps, unit="step",
@@ -102,7 +102,9 @@ class Reporter:
                                 os.path.join(self.log_dir, "learning_curve.png"),
                                 title=str(self.config.get("env", "")))
 
-    def _make_logger(self, append: bool) -> Logger:
+    def _make_logger(self, resumed_at: int | None) -> Logger:
+        """Writers for a run starting afresh, or resumed from the checkpoint at env step
+        ``resumed_at`` (its progress.csv and TensorBoard events are cut back to that step)."""
         if not self.chief:
             return Logger([])
         writers = []
@@ -110,9 +112,10 @@ class Reporter:
             writers.append(StdoutTable(tqdm.write))
         if self.log_dir is not None:
             os.makedirs(self.log_dir, exist_ok=True)
-            with open(os.path.join(self.log_dir, "config.json"), "w") as f:
-                json.dump(self.config, f, indent=2, sort_keys=True, default=str)
-            writers.append(CsvWriter(os.path.join(self.log_dir, "progress.csv"), append=append))
+            write_json(os.path.join(self.log_dir, "config.json"), self.config)
+            writers.append(CsvWriter(os.path.join(self.log_dir, "progress.csv"),
+                                     append=resumed_at is not None, upto_step=resumed_at))
             if tensorboard_available():
-                writers.append(TensorBoardWriter(self.log_dir))
+                writers.append(TensorBoardWriter(
+                    self.log_dir, None if resumed_at is None else resumed_at + 1))
         return Logger(writers)

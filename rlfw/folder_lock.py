@@ -1,0 +1,67 @@
+"""One run per folder: an exclusive ``flock`` on ``RUN/.rlfw.lock`` held for the whole run.
+
+The kernel drops the lock when its holder exits, crashed or not, so a stale lock never
+blocks a resume; a second run into a held folder is refused at once, naming the holder."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+LOCK_NAME = ".rlfw.lock"
+
+
+class FolderBusyError(ValueError):
+    """The run folder is held by another running process."""
+
+
+class FolderLock:
+    """``FolderLock.acquire(run_dir)`` holds ``run_dir`` (made if missing) until
+    ``release()`` or the process ends."""
+
+    def __init__(self, run_dir: str, fd: int):
+        self.run_dir, self._fd = run_dir, fd
+
+    @classmethod
+    def acquire(cls, run_dir: str) -> "FolderLock":
+        os.makedirs(run_dir, exist_ok=True)
+        path = os.path.join(run_dir, LOCK_NAME)
+        # O_NOFOLLOW: a symlink planted as the lock file is refused, never written through.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = _read_pid(fd)
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EACCES):
+                raise FolderBusyError(
+                    f"run folder {run_dir!r} is in use by another rlfw run (pid {holder}); "
+                    "wait for it to end, or choose another --log-dir") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return cls(run_dir, fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Idempotent. The file stays: removing it would let two runs lock two files."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> "FolderLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> str:
+    try:
+        return os.pread(fd, 32, 0).decode().strip() or "unknown"
+    except (OSError, UnicodeDecodeError):
+        return "unknown"

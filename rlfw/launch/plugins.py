@@ -1,0 +1,38 @@
+"""Modules a run needs imported (``--plugin``): what registers a user's envs, samplers or
+algorithms. rlfw imports a module only when the user's own command line names it: a run
+folder's config.json may say which it needs, never import one by itself."""
+from __future__ import annotations
+
+import importlib
+from typing import Sequence
+
+from rlfw.envs import env_module
+
+
+def import_plugins(names: Sequence[str]) -> None:
+    """Import each named module (``ValueError`` naming one that fails to import)."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ValueError(f"--plugin {name}: cannot import it: {err}") from None
+
+
+def modules_needed(env: str, plugins: Sequence[str]) -> list[str]:
+    """The modules a run of ``env`` recorded with ``plugins`` needs imported."""
+    module = env_module(env)
+    return list(dict.fromkeys([*plugins, *([module] if module else [])]))
+
+
+def check_named(env: str, plugins: Sequence[str], named: Sequence[str], source: str) -> None:
+    """``ValueError`` unless every module the run from ``source`` (a run folder's or a
+    config file's) needs is named on the command line (``named``)."""
+    missing = [m for m in modules_needed(env, plugins) if m not in named]
+    if not missing:
+        return
+    why = (f"its env id {env!r} imports module {env_module(env)!r}"
+           if env_module(env) in missing else f"it was trained with --plugin "
+                                              f"{' --plugin '.join(missing)}")
+    raise ValueError(f"{source} needs module(s) {', '.join(map(repr, missing))} imported "
+                     f"({why}); rlfw imports a module only when your command line names it: "
+                     f"add {' '.join('--plugin ' + m for m in missing)} if you trust it")
