@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import copy
 import os
 import sys
 from typing import Sequence
@@ -11,14 +11,17 @@ from rlfw.algos.compile import COMPILE_MODES
 from rlfw.checks import NonFiniteError
 from rlfw.checkpoint import list_checkpoints
 from rlfw.distributed import RankError, RankGroup, init_from_environment
+from rlfw.envs import env_module
+from rlfw.files import read_json_object
 from rlfw.launch.build import build_runner, default_log_dir
-from rlfw.launch.config import RunConfig, apply_overrides, schedule_for, set_field
+from rlfw.launch.config import RunConfig, apply_overrides, flatten, schedule_for, set_field
+from rlfw.launch.plugins import check_named, import_plugins
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.samplers.workers import WorkerError
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train an agent", description=(
+    p = sub.add_parser("train", help="train an agent", allow_abbrev=False, description=(
         "Train PPO, A2C or DQN. Unset flags take the tuned preset for the algorithm and env "
         "family (classic control or Atari); see rlfw.launch.config.preset. Any config field "
         "can be set with --set KEY=VALUE (e.g. --set ppo.epochs=4)."))
@@ -93,7 +96,21 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its newest checkpoint with its saved "
-                        "config (--steps and --max-restarts apply; other flags are ignored)")
+                        "config (--steps and --max-restarts apply; a flag that contradicts "
+                        "the run is an error)")
+    _trust_flags(p, "resume")
+
+
+def _trust_flags(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--plugin", metavar="MODULE", action="append", default=[],
+                   help="import MODULE first, e.g. one that registers your envs, samplers or "
+                        "algorithms (repeatable). A run folder's config.json never imports a "
+                        "module by itself: a run that needs one names it, and you add it here")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help=f"{what} from checkpoints holding pickled objects (written by rlfw "
+                        "before its safe format, or env state sealed by another user's key). "
+                        "Loading a pickle can run any code: only for run folders whose source "
+                        "you trust")
 
 
 def _workers(text: str) -> int | str:
@@ -106,7 +123,7 @@ def _workers(text: str) -> int | str:
 
 
 def _eval_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate a run's newest checkpoint",
+    p = sub.add_parser("eval", help="evaluate a run's newest checkpoint", allow_abbrev=False,
                        description="Load RUN_DIR's config and newest checkpoint, play episodes "
                                    "on evaluation envs and print mean ± std return.")
     p.add_argument("run_dir", help="a folder written by `rlfw train`")
@@ -121,10 +138,12 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
                       help="greedy actions")
     p.add_argument("--seed", type=int, default=12345,
                    help="evaluation seed (default 12345, unlike any training seed)")
+    _trust_flags(p, "evaluate")
 
 
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench-sampler", help="env steps/s of a sampler with a random agent",
+                       allow_abbrev=False,
                        description="Measure a sampler's env steps per second with a uniform-"
                                    "random agent, to pick the fastest sampler for a machine.")
     p.add_argument("--env", default="ALE/Pong-v5", help="gymnasium id (default ALE/Pong-v5)")
@@ -168,6 +187,7 @@ def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "benchmark", help="run a suite of (algo, env) entries over seeds, against SB3",
+        allow_abbrev=False,
         description="Run every entry of a suite for several seeds with rlfw's preset (and "
                     "with --peer sb3, with stable-baselines3 on rl-baselines3-zoo's settings), "
                     "each run its own process on its own core, and write a report: "
@@ -190,7 +210,8 @@ def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlfw", description="rlfw: modular deep RL")
+    parser = argparse.ArgumentParser(prog="rlfw", description="rlfw: modular deep RL",
+                                     allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _eval_parser(sub)
@@ -263,16 +284,24 @@ DQN_FLAG_KEYS = {"save_replay": "save_replay", "dueling": "dueling", "double": "
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """A saved config (``--config``) or the preset for (algo, env family), then every flag
-    the user set, then every ``--set``, in that order."""
+    the user set, then every ``--set``, in that order. Modules a config file's env id or
+    plugins need must be named by ``--plugin``; ``--env module:Env`` names its own."""
     if args.config:
-        with open(args.config) as f:
-            config = RunConfig.from_dict(json.load(f))
+        config = RunConfig.from_dict(read_json_object(args.config, "config file"))
+        check_named(config.env, config.plugins, args.plugin, f"config file {args.config}")
         if args.algo is not None or args.env is not None:
             config.algo, config.env = args.algo or config.algo, args.env or config.env
     else:
         config = RunConfig.for_env(args.env or "CartPole-v1", args.algo or "ppo")
     if args.steps is not None:
         apply_overrides(config, {"schedule": schedule_for(args.steps)})
+    apply_flags(config, args)
+    config.plugins = tuple(dict.fromkeys([*config.plugins, *args.plugin]))
+    return config
+
+
+def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
+    """Every flag the user set (except --steps), then every ``--set``."""
     for flag, key in FLAG_KEYS.items():
         if getattr(args, flag) is not None:
             set_field(config, key, getattr(args, flag))
@@ -294,17 +323,20 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
         set_field(config, key.strip(), value.strip())
-    return config
+
+
+def _plugins_of_command_line(args: argparse.Namespace) -> list[str]:
+    """Modules the user's own command line names: ``--plugin``s, and ``--env module:Env``."""
+    own_env = env_module(args.env) if getattr(args, "env", None) else None
+    return list(dict.fromkeys([*args.plugin, *([own_env] if own_env else [])]))
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    args.plugin = _plugins_of_command_line(args)
+    import_plugins(args.plugin)
     resume_dir = args.resume or _elastic_resume_dir(args)
     if resume_dir:
-        config = RunConfig.load(resume_dir)
-        if args.steps is not None:  # extend (or shorten) the run; cadence stays as saved
-            set_field(config, "schedule.n_steps", args.steps)
-        if args.max_restarts is not None:
-            set_field(config, "schedule.max_restarts", args.max_restarts)
+        config = resume_config(args, resume_dir)
         log_dir = resume_dir
     else:
         config = config_from_args(args)
@@ -320,25 +352,79 @@ def cmd_train(args: argparse.Namespace) -> int:
             ranks.close(finished=code == 0)
 
 
+def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
+    """The run's saved config (``--steps`` extends it, ``--max-restarts`` applies); a
+    contradicting flag is an error naming it, and modules the run needs must be named."""
+    config = saved_config(run_dir, args.trust_checkpoint)
+    check_named(config.env, config.plugins, args.plugin, f"run {run_dir}")
+    if args.log_dir is not None and os.path.abspath(args.log_dir) != os.path.abspath(run_dir):
+        raise ValueError(f"--log-dir {args.log_dir} contradicts --resume {run_dir}: a resumed "
+                         "run continues in its own folder")
+    if args.config:
+        raise ValueError(f"--config {args.config} with --resume {run_dir}: a resumed run keeps "
+                         f"its own config; to start a new run from it, use --config "
+                         f"{os.path.join(run_dir, 'config.json')} without --resume")
+    if args.steps is not None:  # extend (or shorten) the run; cadence stays as saved
+        set_field(config, "schedule.n_steps", args.steps)
+    if args.max_restarts is not None:
+        set_field(config, "schedule.max_restarts", args.max_restarts)
+    asked = copy.deepcopy(config)
+    if args.algo is not None:
+        asked.algo = args.algo
+    if args.env is not None:
+        asked.env = args.env
+    apply_flags(asked, args)
+    given, saved = dict(flatten(asked.to_dict())), dict(flatten(config.to_dict()))
+    changed = [k for k in given if given[k] != saved.get(k)]
+    if changed:
+        listed = ", ".join(f"{k}={given[k]!r} (the run has {saved.get(k)!r})" for k in changed)
+        raise ValueError(f"--resume {run_dir}: {listed} contradicts the run; a resumed run "
+                         "keeps its settings (--steps extends it): drop the flag, or start a "
+                         f"new run from its config (--config {os.path.join(run_dir, 'config.json')})")
+    return config
+
+
+def saved_config(run_dir: str, trust: bool = False) -> RunConfig:
+    """``config.json``; when it is missing or unreadable, the newest checkpoint's copy (with
+    a warning naming both)."""
+    try:
+        return RunConfig.load(run_dir)
+    except (OSError, ValueError) as err:
+        problem = str(err).splitlines()[0]
+    from rlfw.checkpoint import load_newest_valid
+
+    try:
+        path, state, _ = load_newest_valid(run_dir, "trust" if trust else "drop")
+    except (FileNotFoundError, RuntimeError):
+        raise ValueError(f"cannot resume {run_dir}: {problem}, and no checkpoint holds a "
+                         "config either") from None
+    print(f"rlfw: warning: {problem}; using the config saved in {path}", file=sys.stderr)
+    return RunConfig.from_dict(state["config"])
+
+
 def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bool,
            ranks: RankGroup | None) -> int:
     if ranks is not None:  # rank 0's config and run folder (its timestamp) for every rank
         saved, log_dir = ranks.broadcast((config.to_dict(), log_dir), "the run config")
         config = RunConfig.from_dict(saved)
-    runner = build_runner(config, log_dir, resume=resume, progress=not args.no_progress,
-                          ranks=ranks)
     chief = ranks is None or ranks.is_chief
-    if chief:
-        batch = f"{config.batch_B} envs x {config.batch_T} steps"
-        if ranks is not None:
-            batch = (f"{ranks.world_size} ranks x {batch} = global batch "
-                     f"{ranks.world_size * config.batch_B * config.batch_T} ({ranks.backend})")
-        print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, runner "
-              f"{config.runner}, {batch}, {config.schedule.n_steps} steps -> {log_dir}")
     where = "" if ranks is None else f"rank {ranks.rank}: "
     try:
+        runner = build_runner(config, log_dir, resume=resume, progress=not args.no_progress,
+                              ranks=ranks, trust_checkpoint=args.trust_checkpoint)
+        if chief:
+            _say_what_runs(config, log_dir, ranks)
         with runner:
             result = runner.train()
+    except KeyboardInterrupt:  # Ctrl-C while starting (the loop itself returns normally)
+        print(f"rlfw: {where}interrupted while starting"
+              + (f"; {_checkpoint_note(log_dir)}" if chief else ""), file=sys.stderr)
+        return 130
+    except OSError as err:  # a full disk, a read-only folder, ...
+        print(f"rlfw: error: {where}{_os_error(err)}", file=sys.stderr)
+        if chief:
+            print(f"rlfw: {_checkpoint_note(log_dir)}", file=sys.stderr)
+        return 1
     except (WorkerError, NonFiniteError, RankError) as err:
         first, _, details = str(err).partition("\n")
         named = where if not isinstance(err, RankError) else ""  # it names its rank
@@ -361,6 +447,21 @@ def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bo
     return 130 if result.interrupted else 0
 
 
+def _say_what_runs(config: RunConfig, log_dir: str, ranks: RankGroup | None) -> None:
+    batch = f"{config.batch_B} envs x {config.batch_T} steps"
+    if ranks is not None:
+        batch = (f"{ranks.world_size} ranks x {batch} = global batch "
+                 f"{ranks.world_size * config.batch_B * config.batch_T} ({ranks.backend})")
+    print(f"rlfw: {config.algo} on {config.env}, sampler {config.sampler}, runner "
+          f"{config.runner}, {batch}, {config.schedule.n_steps} steps -> {log_dir}")
+
+
+def _os_error(err: OSError) -> str:
+    """One line: what failed, on which file."""
+    what = err.strerror or str(err)
+    return f"{what}: {err.filename}" if err.filename else what
+
+
 def _elastic_resume_dir(args: argparse.Namespace) -> str | None:
     """After torchrun restarted the ranks (``--max-restarts``), continue the run in
     ``--log-dir`` from its newest checkpoint instead of starting over."""
@@ -371,7 +472,10 @@ def _elastic_resume_dir(args: argparse.Namespace) -> str | None:
 
 
 def _checkpoint_note(log_dir: str) -> str:
-    found = list_checkpoints(log_dir)
+    try:
+        found = list_checkpoints(log_dir)
+    except OSError:
+        found = []
     if not found:
         return f"no checkpoint was written in {log_dir}; start the run again"
     return (f"newest checkpoint {found[-1]}; resume with: python -m rlfw train --resume "
@@ -381,8 +485,13 @@ def _checkpoint_note(log_dir: str) -> str:
 def cmd_eval(args: argparse.Namespace) -> int:
     from rlfw.launch.evaluate import evaluate_checkpoint
 
+    import_plugins(args.plugin)
+    config = saved_config(args.run_dir, args.trust_checkpoint)
+    check_named(config.env, config.plugins, args.plugin, f"run {args.run_dir}")
+    config.env_factory().validate()  # the check `train --env` makes, before anything is built
     returns = evaluate_checkpoint(args.run_dir, args.episodes, greedy=args.greedy,
-                                  seed=args.seed, best=args.best)
+                                  seed=args.seed, best=args.best, trust=args.trust_checkpoint,
+                                  config=config)
     print(f"{args.run_dir}: mean return {returns.mean():.2f} ± {returns.std():.2f} over "
           f"{len(returns)} episodes")
     return 0
@@ -426,6 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"rlfw: error: {err}\n")
     except RuntimeError as err:  # e.g. no checkpoint in the folder loads
         parser.exit(1, f"rlfw: error: {err}\n")
+    except OSError as err:  # a full disk, a read-only or non-directory folder, ...
+        parser.exit(1, f"rlfw: error: {_os_error(err)}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, "rlfw: interrupted\n")
     return 0
 
 

@@ -19,11 +19,12 @@ class FolderLock:
     """``FolderLock.acquire(run_dir)`` holds ``run_dir`` (made if missing) until
     ``release()`` or the process ends."""
 
-    def __init__(self, run_dir: str, fd: int):
-        self.run_dir, self._fd = run_dir, fd
+    def __init__(self, run_dir: str, fd: int, created: bool):
+        self.run_dir, self._fd, self.created = run_dir, fd, created
 
     @classmethod
     def acquire(cls, run_dir: str) -> "FolderLock":
+        created = not os.path.lexists(run_dir)
         os.makedirs(run_dir, exist_ok=True)
         path = os.path.join(run_dir, LOCK_NAME)
         # O_NOFOLLOW: a symlink planted as the lock file is refused, never written through.
@@ -40,18 +41,24 @@ class FolderLock:
             raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return cls(run_dir, fd)
+        return cls(run_dir, fd, created)
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
-    def release(self) -> None:
-        """Idempotent. The file stays: removing it would let two runs lock two files."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+    def release(self, discard: bool = False) -> None:
+        """Idempotent. The file stays (removing it would let two runs lock two files), except
+        with ``discard``: a run that failed before writing anything takes back the folder it
+        made, if only the lock is in it."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        if discard and self.created and os.listdir(self.run_dir) == [LOCK_NAME]:
+            os.unlink(os.path.join(self.run_dir, LOCK_NAME))
+            os.rmdir(self.run_dir)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
     def __enter__(self) -> "FolderLock":
         return self

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).parents[1] / "rlfw"
 LAYERS = [
     ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging",
                     "rlfw.seeding", "rlfw.checks", "rlfw.checkpoint", "rlfw.distributed",
-                    "rlfw.files", "rlfw.sealing"]),
+                    "rlfw.files", "rlfw.folder_lock", "rlfw.sealing"]),
     ("agents", ["rlfw.agents"]),
     ("samplers", ["rlfw.samplers", "rlfw.testing"]),
     ("algos", ["rlfw.algos"]),

@@ -122,7 +122,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                              trust_checkpoint, lock)
     except BaseException:
         if lock is not None:
-            lock.release()
+            lock.release(discard=True)  # nothing started: leave no folder behind
         raise
 
 

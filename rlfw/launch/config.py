@@ -23,7 +23,7 @@ from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import RunSchedule
 
 __all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
-           "env_family", "preset", "schedule_for", "set_field"]
+           "env_family", "flatten", "preset", "schedule_for", "set_field"]
 
 # Moved to rlfw.launch.build; still importable from here.
 _BUILD_NAMES = ("affinity_plan", "build_agent", "build_algo", "build_runner", "build_sampler",
@@ -205,7 +205,7 @@ class RunConfig:
         """Rebuild from ``to_dict`` output (a saved ``config.json``); every value is checked
         against its field's type, unknown keys are errors."""
         config = cls()
-        for key, value in _flatten(data):
+        for key, value in flatten(data):
             if key in LEGACY_KEYS:  # run folders written before a rename
                 key, value = LEGACY_KEYS[key](value)
                 if key is None:
@@ -224,17 +224,17 @@ class RunConfig:
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """Set top-level fields and nested ones (``{'ppo': {...}}``) from a plain dict, each
     value checked against its field's type."""
-    for key, value in _flatten(overrides):
+    for key, value in flatten(overrides):
         set_field(config, key, value)
     return config
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     """``{'ppo': {'epochs': 4}}`` -> ``[('ppo.epochs', 4)]``."""
     out = []
     for key, value in data.items():
         if isinstance(value, dict):
-            out += _flatten(value, f"{prefix}{key}.")
+            out += flatten(value, f"{prefix}{key}.")
         else:
             out.append((f"{prefix}{key}", value))
     return out

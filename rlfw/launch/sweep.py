@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
 from rlfw.files import write_atomically, write_json, write_text
+from rlfw.runners.run_folder import RUN_FILES
 from rlfw.launch.backends import LocalBackend, RayBackend  # noqa: F401  (the sweep's backends)
 from rlfw.launch.config import RunConfig, config_keys, set_field
 
@@ -96,7 +97,9 @@ def expand(grid: Sequence[tuple[str, list[str]]], seeds: Sequence[int]) -> list[
 
 
 def check_train_flags(train_flags: Sequence[str]) -> None:
-    owned = [f for f in train_flags if f.split("=")[0] in OWNED_FLAGS]
+    # A prefix counts too (--res): a parser that took abbreviations would read it as --resume.
+    owned = [f for f in train_flags if f.startswith("--") and len(f.split("=")[0]) > 2
+             and any(o.startswith(f.split("=")[0]) for o in OWNED_FLAGS)]
     if owned:
         raise ValueError(f"the sweep sets {', '.join(OWNED_FLAGS)} per variant; remove "
                          f"{', '.join(owned)} from the train flags")
@@ -136,11 +139,26 @@ def log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
         return "(no log)"
 
 
+def _set_aside_failed_attempt(run_dir: str) -> None:
+    """A variant that ended before its first checkpoint starts afresh; ``rlfw train`` refuses
+    a folder holding a run's files, so the sweep moves its own earlier attempt's into
+    ``previous-attempt/`` (replacing an older one there)."""
+    if not os.path.exists(os.path.join(run_dir, STATUS_FILE)):
+        return  # not a folder this sweep ran before
+    aside = os.path.join(run_dir, "previous-attempt")
+    for name in os.listdir(run_dir):
+        if name in RUN_FILES or name.startswith("events.out.tfevents."):
+            os.makedirs(aside, exist_ok=True)
+            os.replace(os.path.join(run_dir, name), os.path.join(aside, name))
+
+
 def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
                 cores: Sequence[int] | None = None) -> Outcome:
     """Run one variant to the end in a child ``rlfw train`` process (on ``cores`` if
     given), its output in ``train.log``; record how it ended in ``sweep.json``."""
     os.makedirs(run_dir, exist_ok=True)
+    if not list_checkpoints(run_dir):
+        _set_aside_failed_attempt(run_dir)
     argv = [sys.executable, "-m", "rlfw", *variant.train_argv(run_dir, train_flags)]
     started = time.perf_counter()
     with open(os.path.join(run_dir, LOG_FILE), "a") as log:

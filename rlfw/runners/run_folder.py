@@ -35,6 +35,6 @@ def claim_run_folder(log_dir: str, resume: bool) -> FolderLock:
     try:
         check_run_folder(log_dir, resume)
     except BaseException:
-        lock.release()
+        lock.release(discard=True)
         raise
     return lock
