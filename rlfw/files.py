@@ -27,9 +27,11 @@ def write_atomically(path: str, write: Callable[[IO], None], binary: bool = True
                 os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide shared run folders from the group
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(err, OSError) and err.filename is None:  # name the file, not a temp
+            raise type(err)(err.errno, err.strerror or str(err), path) from None
         raise
 
 
