@@ -13,6 +13,11 @@ extras = {
     "mujoco": ["gymnasium[mujoco]"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
     "ray": ["ray>=2.9"],
+    # `rlfw eval RUN --video`, `--video-every`: mp4/GIF encoding (imageio's ffmpeg plugin
+    # ships an ffmpeg binary) and pygame, which classic control renders with
+    "video": ["imageio>=2.31", "imageio-ffmpeg", "gymnasium[classic-control]"],
+    # `--wandb`: Weights & Biases (works offline: WANDB_MODE=offline)
+    "wandb": ["wandb>=0.17"],
     "test": ["pytest"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
@@ -21,7 +26,7 @@ setup(
     name="rlfw",
     version="0.1.0",
     description="Modular deep RL: interchangeable samplers, one [T,B] buffer, PPO/A2C/DQN, "
-    "a synchronous runner with checkpoints and restarts.",
+    "sync/concurrent/async/multi-process runners, run folders that are safe to share.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["rlfw", "rlfw.*"]),

@@ -1,5 +1,6 @@
 """Everything rlfw does on a GPU, checked in one command (<= 8 minutes on one GPU), with one
-table as the result; written to --out as README.md and results.json.
+table as the result; written to --out as README.md and results.json (default docs/gpu;
+a smoke run writes to a fresh temp folder and never into docs/, where real results belong).
 
     python experiments/gpu_check.py                          # on the machine with CUDA
     python experiments/gpu_check.py --device cpu --smoke     # < 1 min: the test runs it
@@ -20,7 +21,6 @@ A row that fails keeps its error in the table; the script exits 1 if any did.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -31,6 +31,7 @@ import traceback
 import torch
 
 from rlfw.envs import EnvSpaces
+from rlfw.files import write_json, write_text
 from rlfw.launch.build import build_agent, build_runner, build_sampler
 from rlfw.launch.config import RunConfig
 from rlfw.samplers.throughput import measure_steps_per_second
@@ -177,8 +178,7 @@ def write(rows: list[dict], device: str, size: Size, out: str) -> None:
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     meta = {"device": device, "device_name": name, "torch": torch.__version__,
             "smoke": size.smoke, "env": size.env, "date": time.strftime("%Y-%m-%d %H:%M")}
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({**meta, "rows": rows}, f, indent=1)
+    write_json(os.path.join(out, "results.json"), {**meta, "rows": rows})
     lines = [f"# GPU check ({name}, torch {torch.__version__}, {meta['date']})", "",
              f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''}"
              f"{'' if device == 'cuda' else ' --device ' + device}`; env {size.env}, "
@@ -186,16 +186,24 @@ def write(rows: list[dict], device: str, size: Size, out: str) -> None:
              "| check | ok | result | s |", "|---|---|---|---:|"]
     lines += [f"| {r['check']} | {'yes' if r['ok'] else '**no**'} | {r['result']} | "
               f"{r.get('seconds', '')} |" for r in rows]
-    with open(os.path.join(out, "README.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_text(os.path.join(out, "README.md"), "\n".join(lines) + "\n")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (CartPole)")
-    parser.add_argument("--out", default="docs/gpu", help="README.md and results.json here")
+    parser.add_argument("--out", default=None,
+                        help="README.md and results.json here (default docs/gpu; with "
+                             "--smoke a new temp folder)")
     args = parser.parse_args()
+    docs = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                         "docs"))
+    if args.smoke and args.out and os.path.realpath(args.out).startswith(docs + os.sep):
+        parser.error(f"--smoke results are not results: --out {args.out} is under {docs}; "
+                     "leave --out unset (a temp folder) or choose a folder outside docs/")
+    if args.out is None:
+        args.out = tempfile.mkdtemp(prefix="rlfw-gpu-check-") if args.smoke else "docs/gpu"
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda but torch sees no GPU; on this machine use --device cpu")
     size = Size(args.smoke)

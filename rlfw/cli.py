@@ -76,6 +76,13 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-restarts", type=int,
                    help="restart a sampler whose worker died from the newest checkpoint, up "
                         "to this many times (default 0, as torchrun's)")
+    p.add_argument("--wandb", action="store_const", const=True,
+                   help="also log to Weights & Biases (extra [wandb]): the scalars, the config "
+                        "and videos; --set wandb.project=P --set wandb.group=G; works offline "
+                        "with WANDB_MODE=offline")
+    p.add_argument("--video-every", type=int, metavar="STEPS",
+                   help="at the first evaluation past every STEPS env steps, write a video of "
+                        "one evaluation episode to RUN/videos/ (default off; extra [video])")
     p.add_argument("--stop-at-return", type=float,
                    help="stop early once an evaluation's mean return reaches this")
     p.add_argument("--save-replay", action="store_const", const=True,
@@ -138,6 +145,10 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
                       help="greedy actions")
     p.add_argument("--seed", type=int, default=12345,
                    help="evaluation seed (default 12345, unlike any training seed)")
+    p.add_argument("--video", action="store_true",
+                   help="play the episodes on one rendering env and write each as "
+                        "RUN_DIR/videos/episode-<k>-return-<R>.mp4 (the first also as a GIF; "
+                        "Atari: the full-colour screen). Extra [video]")
     _trust_flags(p, "evaluate")
 
 
@@ -274,7 +285,8 @@ FLAG_KEYS = {
     "eval_episodes": "schedule.eval_episodes", "eval_greedy": "schedule.eval_greedy",
     "eval_every": "schedule.eval_every", "checkpoint_every": "schedule.checkpoint_every",
     "keep_checkpoints": "schedule.keep_checkpoints", "max_restarts": "schedule.max_restarts",
-    "stop_at_return": "schedule.stop_at_return",
+    "stop_at_return": "schedule.stop_at_return", "video_every": "schedule.video_every",
+    "wandb": "wandb.enabled",
     "sticky_actions": "atari.sticky_action_prob",
 }
 DQN_FLAG_KEYS = {"save_replay": "save_replay", "dueling": "dueling", "double": "double_dqn",
@@ -374,8 +386,10 @@ def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
     if args.env is not None:
         asked.env = args.env
     apply_flags(asked, args)
+    config.wandb = asked.wandb
     given, saved = dict(flatten(asked.to_dict())), dict(flatten(config.to_dict()))
-    changed = [k for k in given if given[k] != saved.get(k)]
+    # where the run is logged may change (W&B); what it computes may not
+    changed = [k for k in given if given[k] != saved.get(k) and not k.startswith("wandb.")]
     if changed:
         listed = ", ".join(f"{k}={given[k]!r} (the run has {saved.get(k)!r})" for k in changed)
         raise ValueError(f"--resume {run_dir}: {listed} contradicts the run; a resumed run "
@@ -489,9 +503,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = saved_config(args.run_dir, args.trust_checkpoint)
     check_named(config.env, config.plugins, args.plugin, f"run {args.run_dir}")
     config.env_factory().validate()  # the check `train --env` makes, before anything is built
+    videos = os.path.join(args.run_dir, "videos") if args.video else None
     returns = evaluate_checkpoint(args.run_dir, args.episodes, greedy=args.greedy,
                                   seed=args.seed, best=args.best, trust=args.trust_checkpoint,
-                                  config=config)
+                                  config=config, video_dir=videos)
+    if videos is not None:
+        print(f"rlfw: videos of {len(returns)} episode(s) in {videos}")
     print(f"{args.run_dir}: mean return {returns.mean():.2f} ± {returns.std():.2f} over "
           f"{len(returns)} episodes")
     return 0

@@ -114,10 +114,12 @@ def needs_fire(env: gym.Env) -> bool:
     return "FIRE" in env.unwrapped.get_action_meanings()
 
 
-def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
+def make_atari(env_id: str, options: AtariOptions, train: bool,
+               render_mode: str | None = None) -> gym.Env:
     """Raw ALE env -> no-ops, skip+max-pool, resize, gray -> real-episode statistics ->
     (train) episodic life -> fire reset -> (eval) fire after a lost life -> (train) reward
-    sign -> frame stack."""
+    sign -> frame stack. ``render_mode='rgb_array'``: ``render()`` gives the full-colour
+    screen (for videos)."""
     import ale_py
 
     gym.register_envs(ale_py)
@@ -128,6 +130,7 @@ def make_atari(env_id: str, options: AtariOptions, train: bool) -> gym.Env:
         repeat_action_probability=options.sticky_action_prob,
         full_action_space=False,
         max_num_frames_per_episode=options.max_episode_frames,
+        render_mode=render_mode,
     )
     env = gym.wrappers.AtariPreprocessing(
         env,

@@ -130,16 +130,19 @@ class EnvFactory:
     atari: AtariOptions = field(default_factory=AtariOptions)
     kwargs: tuple[tuple[str, Any], ...] = ()
     entry: Any = None
+    render_mode: str | None = None  # 'rgb_array' for videos
 
     def __call__(self, train: bool = True) -> gym.Env:
         if is_atari(self.env_id) and self.entry is None:
-            return make_atari(self.env_id, self.atari, train)
+            return make_atari(self.env_id, self.atari, train, self.render_mode)
         if self.entry is None and is_mujoco(self.env_id):
             route_mujoco_warnings()
         make = self.entry if self.entry is not None else partial(gym.make, self.env_id)
+        kwargs = dict(self.kwargs)
+        if self.render_mode is not None:
+            kwargs["render_mode"] = self.render_mode
         # Statistics wrapper outermost: for non-Atari tasks the episode *is* the game episode.
-        return gym.wrappers.RecordEpisodeStatistics(
-            _float32_observations(make(**dict(self.kwargs))))
+        return gym.wrappers.RecordEpisodeStatistics(_float32_observations(make(**kwargs)))
 
     def validate(self) -> None:
         if self.entry is None:

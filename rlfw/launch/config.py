@@ -16,6 +16,8 @@ from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
 from rlfw.envs import AtariOptions, EnvFactory
 from rlfw.files import read_json_object
+from rlfw.logging.video import imageio_module
+from rlfw.logging.wandb_writer import WandbOptions, wandb_module
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import CORES
@@ -83,6 +85,7 @@ class RunConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     a2c: A2CConfig = field(default_factory=A2CConfig)
     dqn: DQNConfig = field(default_factory=DQNConfig)
+    wandb: WandbOptions = field(default_factory=WandbOptions)
 
     def validate(self) -> None:
         """Every check that can fail before work starts, each naming the bad value."""
@@ -123,6 +126,10 @@ class RunConfig:
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
         self.schedule.validate()
+        if self.schedule.video_every is not None:
+            imageio_module()  # the install hint now, not at the first video
+        if self.wandb.enabled:
+            wandb_module()
         self.algo_config().validate()
         self.env_factory().validate()
         if sampler.runs_env is not None and not sampler.runs_env(self.env):

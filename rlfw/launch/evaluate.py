@@ -35,17 +35,25 @@ def load_for_evaluation(run_dir: str, best: bool = False, trust: bool = False,
 
 def evaluate_checkpoint(run_dir: str, n_episodes: int, greedy: bool | None = None,
                         seed: int = 12345, best: bool = False, trust: bool = False,
-                        config: RunConfig | None = None) -> np.ndarray:
+                        config: RunConfig | None = None,
+                        video_dir: str | None = None) -> np.ndarray:
     """Returns of ``n_episodes`` played on eval envs by the agent of the run's newest
     checkpoint that loads, or of ``checkpoints/best.pt`` with ``best=True`` (falling back to
     the newest good checkpoint); ``greedy=None`` evaluates as the run did. ``config``: the
-    run's, checked by the caller (default: its ``config.json``)."""
+    run's, checked by the caller (default: its ``config.json``). ``video_dir``: play them
+    on one rendering env and write a video of each there (``rlfw.launch.video``)."""
     config = config or RunConfig.load(run_dir)
     greedy = config.schedule.eval_greedy if greedy is None else greedy
     _, state = load_for_evaluation(run_dir, best, trust)
     env_factory = config.env_factory()
     agent = build_agent(config, EnvSpaces.of(env_factory))
     agent.load_state_dict(state["agent"])
+    if video_dir is not None:
+        from rlfw.samplers.video import record_episodes
+
+        returns, _ = record_episodes(agent, env_factory, video_dir, n_episodes, greedy, seed,
+                                     config.schedule.eval_limits())
+        return returns
     evaluator = Evaluator(env_factory, min(config.n_eval_envs, n_episodes), seed)
     try:
         episodes = evaluator.run(agent, n_episodes, greedy=greedy,

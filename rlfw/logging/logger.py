@@ -32,6 +32,12 @@ class Logger:
         self._values.clear()
         return means
 
+    def video(self, key: str, path: str, step: int) -> None:
+        """A video file (mp4) to the writers that take videos (W&B); the others skip it."""
+        for writer in self.writers:
+            if hasattr(writer, "write_video"):
+                writer.write_video(key, path, step)
+
     def close(self) -> None:
         for writer in self.writers:
             writer.close()

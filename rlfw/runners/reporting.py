@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from rlfw.checkpoint import save_best
 from rlfw.files import write_json
+from rlfw.logging.wandb_writer import WandbWriter
 from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
                           plot_learning_curve, tensorboard_available)
 from rlfw.runners.schedule import RunSchedule, TrainResult
@@ -38,6 +39,8 @@ class Reporter:
                         disable=not self.progress, dynamic_ncols=True)
         self.last_dump = self.started = time.perf_counter()
         self.steps_at_dump = done_steps
+        every = self.schedule.video_every
+        self.videos_due_done = done_steps // every if every else 0
 
     def say(self, line: str) -> None:
         if self.stdout:
@@ -72,12 +75,29 @@ class Reporter:
                      + ("" if whole else "; their partial returns are reported"))
         result.eval_return = mean
         result.eval_history.append((result.env_steps, mean))
+        self._record_video(sampler, agent, result.env_steps)
         if result.best_eval_return is None or mean > result.best_eval_return:
             result.best_eval_return = mean
             if self.log_dir is not None:
                 save_best(self.log_dir, {"agent": agent.state_dict(), "config": self.config,
                                          "env_steps": result.env_steps, "eval_return": mean})
         return s.stop_at_return is not None and mean >= s.stop_at_return
+
+    def _record_video(self, sampler, agent, env_steps: int) -> None:
+        """Past the next multiple of ``video_every``: one evaluation episode (the first of
+        an evaluation's, replayed on a rendering env) into ``videos/``."""
+        every = self.schedule.video_every
+        if not every or self.log_dir is None or env_steps // every <= self.videos_due_done:
+            return
+        from rlfw.samplers.video import record_episodes
+
+        self.videos_due_done = env_steps // every
+        s = self.schedule
+        _, written = record_episodes(agent, sampler.eval_env_factory,
+                                     os.path.join(self.log_dir, "videos"), 1, s.eval_greedy,
+                                     sampler.seed, s.eval_limits(), f"step-{env_steps:012d}-")
+        for files in written:
+            self.logger.video("eval/video", files[0], env_steps)
 
     def dump(self, env_steps: int) -> None:
         """Write one row: the episodes, timings and throughput since the last one."""
@@ -118,4 +138,7 @@ class Reporter:
             if tensorboard_available():
                 writers.append(TensorBoardWriter(
                     self.log_dir, None if resumed_at is None else resumed_at + 1))
+            wandb = self.config.get("wandb") or {}
+            if wandb.get("enabled"):
+                writers.append(WandbWriter(self.log_dir, wandb, self.config))
         return Logger(writers)

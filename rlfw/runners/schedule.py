@@ -26,6 +26,8 @@ class RunSchedule:
     keep_checkpoints: int = 3
     stop_at_return: float | None = None  # stop once an evaluation mean reaches this
     max_restarts: int = 0                # sampler restarts from the newest checkpoint
+    video_every: int | None = None       # at the first evaluation past each multiple, a video
+                                         # of one evaluation episode in videos/ (extra video)
 
     def validate(self) -> None:
         check_positive(n_steps=self.n_steps, eval_episodes=self.eval_episodes,
@@ -33,6 +35,11 @@ class RunSchedule:
                        keep_checkpoints=self.keep_checkpoints)
         if self.eval_every is not None:
             check_positive(eval_every=self.eval_every)
+        if self.video_every is not None:
+            check_positive(video_every=self.video_every)
+            if self.eval_every is None:
+                raise ValueError("video_every records at evaluations, and eval_every is None "
+                                 "(evaluation off): set eval_every, or video_every=none")
         self.eval_limits().validate()
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) \
                 or self.max_restarts < 0:
