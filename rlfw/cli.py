@@ -216,6 +216,9 @@ def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
                    help="runs at once (local: each pinned to its own slice of the cores)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: local)")
+    p.add_argument("--wandb", action="store_true",
+                   help="rlfw's runs also log to Weights & Biases, in the group "
+                        "benchmark-SUITE (extra [wandb])")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: write the report from the runs finished so far")
 
@@ -240,7 +243,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                else LocalBackend(args.max_parallel))
     out = args.out or os.path.join("docs", "benchmarks", args.suite)
     data = run_suite(args.suite, out, backend, peer=args.peer, seeds=args.seeds,
-                     report_only=args.report_only)
+                     report_only=args.report_only, wandb=args.wandb)
     failed = [r for r in data["runs"] if r.get("status", "").startswith("failed")]
     print(f"rlfw benchmark: report in {os.path.join(out, 'README.md')}"
           + (f"; {len(failed)} run(s) failed" if failed else ""))
@@ -392,9 +395,10 @@ def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
     changed = [k for k in given if given[k] != saved.get(k) and not k.startswith("wandb.")]
     if changed:
         listed = ", ".join(f"{k}={given[k]!r} (the run has {saved.get(k)!r})" for k in changed)
+        saved_file = os.path.join(run_dir, "config.json")
         raise ValueError(f"--resume {run_dir}: {listed} contradicts the run; a resumed run "
                          "keeps its settings (--steps extends it): drop the flag, or start a "
-                         f"new run from its config (--config {os.path.join(run_dir, 'config.json')})")
+                         f"new run from its config (--config {saved_file})")
     return config
 
 

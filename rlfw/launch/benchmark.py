@@ -37,16 +37,18 @@ class Job:
     env: str
     steps: int
     seed: int
+    wandb_group: str | None = None   # rlfw runs log to W&B in this group (--wandb)
 
     def run_dir(self, out_dir: str) -> str:
         entry = Entry(self.algo, self.env, self.steps)
         return os.path.join(out_dir, "runs", entry.name, self.framework, f"seed={self.seed}")
 
 
-def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int]) -> list[Job]:
+def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
+         wandb_group: str | None = None) -> list[Job]:
     """Every entry x framework x seed, entries in suite order."""
-    return [Job(fw, e.algo, e.env, e.budget, s) for e in suite.entries for fw in frameworks
-            for s in seeds]
+    return [Job(fw, e.algo, e.env, e.budget, s, wandb_group if fw == "rlfw" else None)
+            for e in suite.entries for fw in frameworks for s in seeds]
 
 
 def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
@@ -85,10 +87,12 @@ def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict
 
 def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
               seeds: Sequence[int] | None = None,
-              say: Callable[[str], None] = print, report_only: bool = False) -> dict:
+              say: Callable[[str], None] = print, report_only: bool = False,
+              wandb: bool = False) -> dict:
     """Run what is not finished of suite ``name`` on ``backend`` and write its report
     into ``out_dir``; returns the report's data. ``report_only``: run nothing, report the
-    runs finished so far."""
+    runs finished so far. ``wandb``: rlfw's runs log to W&B in the group
+    ``benchmark-<suite>``."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; one of {', '.join(SUITES)}")
     if peer not in (None, "sb3"):
@@ -96,7 +100,7 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
     suite = SUITES[name]
     seeds = list(range(suite.seeds)) if seeds is None else list(seeds)
     frameworks = ("rlfw",) if peer is None else ("rlfw", peer)
-    jobs = plan(suite, frameworks, seeds)
+    jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None)
     if peer is not None:
         check_peer_installed()
     say(f"rlfw benchmark {name}: {len(suite.entries)} entries x {len(frameworks)} "

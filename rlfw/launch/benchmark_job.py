@@ -27,6 +27,8 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
 
     config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
     config.schedule.eval_every = None
+    if job.wandb_group:
+        config.wandb.enabled, config.wandb.group = True, job.wandb_group
     run_dir = os.path.join(run_dir, "run")
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
         start = time.perf_counter()
@@ -37,8 +39,25 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
         curve = [(int(float(r["step"])), float(r["rollout/return_mean"]))
                  for r in csv.DictReader(f) if r.get("rollout/return_mean")]
+    gif = agent_gif(run_dir, job.seed) if job.seed == 0 else None
     return {"wall_s": wall, "env_steps": result.env_steps, "returns": returns.tolist(),
-            "curve": curve, "settings": "rlfw preset (RunConfig.for_env)"}
+            "curve": curve, "settings": "rlfw preset (RunConfig.for_env)", "gif": gif}
+
+
+def agent_gif(run_dir: str, seed: int) -> str | None:
+    """One evaluation episode of the run's final policy as a GIF (for the report), or None
+    where the env does not render here (the [video] extra missing, MuJoCo without OpenGL)."""
+    from rlfw.launch.evaluate import evaluate_checkpoint
+
+    videos = os.path.join(run_dir, "videos")
+    try:
+        evaluate_checkpoint(run_dir, 1, greedy=True, seed=EVAL_SEED_OFFSET + seed,
+                            video_dir=videos)
+    except Exception as err:  # a picture is optional; the benchmark's numbers are not
+        print(f"benchmark: no GIF of {run_dir}: {type(err).__name__}: {err}", file=sys.stderr)
+        return None
+    found = sorted(glob.glob(os.path.join(videos, "*.gif")))
+    return found[0] if found else None
 
 
 def zoo_hyperparams_file(algo: str, env_id: str, out_dir: str) -> tuple[str | None, str]:

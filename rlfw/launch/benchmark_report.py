@@ -63,7 +63,8 @@ def write_report(name: str, suite: Suite, results: list[dict], out_dir: str) -> 
         entries.append({"algo": entry.algo, "env": entry.env, "steps": entry.budget,
                          "references": list(references(entry)), "frameworks": summary,
                          "goals": _goals(summary),
-                         "curve_png": _plot_curves(entry, mine, out_dir)})
+                         "curve_png": _plot_curves(entry, mine, out_dir),
+                         "gif": _agent_gif(entry, mine, out_dir)})
     data = {"suite": name, "about": suite.about, "machine": _machine(),
             "entries": entries,
             "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results]}
@@ -121,6 +122,22 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
     write_atomically(os.path.join(out_dir, name), lambda f: fig.savefig(f, dpi=90, format="png"))
     plt.close(fig)
     return name
+
+
+def _agent_gif(entry: Entry, results: list[dict], out_dir: str) -> dict | None:
+    """rlfw seed 0's GIF (one evaluation episode of its final policy), copied next to the
+    report as ``agent_<entry>.gif``; None when that run recorded none."""
+    for r in results:
+        if r["framework"] == "rlfw" and r["seed"] == 0 and r.get("gif") \
+                and os.path.isfile(r["gif"]):
+            name = f"agent_{entry.name}.gif"
+            with open(r["gif"], "rb") as f:
+                blob = f.read()
+            write_atomically(os.path.join(out_dir, name), lambda out: out.write(blob))
+            episode = os.path.basename(r["gif"])
+            return {"file": name, "about": f"rlfw seed 0, final policy, one evaluation "
+                                            f"episode ({episode.rsplit('.', 1)[0]})"}
+    return None
 
 
 def curve_grid(steps: int, points: int = 20) -> np.ndarray:
@@ -191,5 +208,8 @@ def markdown(data: dict) -> str:
             lines += ["", "Published: " + "; ".join(e["references"]) + "."]
         if e["curve_png"]:
             lines += ["", f"![learning curves]({e['curve_png']})"]
+        if e.get("gif"):
+            lines += ["", f"![{e['algo']} {e['env']}: {e['gif']['about']}]({e['gif']['file']})",
+                      "", f"*{e['gif']['about']}.*"]
         lines.append("")
     return "\n".join(lines)

@@ -196,12 +196,20 @@ class Sweep:
                 report(before)
             else:
                 jobs.append((variant, run_dir))
-        task = functools.partial(run_variant, train_flags=list(self.train_flags))
+        task = functools.partial(run_variant, train_flags=self.flags_with_wandb_group())
         for outcome in backend.map(task, jobs, report):
             rows[outcome.name] = outcome
         outcomes = [rows[v.name] for v in self.variants]
         self.write_summary(outcomes)
         return outcomes
+
+    def flags_with_wandb_group(self) -> list[str]:
+        """The train flags; with ``--wandb``, every variant's W&B run in one group named
+        after the sweep's folder unless the flags set one."""
+        flags = list(self.train_flags)
+        if "--wandb" in flags and not any(f.startswith("wandb.group=") for f in flags):
+            flags += ["--set", f"wandb.group={os.path.basename(os.path.abspath(self.runs_dir))}"]
+        return flags
 
     def write_summary(self, outcomes: list[Outcome]) -> None:
         write_text(os.path.join(self.runs_dir, "summary.md"), summary_table(outcomes) + "\n")
