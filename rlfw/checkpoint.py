@@ -71,9 +71,12 @@ def encode(value: Any, where: str = "state") -> Any:
             raise TypeError(f"checkpoint state at {where!r} is a numpy array of Python objects; "
                             "checkpoints hold numeric arrays only")
         array = np.ascontiguousarray(value)
+        raw = array.reshape(-1).view(np.uint8)
+        if not raw.flags.writeable:  # torch wraps only writable memory
+            raw = raw.copy()
+        # no copy otherwise: a saved replay buffer is the run's largest array
         return {MARK: "ndarray", "dtype": array.dtype.str, "shape": list(np.shape(value)),
-                "scalar": isinstance(value, np.generic),
-                "data": torch.from_numpy(array.reshape(-1).view(np.uint8).copy())}
+                "scalar": isinstance(value, np.generic), "data": torch.from_numpy(raw)}
     if isinstance(value, bytes):
         return {MARK: "sealed", "mac": sealing.tag(value),
                 "data": torch.frombuffer(bytearray(value), dtype=torch.uint8)}

@@ -20,7 +20,9 @@ class FolderLock:
     ``release()`` or the process ends."""
 
     def __init__(self, run_dir: str, fd: int, created: bool):
-        self.run_dir, self._fd, self.created = run_dir, fd, created
+        self.run_dir, self.created = run_dir, created
+        # a file object, not a bare fd: a lock nobody releases is dropped when collected
+        self._file = os.fdopen(fd, "r+b", buffering=0)
 
     @classmethod
     def acquire(cls, run_dir: str) -> "FolderLock":
@@ -45,20 +47,20 @@ class FolderLock:
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._file is not None
 
     def release(self, discard: bool = False) -> None:
         """Idempotent. The file stays (removing it would let two runs lock two files), except
         with ``discard``: a run that failed before writing anything takes back the folder it
         made, if only the lock is in it."""
-        if self._fd is None:
+        if self._file is None:
             return
-        fd, self._fd = self._fd, None
+        file, self._file = self._file, None
         if discard and self.created and os.listdir(self.run_dir) == [LOCK_NAME]:
             os.unlink(os.path.join(self.run_dir, LOCK_NAME))
             os.rmdir(self.run_dir)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+        file.close()
 
     def __enter__(self) -> "FolderLock":
         return self

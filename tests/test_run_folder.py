@@ -48,7 +48,7 @@ def test_the_lock_is_exclusive_names_its_holder_and_dies_with_it(tmp_path):
     lock.release()
     FolderLock.acquire(str(tmp_path)).release()
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from rlfw.folder_lock "
-                               "import FolderLock; FolderLock.acquire(sys.argv[1]); "
+                               "import FolderLock; lock = FolderLock.acquire(sys.argv[1]); "
                                "print('held', flush=True); time.sleep(60)", str(tmp_path)],
                               stdout=subprocess.PIPE, text=True)
     try:
