@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.rlfw-installed
 
-.PHONY: run test test-fast venv bench clean
+.PHONY: run test test-fast lint venv bench clean
 
 $(STAMP): setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,10 +23,14 @@ run: $(STAMP)
 
 # test-fast leaves out the learning checks (marked slow) for day-to-day work.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
-test: $(STAMP)
+# lint first: a rule broken (pyproject.toml's [tool.ruff]) fails the suite before it runs
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: lint
 	$(PYTEST) tests
 
-test-fast: $(STAMP)
+test-fast: lint
 	$(PYTEST) -m "not slow" tests
 
 bench: $(STAMP)

@@ -8,16 +8,24 @@ from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig
 from rlfw.registry import register_algo, register_runner, register_sampler
-from rlfw.runners import AsyncRunner, ConcurrentRunner, RunSchedule, Runner, SyncRunner
-from rlfw.samplers import (AlternatingSampler, EvalLimits, NativeAtariSampler,
-                           ParallelCpuSampler, ParallelGpuSampler, QueueSampler, SerialSampler,
-                           WorkerError)
+from rlfw.runners import AsyncRunner, ConcurrentRunner, Runner, RunSchedule, SyncRunner
+from rlfw.samplers import (
+                           AlternatingSampler,
+                           EvalLimits,
+                           NativeAtariSampler,
+                           ParallelCpuSampler,
+                           ParallelGpuSampler,
+                           QueueSampler,
+                           SerialSampler,
+                           WorkerError,
+)
 from rlfw.seeding import seed_everything
 
 __version__ = "0.1.0"
 
 __all__ = ["A2C", "A2CConfig", "ActorCriticAgent", "Agent", "AgentInfo", "AlternatingSampler",
-           "AsyncRunner", "AtariOptions", "ConcurrentRunner", "DQN", "DQNConfig", "DqnAgent", "EnvFactory", "EnvSpaces",
+           "AsyncRunner", "AtariOptions", "ConcurrentRunner", "DQN", "DQNConfig", "DqnAgent",
+           "EnvFactory", "EnvSpaces",
            "EvalLimits", "NativeAtariSampler", "NonFiniteError", "PPO", "PPOConfig",
            "ParallelCpuSampler", "ParallelGpuSampler", "QInfo", "QueueSampler", "RunConfig",
            "RunSchedule", "Runner", "Samples", "SerialSampler", "SyncRunner", "WorkerError",

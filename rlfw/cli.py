@@ -8,8 +8,8 @@ import sys
 from typing import Sequence
 
 from rlfw.algos.compile import COMPILE_MODES
-from rlfw.checks import NonFiniteError
 from rlfw.checkpoint import list_checkpoints
+from rlfw.checks import NonFiniteError
 from rlfw.distributed import RankError, RankGroup, init_from_environment
 from rlfw.envs import env_module
 from rlfw.files import read_json_object
@@ -251,8 +251,15 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
-    from rlfw.launch.sweep import (LocalBackend, RayBackend, Sweep, check_train_flags, expand,
-                                   parse_grid, summary_table)
+    from rlfw.launch.sweep import (
+        LocalBackend,
+        RayBackend,
+        Sweep,
+        check_train_flags,
+        expand,
+        parse_grid,
+        summary_table,
+    )
 
     check_train_flags(train_flags)
     variants = expand(parse_grid(args.grid), args.seeds)

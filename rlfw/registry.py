@@ -23,8 +23,14 @@ from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
-from rlfw.samplers import (AlternatingSampler, NativeAtariSampler, ParallelCpuSampler,
-                           ParallelGpuSampler, QueueSampler, SerialSampler)
+from rlfw.samplers import (
+    AlternatingSampler,
+    NativeAtariSampler,
+    ParallelCpuSampler,
+    ParallelGpuSampler,
+    QueueSampler,
+    SerialSampler,
+)
 
 # What a run's config gives a sampler beyond sizes and seed: (config, worker cores) -> kwargs.
 SamplerOptions = Callable[[Any, Sequence[int] | None], dict[str, Any]]

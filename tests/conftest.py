@@ -11,14 +11,11 @@ import torch
 
 
 def pytest_configure(config):
-    # The suite's own key for sealed env pickles (rlfw.sealing), not the user's; worker and
-    # CLI subprocesses inherit it.
+    # The markers are declared in pyproject.toml. The suite's own key for sealed env pickles
+    # (rlfw.sealing), not the user's; worker and CLI subprocesses inherit it.
     if "RLFW_KEY_FILE" not in os.environ:
         os.environ["RLFW_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="rlfw-key-"),
                                                    "pickle.key")
-    config.addinivalue_line("markers", "slow: learning checks (minutes); CI runs them too")
-    config.addinivalue_line("markers", "isolated: asserts machine-wide state (/dev/shm) that "
-                                       "tests running beside it (pytest -n) would change")
 
 
 def bits(x: torch.Tensor) -> torch.Tensor:

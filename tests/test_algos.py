@@ -3,7 +3,6 @@ import gymnasium as gym
 import pytest
 import torch
 
-from conftest import bits
 from rlfw.agents import ActorCriticAgent
 from rlfw.algos import A2C, PPO, A2CConfig, PPOConfig
 from rlfw.envs import EnvFactory, EnvSpaces
@@ -11,6 +10,8 @@ from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.testing import ContinuousCountingEnv
+
+from conftest import bits
 
 
 def final_params(algo: str, seed: int) -> dict:
@@ -79,6 +80,7 @@ def test_bad_algorithm_config_names_the_field(cfg, field):
 def test_ppo_amp_bf16_runs_the_loss_in_bfloat16_and_still_learns_a_step():
     """bf16 autocast is on (the update differs from fp32's) and the weights stay float32."""
     from test_runner import small_config
+
     from rlfw.launch.build import build_runner
 
     def one_update(amp):

@@ -5,15 +5,15 @@ import signal
 import time
 
 import pytest
-
-from conftest import children, first_passing_seeds, shm_entries
 import torch
-
 from test_runner import small_config, snapshot
+
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import apply_overrides, schedule_for
 from rlfw.runners import AsyncRunner
 from rlfw.samplers import WorkerError
+
+from conftest import children, first_passing_seeds, shm_entries
 
 
 def async_config(algo="dqn", itrs=12, sampler="serial", seed=0):

@@ -180,7 +180,6 @@ def test_resume_with_steps_extends_a_finished_run(tmp_path, capsys):
 
 
 def test_best_checkpoint_is_kept_and_evaluated(tmp_path, capsys):
-    import torch
 
     run = tmp_path / "run"
     assert main(["train", "--algo", "a2c", "--log-dir", str(run), *FAST]) == 0

@@ -1,11 +1,12 @@
 """Concurrent (HTS-RL) runner: lag exactly one, bitwise determinism, resume after Ctrl-C."""
 import pytest
 import torch
-
-from conftest import bits, children
 from test_runner import small_config, snapshot
+
 from rlfw.checkpoint import latest_checkpoint, load_checkpoint
 from rlfw.launch.build import build_runner
+
+from conftest import bits, children
 
 
 def concurrent_config(sampler="serial", itrs=6, seed=0):

@@ -14,8 +14,9 @@ import psutil
 import pytest
 import torch
 
-from conftest import children
 from rlfw.checkpoint import load_checkpoint
+
+from conftest import children
 
 PROBE = str(Path(__file__).with_name("dist_probe.py"))
 

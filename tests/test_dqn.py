@@ -5,13 +5,14 @@ import psutil
 import pytest
 import torch
 
-from conftest import bits, first_passing_seeds
 from rlfw.agents.dqn_agent import DqnAgent, apex_epsilons
 from rlfw.algos import DQN, DQNConfig
 from rlfw.envs import AtariOptions, EnvSpaces
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
+
+from conftest import bits, first_passing_seeds
 
 CARTPOLE = EnvSpaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
 

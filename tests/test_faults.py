@@ -7,19 +7,34 @@ import time
 import pytest
 import torch
 
-from conftest import bits, children, shm_entries
-from rlfw import (PPO, ActorCriticAgent, AsyncRunner, ConcurrentRunner, EnvFactory, EnvSpaces,
-                  PPOConfig, RunSchedule, SyncRunner)
+from rlfw import (
+    PPO,
+    ActorCriticAgent,
+    AsyncRunner,
+    ConcurrentRunner,
+    EnvFactory,
+    EnvSpaces,
+    PPOConfig,
+    RunSchedule,
+    SyncRunner,
+)
+from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.checks import NonFiniteError
 from rlfw.cli import main
-from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
-from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler, QueueSampler,
-                           SerialSampler, WorkerError)
+from rlfw.samplers import (
+    AlternatingSampler,
+    ParallelCpuSampler,
+    ParallelGpuSampler,
+    QueueSampler,
+    SerialSampler,
+    WorkerError,
+)
 from rlfw.seeding import seed_everything
-from rlfw.testing import (CountingAgent, CountingEnv, KillOnceEnv, NonFiniteRewardEnv,
-                          SelfKillingEnv)
+from rlfw.testing import CountingAgent, CountingEnv, KillOnceEnv, NonFiniteRewardEnv, SelfKillingEnv
+
+from conftest import bits, children, shm_entries
 
 PARALLEL = {
     "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),

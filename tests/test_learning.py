@@ -4,7 +4,6 @@ the one that reached it) or run to their budget."""
 import pytest
 
 from rlfw.launch.build import build_runner
-
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 

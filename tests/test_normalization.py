@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import bits, first_passing_seeds
 from rlfw.agents import ActorCriticAgent
+from rlfw.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.cli import main
 from rlfw.envs import EnvSpaces
-from rlfw.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
+
+from conftest import bits, first_passing_seeds
+
 
 def trees_equal(a: dict, b: dict) -> bool:
     """Same keys and bitwise-equal tensors (state dicts, nested dicts of them)."""

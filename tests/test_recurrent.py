@@ -8,8 +8,9 @@ import time
 
 import pytest
 import torch
+from test_runner import small_config
+from test_samplers import ALL, PARALLEL, collect
 
-from conftest import children, map_in_processes, shm_entries, trees_equal
 from rlfw.agents import ActorCriticAgent
 from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.envs import EnvFactory, EnvSpaces
@@ -17,10 +18,16 @@ from rlfw.launch.build import build_algo, build_runner, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides
 from rlfw.runners import RunSchedule, SyncRunner
 from rlfw.samplers import SerialSampler, WorkerError
-from rlfw.testing import (ContinuousCountingEnv, CountingEnv, CountingRecurrentAgent,
-                          CountMatchingEnv, RaisingEnv, elementwise_recurrent_agent)
-from test_runner import small_config
-from test_samplers import ALL, PARALLEL, collect
+from rlfw.testing import (
+    ContinuousCountingEnv,
+    CountingEnv,
+    CountingRecurrentAgent,
+    CountMatchingEnv,
+    RaisingEnv,
+    elementwise_recurrent_agent,
+)
+
+from conftest import children, map_in_processes, shm_entries, trees_equal
 
 
 @pytest.mark.parametrize("kind", list(ALL))

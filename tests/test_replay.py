@@ -5,8 +5,14 @@ import pytest
 import torch
 
 from rlfw.buffers import AgentInfo, Samples
-from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, RowStorage,
-                                 SumTree, UniformSampling)
+from rlfw.buffers.replay import (
+    FrameStorage,
+    PrioritizedSampling,
+    Replay,
+    RowStorage,
+    SumTree,
+    UniformSampling,
+)
 
 
 def test_sum_tree_sampling_frequencies_follow_priorities_and_updates():
@@ -28,7 +34,9 @@ def test_sum_tree_rejects_bad_priorities():
 
 def rows(rewards, terminated, truncated, boot=None, B=1, obs=None):
     T = len(rewards)
-    col = lambda x, dt: torch.tensor(x, dtype=dt).reshape(T, 1).repeat(1, B)
+    def col(x, dt):
+        return torch.tensor(x, dtype=dt).reshape(T, 1).repeat(1, B)
+
     observation = obs if obs is not None else torch.arange(T, dtype=torch.float32).reshape(
         T, 1, 1).repeat(1, B, 1)
     return Samples(observation, torch.zeros(T, B, dtype=torch.long), col(rewards, torch.float32),
@@ -162,7 +170,9 @@ def test_rows_written_ahead_into_the_reserve_change_no_sampled_transition():
     def replay_with(extra_batches):
         storage = RowStorage(8 + 4, 1, (1,), np.float32, (), np.int64)  # 8 rows + 4 reserve
         replay = Replay(storage, UniformSampling(3), n_step=1, gamma=0.9, reserve_rows=4)
-        obs = lambda start: torch.arange(start, start + 4, dtype=torch.float32).reshape(4, 1, 1)
+        def obs(start):
+            return torch.arange(start, start + 4, dtype=torch.float32).reshape(4, 1, 1)
+
         for k in range(3 + extra_batches):  # batches of 4 rows; rows 8-11 wrap past the window
             replay.append_samples(rows([float(4 * k + t) for t in range(4)], [0] * 4, [0] * 4,
                                        obs=obs(4 * k)))

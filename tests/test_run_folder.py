@@ -43,7 +43,8 @@ def csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
 
 def test_the_lock_is_exclusive_names_its_holder_and_dies_with_it(tmp_path):
     lock = FolderLock.acquire(str(tmp_path))
-    with pytest.raises(FolderBusyError, match=f"in use by another rlfw run \\(pid {os.getpid()}\\)"):
+    busy = f"in use by another rlfw run \\(pid {os.getpid()}\\)"
+    with pytest.raises(FolderBusyError, match=busy):
         FolderLock.acquire(str(tmp_path))
     lock.release()
     FolderLock.acquire(str(tmp_path)).release()

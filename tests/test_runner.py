@@ -7,11 +7,12 @@ import os
 import pytest
 import torch
 
-from conftest import bits
 from rlfw.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
+
+from conftest import bits
 
 
 def small_config(algo="ppo", itrs=6, seed=0, sampler="serial") -> RunConfig:

@@ -5,15 +5,28 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import children, shm_entries, trees_equal
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.random_agent import RandomAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.samplers import (AlternatingSampler, ParallelCpuSampler, ParallelGpuSampler,
-                           QueueSampler, SerialSampler, WorkerError)
-from rlfw.testing import (ContinuousCountingEnv, CountingAgent, CountingEnv, RaisingEnv,
-                          SelfKillingEnv, elementwise_gaussian_agent)
+from rlfw.samplers import (
+    AlternatingSampler,
+    ParallelCpuSampler,
+    ParallelGpuSampler,
+    QueueSampler,
+    SerialSampler,
+    WorkerError,
+)
+from rlfw.testing import (
+    ContinuousCountingEnv,
+    CountingAgent,
+    CountingEnv,
+    RaisingEnv,
+    SelfKillingEnv,
+    elementwise_gaussian_agent,
+)
+
+from conftest import children, shm_entries, trees_equal
 
 PARALLEL = {
     "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),

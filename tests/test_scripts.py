@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import bits
 from rlfw.checkpoint import latest_checkpoint, load_checkpoint
+
+from conftest import bits
 
 ROOT = Path(__file__).parents[1]
 

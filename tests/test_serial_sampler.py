@@ -3,13 +3,14 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import trees_equal
 from rlfw.agents import ActorCriticAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
 from rlfw.samplers import SerialSampler
+from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
 from rlfw.testing import CountingAgent
+
+from conftest import trees_equal
 
 T, B, SEED = 8, 3, 7
 

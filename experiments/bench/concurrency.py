@@ -17,7 +17,6 @@ import resource
 import time
 
 from rlfw.launch.build import build_runner
-
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.samplers.workers import usable_cpus
@@ -58,12 +57,11 @@ def rlfw_rate(env: str, runner: str, steps: int,
 
 
 def sb3_pong_rate(steps: int) -> float:
+    import ale_py
+    import gymnasium
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.vec_env import VecFrameStack
-
-    import ale_py
-    import gymnasium
 
     gymnasium.register_envs(ale_py)  # fork-started workers inherit the registration
     env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0, vec_env_cls=_subproc(),

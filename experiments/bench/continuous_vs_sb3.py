@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from rlfw.launch.build import build_runner
-
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.launch.evaluate import evaluate_checkpoint
 

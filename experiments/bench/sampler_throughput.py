@@ -1,10 +1,11 @@
 """Sampler throughput on Pong, rlfw vs peers, in one run (medians of repeats, as ratios).
 
 Rows: rlfw serial, parallel-CPU, parallel-GPU, alternating and native samplers (and the
-native one with its games in a single group) with a uniform-random agent; gymnasium AsyncVectorEnv (shared memory) and SB3 SubprocVecEnv
-stepping the same preprocessed envs with random actions; the ceiling of a process sampler
-(N_WORKERS bare processes stepping their share of the envs, no framework, no
-synchronisation); a bare ale-py AtariVectorEnv loop (the native sampler's peer).
+native one with its games in a single group) with a uniform-random agent; gymnasium
+AsyncVectorEnv (shared memory) and SB3 SubprocVecEnv stepping the same preprocessed envs
+with random actions; the ceiling of a process sampler (N_WORKERS bare processes stepping
+their share of the envs, no framework, no synchronisation); a bare ale-py AtariVectorEnv
+loop (the native sampler's peer).
 Then PPO-Pong training steps/s with each rlfw sampler.
 
     python experiments/bench/sampler_throughput.py [--seconds 8] [--repeats 3] [--no-ppo]

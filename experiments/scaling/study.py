@@ -157,7 +157,8 @@ def batch_variants(part: BatchPart, scaling: str, seed: int) -> list[tuple[str, 
         group = base.algo_config()
         for k in part.factors:
             settings = [("batch_B", str(base.batch_B * k)),
-                        (f"{algo}.learning_rate", repr(group.learning_rate * lr_factor(k, scaling)))]
+                        (f"{algo}.learning_rate",
+                         repr(group.learning_rate * lr_factor(k, scaling)))]
             if algo == "ppo":  # the same number of minibatches per epoch
                 settings.append(("ppo.minibatch_size", str(group.minibatch_size * k)))
             if algo == "dqn":

@@ -80,10 +80,11 @@ def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
 
 
 def step_optimizer(optimizer: torch.optim.Optimizer) -> None:
-    """``optimizer.step()``, with subnormal floats flushed to zero. A fused Adam over one tensor (every algorithm's flat parameter)
-    goes straight to the fused kernel ``torch.optim.Adam`` itself calls, with the same
-    arguments and the optimizer's own state: the same bits and the same ``state_dict``,
-    without torch.optim's ~0.13 ms of Python per call (grouping tensors by device and dtype,
+    """``optimizer.step()``, with subnormal floats flushed to zero. A fused Adam over one
+    tensor (every algorithm's flat parameter) goes straight to the fused kernel
+    ``torch.optim.Adam`` itself calls, with the same arguments and the optimizer's own
+    state: the same bits and the same ``state_dict``, without torch.optim's ~0.13 ms of
+    Python per call (grouping tensors by device and dtype,
     hooks, profiler scopes), which is 5-8 % of a CartPole minibatch step here."""
     # Flush subnormals to zero for the step: a ReLU unit that stopped firing gets zero
     # gradients and Adam's first moment decays into subnormal floats, which x86 computes

@@ -2,5 +2,5 @@
 from rlfw.buffers.samples import AgentInfo, QInfo, Samples, StepInfo
 from rlfw.buffers.tree import allocate, tree_assign, tree_index, tree_leaves, tree_map
 
-__all__ = ["AgentInfo", "QInfo", "Samples", "StepInfo", "allocate", "tree_assign", "tree_index", "tree_leaves",
-           "tree_map"]
+__all__ = ["AgentInfo", "QInfo", "Samples", "StepInfo", "allocate", "tree_assign", "tree_index",
+           "tree_leaves", "tree_map"]

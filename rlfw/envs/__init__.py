@@ -1,7 +1,6 @@
 """Environment layer: gymnasium ids by name, Atari preprocessing, seeding, episode stats."""
 from rlfw.envs.atari import AtariOptions
-from rlfw.envs.factory import (EnvFactory, check_env_id, env_module, is_atari, is_mujoco,
-                               make_env)
+from rlfw.envs.factory import EnvFactory, check_env_id, env_module, is_atari, is_mujoco, make_env
 from rlfw.envs.partial import CARTPOLE_NO_VELOCITY, register_partial_envs
 from rlfw.envs.spaces import EnvSpaces
 

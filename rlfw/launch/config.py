@@ -16,9 +16,9 @@ from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
 from rlfw.envs import AtariOptions, EnvFactory
 from rlfw.files import read_json_object
+from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
-from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import CORES
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
@@ -316,35 +316,46 @@ def _convert(key: str, value: Any, hint: Any) -> Any:
         if not isinstance(value, (list, tuple)):
             raise wrong
         return tuple(_convert(key, v, args[0]) for v in value)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
-            return value.lower() in _TRUE
+    convert = _SCALARS.get(hint)
+    if convert is None:
         raise wrong
-    if hint is int:
-        if isinstance(value, bool):
-            raise wrong
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value.replace("_", ""))
-            except ValueError:
-                raise wrong from None
-        raise wrong
-    if hint is float:
-        if isinstance(value, bool):
-            raise wrong
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise wrong from None
-    if hint is str:
-        if not isinstance(value, str):
-            raise wrong
+    try:
+        return convert(value)
+    except (TypeError, ValueError):
+        raise wrong from None
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
         return value
-    raise wrong
+    if isinstance(value, str) and value.lower() in _TRUE + _FALSE:
+        return value.lower() in _TRUE
+    raise ValueError(value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):  # an int subclass, never meant as one
+        raise ValueError(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        return int(value.replace("_", ""))
+    raise ValueError(value)
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(value)
+    return float(value)
+
+
+def _to_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(value)
+    return value
+
+
+_SCALARS = {bool: _to_bool, int: _to_int, float: _to_float, str: _to_str}
 
 
 def _type_name(hint: Any) -> str:

@@ -22,9 +22,9 @@ from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
 from rlfw.files import write_atomically, write_json, write_text
-from rlfw.runners.run_folder import RUN_FILES
 from rlfw.launch.backends import LocalBackend, RayBackend  # noqa: F401  (the sweep's backends)
 from rlfw.launch.config import RunConfig, config_keys, set_field
+from rlfw.runners.run_folder import RUN_FILES
 
 ALIASES = {"n_envs": "batch_B"}     # the CLI's names for config keys
 OWNED_FLAGS = ("--log-dir", "--resume", "--seed", "--config")  # set per variant by the sweep

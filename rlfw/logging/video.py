@@ -9,7 +9,7 @@ import numpy as np
 
 VIDEO_HINT = ("videos need the extra 'video' (imageio with its ffmpeg plugin): "
               "pip install 'rlfw[video]'")
-GIF_WIDTH, GIF_EVERY, GIF_MAX_FRAMES = 160, 2, 300  # a docs GIF stays small: < ~2 MB
+GIF_WIDTH, GIF_EVERY, GIF_MAX_FRAMES = 320, 2, 300  # a docs GIF stays small: < ~2 MB
 
 
 def imageio_module() -> Any:

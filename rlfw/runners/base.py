@@ -17,8 +17,8 @@ from rlfw.checks import NonFiniteError
 from rlfw.distributed import RankGroup
 from rlfw.folder_lock import FolderLock
 from rlfw.runners.checkpointing import RunCheckpoints
-from rlfw.runners.run_folder import check_run_folder, claim_run_folder
 from rlfw.runners.reporting import Reporter
+from rlfw.runners.run_folder import check_run_folder, claim_run_folder
 from rlfw.runners.schedule import RunSchedule, TrainResult, iterations_per
 from rlfw.samplers.base import Sampler
 from rlfw.samplers.workers import WorkerError

@@ -7,8 +7,8 @@ import threading
 
 import torch
 
-from rlfw.buffers import Samples, tree_map
 from rlfw.algos.base import ReplayAlgorithm
+from rlfw.buffers import Samples, tree_map
 from rlfw.runners.base import Runner
 from rlfw.samplers.episodes import EpisodeInfo
 

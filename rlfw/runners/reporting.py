@@ -11,9 +11,16 @@ from tqdm import tqdm
 
 from rlfw.checkpoint import save_best
 from rlfw.files import write_json
+from rlfw.logging import (
+    CsvWriter,
+    Logger,
+    StdoutTable,
+    TensorBoardWriter,
+    Timing,
+    plot_learning_curve,
+    tensorboard_available,
+)
 from rlfw.logging.wandb_writer import WandbWriter
-from rlfw.logging import (CsvWriter, Logger, StdoutTable, TensorBoardWriter, Timing,
-                          plot_learning_curve, tensorboard_available)
 from rlfw.runners.schedule import RunSchedule, TrainResult
 from rlfw.samplers.episodes import EpisodeInfo
 

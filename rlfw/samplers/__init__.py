@@ -10,5 +10,5 @@ from rlfw.samplers.serial import SerialSampler
 from rlfw.samplers.workers import WorkerError
 
 __all__ = ["AlternatingSampler", "EpisodeInfo", "EvalLimits", "NativeAtariSampler",
-           "ParallelCpuSampler", "ParallelGpuSampler", "QueueSampler", "Sampler", "SamplerBase", "SerialSampler",
-           "WorkerError", "allocate_samples"]
+           "ParallelCpuSampler", "ParallelGpuSampler", "QueueSampler", "Sampler", "SamplerBase",
+           "SerialSampler", "WorkerError", "allocate_samples"]

@@ -24,8 +24,15 @@ from rlfw.buffers.replay import Replay
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.evaluation import EvalLimits
-from rlfw.samplers.workers import (CLOSED, JOIN_S, POLL_S, WorkerError, WorkerPool, serve,
-                                   worker_setup)
+from rlfw.samplers.workers import (
+    CLOSED,
+    JOIN_S,
+    POLL_S,
+    WorkerError,
+    WorkerPool,
+    serve,
+    worker_setup,
+)
 
 
 class BatchReport(NamedTuple):
@@ -71,65 +78,87 @@ class SharedWeights:
             time.sleep(0.001)
 
 
+class FreeRunningLoop:
+    """The sampler process's side of the async runner: answers ``state``/``load`` like any
+    worker, and ``run`` (the first batch's index) samples batch after batch, each when its
+    credit comes back and with the weights it is due, into the replay storage (DQN) or the
+    double buffer, answering the learner's commands between batches until ``close``."""
+
+    def __init__(self, conn, sampler, weights: SharedWeights, credits, lead: int, storage,
+                 replay_lock, buffers, parent_pid: int):
+        self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
+        self.lead, self.storage, self.replay_lock = lead, storage, replay_lock
+        self.buffers, self.parent_pid = buffers, parent_pid
+
+    def handle(self, command: str, payload):
+        if command == "state":
+            return self.sampler.state_dict()
+        if command == "load":
+            return self.sampler.load_state_dict(payload)
+        if command == "run":
+            return self.run(payload)
+        raise ValueError(f"unknown command {command!r}")
+
+    def answer_waiting(self) -> bool:
+        """Answer what the learner asked meanwhile; False: stop."""
+        while self.conn.poll():
+            command, payload = self.conn.recv()
+            if command == "close":
+                return False
+            self.conn.send(("ok", self.handle(command, payload)))
+        return True
+
+    def run(self, itr: int):
+        """Sample from batch ``itr`` on until told to close (or orphaned)."""
+        first, version = itr, -1
+        while True:
+            idle = self._wait_for_credit()
+            if idle is None:
+                return CLOSED
+            # Batch itr is due the weights after batch itr - lead: its credit came back
+            # once the learner had published them, so the lag is fixed whatever the
+            # timing (the first batches use the start's weights).
+            version = self.weights.pull(self.sampler.agent, max(itr - self.lead + 1, first),
+                                        version, self.answer_waiting)
+            if version < 0:
+                return CLOSED
+            samples, episodes = self.sampler.obtain_samples(itr)
+            rows = self._deliver(samples, itr, version)
+            self.conn.send(("batch", BatchReport(itr, version, episodes, idle, rows)))
+            itr += 1
+
+    def _wait_for_credit(self) -> float | None:
+        """Seconds spent waiting for the next batch's credit; None: stop."""
+        waited = time.perf_counter()
+        while not self.credits.acquire(timeout=POLL_S):
+            if not self.answer_waiting() or os.getppid() != self.parent_pid:
+                return None
+        idle = time.perf_counter() - waited
+        return idle if self.answer_waiting() else None
+
+    def _deliver(self, samples, itr: int, version: int) -> int:
+        """Batch ``itr`` into the replay storage (returns its rows written so far) or into
+        its half of the double buffer, stamped with its weights' version (returns 0)."""
+        if self.storage is not None:
+            with self.replay_lock:
+                self.storage.append(samples)
+                return self.storage.rows_written
+        dest = self.buffers[itr % 2]
+        tree_map(lambda d, s: d.copy_(s), dest, samples)
+        dest.policy_version.fill_(version)
+        return 0
+
+
 def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, lead: int, storage,
                   replay_lock, buffers, parent_pid: int) -> None:
-    """The sampler process: answers ``state``/``load`` like any worker, and ``run`` (the
-    first batch's index) starts the free-running loop, which keeps answering commands
-    between batches until ``close``."""
+    """The sampler process (see ``FreeRunningLoop``)."""
     worker_setup(None)
+    loop = FreeRunningLoop(conn, sampler, weights, credits, lead, storage, replay_lock,
+                           buffers, parent_pid)
 
     def make_handler():
         sampler.initialize(agent)
-
-        def handle(command: str, payload):
-            if command == "state":
-                return sampler.state_dict()
-            if command == "load":
-                return sampler.load_state_dict(payload)
-            if command == "run":
-                return run(payload)
-            raise ValueError(f"unknown command {command!r}")
-
-        def answer_waiting() -> bool:
-            """Answer what the learner asked meanwhile; False: stop."""
-            while conn.poll():
-                command, payload = conn.recv()
-                if command == "close":
-                    return False
-                conn.send(("ok", handle(command, payload)))
-            return True
-
-        def run(itr: int):
-            first, version = itr, -1
-            while True:
-                waited = time.perf_counter()
-                while not credits.acquire(timeout=POLL_S):
-                    if not answer_waiting() or os.getppid() != parent_pid:
-                        return CLOSED
-                idle = time.perf_counter() - waited
-                if not answer_waiting():
-                    return CLOSED
-                # Batch itr is due the weights after batch itr - lead: its credit came back
-                # once the learner had published them, so the lag is fixed whatever the
-                # timing (the first batches use the start's weights).
-                version = weights.pull(sampler.agent, max(itr - lead + 1, first), version,
-                                       answer_waiting)
-                if version < 0:
-                    return CLOSED
-                samples, episodes = sampler.obtain_samples(itr)
-                rows = 0
-                if storage is not None:
-                    with replay_lock:
-                        storage.append(samples)
-                        rows = storage.rows_written
-                else:
-                    dest = buffers[itr % 2]
-                    tree_map(lambda d, s: d.copy_(s), dest, samples)
-                    dest.policy_version.fill_(version)
-                conn.send(("batch", BatchReport(itr, version, episodes, idle, rows)))
-                itr += 1
-
-        return handle, sampler.close
+        return loop.handle, sampler.close
 
     serve(conn, make_handler)
 

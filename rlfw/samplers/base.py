@@ -1,6 +1,7 @@
 """What every sampler promises (the ``Sampler`` protocol runners are typed against) and the
-lifecycle they share (``SamplerBase``: subclasses fill in ``_start``, ``_collect``, ``_state``, ``_load_state``
-and ``_stop``; the base does the checks, the evaluation envs and the closing)."""
+lifecycle they share (``SamplerBase``: subclasses fill in ``_start``, ``_collect``,
+``_state``, ``_load_state`` and ``_stop``; the base does the checks, the evaluation envs and
+the closing)."""
 from __future__ import annotations
 
 import traceback

@@ -87,7 +87,8 @@ class QueueSampler(ParallelSamplerBase):
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn", debug: bool = False,
+                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
+                 debug: bool = False,
                  n_eval_workers: int = 0, max_batch: int | None = None,
                  batch_wait_s: float = 0.0):
         super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,

@@ -10,16 +10,15 @@ seconds. Every sampler process in rlfw is started, watched and stopped by ``Work
 from __future__ import annotations
 
 import multiprocessing as mp  # start methods, process types
-
-import torch.multiprocessing as tmp  # its contexts share tensors by handle
 import os
 import signal
 import traceback
-from multiprocessing.connection import Connection
 from contextlib import contextmanager
+from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
+import torch.multiprocessing as tmp  # its contexts share tensors by handle
 
 from rlfw.checks import check_positive
 
@@ -43,12 +42,16 @@ def worker_setup(cpu: int | None) -> None:
         psutil.Process().cpu_affinity([cpu])
 
 
+def _nothing() -> None:
+    pass
+
+
 def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any], Any],
                                                           Callable[[], None]]]) -> None:
     """The worker's main: build the handler (envs, agent...), then answer commands until
     'close' or until the parent goes away. A failure while building or handling is sent to
     the parent as a traceback, after which the worker exits."""
-    cleanup: Callable[[], None] = lambda: None
+    cleanup: Callable[[], None] = _nothing
     try:
         handler, cleanup = make_handler()
         while True:

@@ -1,10 +1,25 @@
 """Test doubles: counting and failing environments, counting and constant agents."""
-from rlfw.testing.agents import (ConstantActionAgent, CountingAgent, CountingRecurrentAgent,
-                                 ElementwiseActorCritic, ElementwiseRecurrentActorCritic,
-                                 elementwise_gaussian_agent, elementwise_recurrent_agent)
-from rlfw.testing.envs import (ContinuousCountingEnv, CountingEnv, CountMatchingEnv,
-                               FrameCountingEnv, KillOnceEnv, NonFiniteRewardEnv, RaisingEnv,
-                               SelfKillingEnv, SleepyEnv, stacked_frame_counting_env)
+from rlfw.testing.agents import (
+                                 ConstantActionAgent,
+                                 CountingAgent,
+                                 CountingRecurrentAgent,
+                                 ElementwiseActorCritic,
+                                 ElementwiseRecurrentActorCritic,
+                                 elementwise_gaussian_agent,
+                                 elementwise_recurrent_agent,
+)
+from rlfw.testing.envs import (
+                                 ContinuousCountingEnv,
+                                 CountingEnv,
+                                 CountMatchingEnv,
+                                 FrameCountingEnv,
+                                 KillOnceEnv,
+                                 NonFiniteRewardEnv,
+                                 RaisingEnv,
+                                 SelfKillingEnv,
+                                 SleepyEnv,
+                                 stacked_frame_counting_env,
+)
 
 __all__ = ["ConstantActionAgent", "ContinuousCountingEnv", "CountingAgent", "CountingEnv",
            "CountingRecurrentAgent", "CountMatchingEnv", "ElementwiseActorCritic",

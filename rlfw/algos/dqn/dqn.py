@@ -17,12 +17,25 @@ import torch.nn.functional as F
 from rlfw.agents.dqn_agent import apex_epsilons
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.compile import check_compile, compile_loss
-from rlfw.algos.optim import (OPTIMIZERS, Replicas, flat_optimizer, gradient_step,
-                              gradient_sync, linear_schedule, set_lr)
-from rlfw.checks import check_config
+from rlfw.algos.optim import (
+    OPTIMIZERS,
+    Replicas,
+    flat_optimizer,
+    gradient_step,
+    gradient_sync,
+    linear_schedule,
+    set_lr,
+)
 from rlfw.buffers import Samples
-from rlfw.buffers.replay import (FrameStorage, PrioritizedSampling, Replay, ReplayBatch,
-                                 RowStorage, UniformSampling)
+from rlfw.buffers.replay import (
+    FrameStorage,
+    PrioritizedSampling,
+    Replay,
+    ReplayBatch,
+    RowStorage,
+    UniformSampling,
+)
+from rlfw.checks import check_config
 
 
 @dataclass

@@ -9,9 +9,9 @@ import torch
 from rlfw.algos.compile import check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
-from rlfw.checks import check_config
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
+from rlfw.checks import check_config
 
 AMP_MODES = (None, "bf16")  # bf16 needs no loss scaling, unlike fp16
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
