@@ -9,10 +9,9 @@ and checkpoints. The global batch is ranks x batch_B x batch_T.
 """
 import argparse
 
-from rlfw.launch.build import build_runner
-
-from rlfw.launch.config import RunConfig
 from rlfw.distributed import init_from_environment
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig
 
 
 def main() -> None:
