@@ -31,7 +31,7 @@ def main() -> None:
         with build_runner(config, args.log_dir, ranks=ranks) as runner:
             result = runner.train()
         if ranks is None or ranks.is_chief:
-            print(f"final eval {result.eval_return:.1f}; run folder {args.log_dir}")
+            print(f"{result.evals()}; run folder {args.log_dir}")
     finally:
         if ranks is not None:
             ranks.close()

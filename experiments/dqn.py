@@ -12,7 +12,6 @@ from rlfw.launch.build import default_log_dir
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--algo", choices=("dqn",), default="dqn")
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--steps", type=int, help="env steps (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0)
@@ -22,14 +21,14 @@ def main() -> None:
 
     # The tuned preset (rl-baselines3-zoo CartPole with 3-step double-Q targets; zoo Atari),
     # then this run's own choices; double-Q, dueling etc. are fields of config.dqn.
-    config = RunConfig.for_env(args.env, algo=args.algo, steps=args.steps, seed=args.seed)
+    config = RunConfig.for_env(args.env, algo="dqn", steps=args.steps, seed=args.seed)
     if args.sampler:
         config.sampler = args.sampler  # the one line to swap: "serial" -> "cpu", "native"...
     log_dir = args.log_dir or default_log_dir(config)
 
     with build_runner(config, log_dir) as runner:  # `with` stops the sampler's workers after
         result = runner.train()
-    print(f"final eval {result.eval_return:.1f} (best {result.best_eval_return:.1f}); {log_dir}")
+    print(f"{result.evals()}; run folder {log_dir}")
 
 
 if __name__ == "__main__":  # worker processes re-import this file under spawn

@@ -30,7 +30,7 @@ def main() -> None:
 
     with build_runner(config, log_dir) as runner:  # `with` stops the sampler's workers after
         result = runner.train()
-    print(f"final eval {result.eval_return:.1f} (best {result.best_eval_return:.1f}); {log_dir}")
+    print(f"{result.evals()}; run folder {log_dir}")
 
 
 if __name__ == "__main__":  # worker processes re-import this file under spawn

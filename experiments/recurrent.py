@@ -36,8 +36,7 @@ def main() -> None:
         result = runner.train()
         final = runner.sampler.evaluate(20, greedy=True)  # the policy the user gets
     mean = sum(e.ret for e in final) / len(final)
-    print(f"final policy {mean:.1f} over 20 episodes (last eval {result.eval_return:.1f}); "
-          f"{log_dir}")
+    print(f"final policy {mean:.1f} over 20 episodes ({result.evals()}); {log_dir}")
 
 
 if __name__ == "__main__":  # worker processes re-import this file under spawn

@@ -1,4 +1,5 @@
-"""``python -m rlfw train|eval``: every flag documented in ``--help``."""
+"""``python -m rlfw train|eval|bench-sampler|sweep|benchmark``: every flag documented in
+``--help``."""
 from __future__ import annotations
 
 import argparse
@@ -462,10 +463,7 @@ def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bo
     if not chief:
         return 130 if result.interrupted else 0
     status = "interrupted" if result.interrupted else "done"
-    if result.eval_return is None:
-        evals = "no evaluation yet"
-    else:
-        evals = f"last eval return {result.eval_return:.2f}, best {result.best_eval_return:.2f}"
+    evals = result.evals()
     restarts = f"; {result.restarts} sampler restart(s)" if result.restarts else ""
     print(f"rlfw: {status} after {result.env_steps} env steps; {evals}{restarts}; run folder "
           f"{log_dir}")

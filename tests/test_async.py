@@ -52,7 +52,7 @@ def test_async_dqn_holds_the_configured_replay_ratio_and_bounds_the_sampler_lead
     assert runner.algo.updates == configured * per_itr * (result.iterations - 1)
     assert 1 <= max(leads) <= 2, leads  # never more than `lead` batches ahead
     rows = progress(run_dir)
-    for key in ("async/replay_ratio", "async/policy_lag", "async/learner_idle_s",
+    for key in ("async/replay_ratio", "train/policy_lag", "async/learner_idle_s",
                 "async/sampler_idle_s"):
         assert rows[-1][key] != "", key
     assert float(rows[-1]["async/replay_ratio"]) == pytest.approx(configured, rel=0.1)

@@ -140,7 +140,7 @@ def test_the_distributed_script_runs_under_torchrun(tmp_path):
     script = str(Path(__file__).parents[1] / "experiments" / "distributed.py")
     done = run(torchrun(script, "--steps", "2048", "--log-dir", str(tmp_path / "run")))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("final eval") == 1  # rank 0 alone reports
+    assert done.stdout.count("last eval return") == 1  # rank 0 alone reports
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["world_size"] == 2 and saved["batch_B"] == 4  # the preset's 8 split in two
 

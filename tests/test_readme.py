@@ -32,11 +32,11 @@ def test_readme_script_runs_as_printed_and_after_the_swap(tmp_path, swap):
         parallel = re.search(r'^ *# (config.sampler = "cpu".*)$', code, re.M)
         code = code.replace(serial, "    " + parallel.group(1))
     first = run_script(code, tmp_path)
-    assert "final eval return" in first
+    assert "last eval return" in first
     if swap:
         return
     second = run_script(code, tmp_path)  # a second run gets its own folder
     folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert len(folders) == 2, folders
-    assert first.split("final eval return")[1].split(";")[0] == \
-        second.split("final eval return")[1].split(";")[0]  # seeded: same result
+    assert first.split("last eval return")[1].split(";")[0] == \
+        second.split("last eval return")[1].split(";")[0]  # seeded: same result

@@ -74,8 +74,9 @@ def same_bits(a, b, where: str = "checkpoint") -> None:
 ])
 def test_script_and_cli_build_the_same_run(script, algo, env, steps, tmp_path):
     common = ["--env", env, "--steps", str(steps), "--seed", "1"]
+    choose = ["--algo", algo] if script == "pg.py" else []  # dqn.py runs dqn only
     run_side_by_side(
-        [str(ROOT / "experiments" / script), "--algo", algo, *common, "--log-dir", "A"],
+        [str(ROOT / "experiments" / script), *choose, *common, "--log-dir", "A"],
         ["-m", "rlfw", "train", "--algo", algo, *common, "--log-dir", "B", "--no-progress"],
         cwd=tmp_path)
     configs = [json.loads((tmp_path / d / "config.json").read_text()) for d in "AB"]

@@ -1,5 +1,5 @@
-"""What every algorithm offers a runner (``Algorithm``), what a replay-based one adds
-(``ReplayAlgorithm``), and what PPO and A2C share (``PolicyGradient``).
+"""What every algorithm offers a runner (``Algorithm``) and what a replay-based one adds
+(``ReplayAlgorithm``); what PPO and A2C share is ``rlfw.algos.pg.base.PolicyGradient``.
 
 Runners call only these methods. An algorithm learns either from the sampler's on-policy
 ``[T, B]`` batches (``optimize``) or, as a ``ReplayAlgorithm``, from a replay the batches are

@@ -73,7 +73,3 @@ class Samples(NamedTuple):
         start = torch.zeros_like(done)
         start[1:] = done[:-1]
         return start
-
-    @property
-    def batch_shape(self) -> tuple[int, int]:
-        return tuple(self.reward.shape[:2])  # type: ignore[return-value]

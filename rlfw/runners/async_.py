@@ -61,8 +61,6 @@ class AsyncRunner(Runner):
         self.idle["sampler"] += report.idle_s
         self.reporter.episodes += episodes
         self._learn(samples, itr)
-        if samples is not None:
-            self._record_policy_lag(samples, itr)
         self.sampler.publish(self.agent, itr + 1)
         self.sampler.release()
         self._record_async(itr, report)
@@ -75,7 +73,9 @@ class AsyncRunner(Runner):
 
     def _record_async(self, itr: int, report: BatchReport) -> None:
         log = self.reporter.logger.record
-        log("async/policy_lag", float(itr - report.policy_version))
+        # one name for every runner; the report's version is the whole batch's (DQN's batch
+        # went straight into the replay, so only the report has it)
+        log("train/policy_lag", float(itr - report.policy_version))
         log("async/learner_idle_s", self.idle["learner"])
         log("async/sampler_idle_s", self.idle["sampler"])
         log("async/batches_ahead", float(self.sampler.batches_done - (itr + 1)))

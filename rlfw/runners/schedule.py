@@ -59,6 +59,13 @@ class TrainResult:
     interrupted: bool = False
     restarts: int = 0
 
+    def evals(self) -> str:
+        """'last eval return R, best B', or 'no evaluation yet' (e.g. Ctrl-C before the
+        first one): for the line a script prints at the end."""
+        if self.eval_return is None:
+            return "no evaluation yet"
+        return f"last eval return {self.eval_return:.2f}, best {self.best_eval_return:.2f}"
+
 
 def iterations_per(steps: int, per_itr: int) -> int:
     """A cadence in env steps as a whole number of iterations (at least one)."""

@@ -98,10 +98,6 @@ class RowStorage:
         """Rows before a sampled row that must still be intact (0 for full observations)."""
         return 0
 
-    @property
-    def filled(self) -> int:
-        return min(self.rows_written, self.T)
-
     def append(self, samples: Samples) -> np.ndarray:
         """Copy a ``[T, B]`` batch in at the cursor (wrapping); returns the rows written."""
         T = samples.reward.shape[0]
