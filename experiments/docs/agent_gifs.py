@@ -57,9 +57,9 @@ def main() -> int:
             saved["gif"] = _agent_gif(entry, [result], out)
             if saved["gif"] is not None and not same:
                 saved["gif"]["about"] += (
-                    f"; retrained with today's code, final return {final:.1f} over the "
-                    f"report's 20 evaluation episodes, where the report's seed-0 run (an "
-                    f"earlier commit) scored {reported:.1f}")
+                    f"; retrained with this commit's code: final return {final:.1f} over the "
+                    f"report's 20 evaluation episodes, where the report's seed-0 run scored "
+                    f"{reported:.1f} (not the same bits)")
     write_json(os.path.join(out, "results.json"), data)
     write_text(os.path.join(out, "README.md"), markdown(data))
     return 0

@@ -209,7 +209,7 @@ def markdown(data: dict) -> str:
         if e["curve_png"]:
             lines += ["", f"![learning curves]({e['curve_png']})"]
         if e.get("gif"):
-            lines += ["", f"![{e['algo']} {e['env']}: {e['gif']['about']}]({e['gif']['file']})",
-                      "", f"*{e['gif']['about']}.*"]
+            lines += ["", f"![{e['algo']} on {e['env']}, trained]({e['gif']['file']})", "",
+                      f"*{e['gif']['about']}.*"]
         lines.append("")
     return "\n".join(lines)
