@@ -195,7 +195,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
-    from rlfw.launch.benchmark_suites import SUITES
+    from rlfw.bench.suites import SUITES
 
     p = sub.add_parser(
         "benchmark", help="run a suite of (algo, env) entries over seeds, against SB3",
@@ -237,8 +237,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
+    from rlfw.bench.run import run_suite
     from rlfw.launch.backends import LocalBackend, RayBackend
-    from rlfw.launch.benchmark import run_suite
 
     backend = (RayBackend(args.ray_address, 1.0, args.max_parallel) if args.backend == "ray"
                else LocalBackend(args.max_parallel))
@@ -252,9 +252,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
+    from rlfw.launch.backends import LocalBackend, RayBackend
     from rlfw.launch.sweep import (
-        LocalBackend,
-        RayBackend,
         Sweep,
         check_train_flags,
         expand,
@@ -526,7 +525,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_bench_sampler(args: argparse.Namespace) -> int:
     from rlfw.agents.random_agent import RandomAgent
     from rlfw.envs import EnvSpaces
-    from rlfw.launch.config import build_sampler
+    from rlfw.launch.build import build_sampler
     from rlfw.samplers.throughput import measure_steps_per_second
 
     if args.seconds <= 0:

@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from rlfw.launch.benchmark import Job, plan
-from rlfw.launch.benchmark_job import zoo_hyperparams_file
-from rlfw.launch.benchmark_report import binned, iqm_with_ci
-from rlfw.launch.benchmark_suites import SUITES, Entry
+from rlfw.bench.job import zoo_hyperparams_file
+from rlfw.bench.report import binned, iqm_with_ci
+from rlfw.bench.run import Job, plan
+from rlfw.bench.suites import SUITES, Entry
 
 
 def benchmark(out, *flags):
@@ -86,7 +86,7 @@ def test_report_only_runs_nothing_and_lists_what_is_not_run_yet(tmp_path):
 
 
 def test_a_run_that_fails_is_reported_with_its_log_and_not_counted_as_finished(tmp_path):
-    from rlfw.launch.benchmark import run_job
+    from rlfw.bench.run import run_job
 
     job = Job("rlfw", "ppo", "NoSuchEnv-v0", 256, 0)
     result = run_job(job, str(tmp_path))

@@ -18,6 +18,7 @@ LAYERS = [
     ("runners", ["rlfw.runners"]),
     ("registry", ["rlfw.registry"]),
     ("launch", ["rlfw.launch"]),
+    ("bench", ["rlfw.bench"]),
     ("top", ["rlfw.cli", "rlfw.__main__", "rlfw"]),  # the package's facade re-exports all
 ]
 
@@ -72,3 +73,63 @@ def test_the_check_finds_an_import_that_points_up(tmp_path):
     bad.write_text("def f():\n    from rlfw.launch.config import RunConfig\n")
     assert [layer_of(t) for _, t in rlfw_imports(bad)] == [layer_of("rlfw.launch")]
     assert layer_of("rlfw.launch.config") > layer_of("rlfw.runners.base")
+
+
+def module_imports(path: Path, known: set[str]) -> set[str]:
+    """The rlfw modules ``path`` imports, at any depth (``from pkg import sub`` counts as
+    importing ``pkg.sub`` when that is a module)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                out.add(sub if sub in known else node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return {m for m in out if m in known}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each a cycle's
+    members."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycles():
+    known = {module_name(p) for p in MODULES}
+    graph = {module_name(p): module_imports(p, known) - {module_name(p)} for p in MODULES}
+    cycles = import_cycles(graph)
+    assert not cycles, "modules that import each other (at any depth, lazily too):\n" + \
+        "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []

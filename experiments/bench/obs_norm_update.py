@@ -30,7 +30,7 @@ def one_run(env: str, mode: str, seed: int, steps: int, run_dir: str,
     """Train and evaluate one run in this process (the child's side)."""
     import torch
 
-    from rlfw.launch.benchmark import EVAL_EPISODES, EVAL_SEED_OFFSET
+    from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET
     from rlfw.launch.build import build_runner
     from rlfw.launch.config import RunConfig, set_field
     from rlfw.launch.evaluate import evaluate_checkpoint

@@ -9,7 +9,7 @@ gives both returns.
 
     python experiments/docs/agent_gifs.py --suite classic        # docs/benchmarks/classic
 
-New benchmark runs record the GIF themselves (``rlfw.launch.benchmark_job``); this is for
+New benchmark runs record the GIF themselves (``rlfw.bench.job``); this is for
 reports whose run folders are gone (they are not committed).
 """
 from __future__ import annotations
@@ -23,11 +23,11 @@ import tempfile
 import numpy as np
 import torch
 
+from rlfw.bench.job import run_rlfw
+from rlfw.bench.report import _agent_gif, markdown
+from rlfw.bench.run import Job
+from rlfw.bench.suites import SUITES
 from rlfw.files import write_json, write_text
-from rlfw.launch.benchmark import Job
-from rlfw.launch.benchmark_job import run_rlfw
-from rlfw.launch.benchmark_report import _agent_gif, markdown
-from rlfw.launch.benchmark_suites import SUITES
 
 
 def main() -> int:

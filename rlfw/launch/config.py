@@ -27,19 +27,6 @@ from rlfw.runners import RunSchedule
 __all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
            "env_family", "flatten", "preset", "schedule_for", "set_field"]
 
-# Moved to rlfw.launch.build; still importable from here.
-_BUILD_NAMES = ("affinity_plan", "build_agent", "build_algo", "build_runner", "build_sampler",
-                "tune_workers")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _BUILD_NAMES:
-        from rlfw.launch import build
-
-        return getattr(build, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
 LEGACY_KEYS = {
     "n_envs": lambda v: ("batch_B", v),

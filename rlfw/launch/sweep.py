@@ -22,9 +22,22 @@ from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
 from rlfw.files import write_atomically, write_json, write_text
-from rlfw.launch.backends import LocalBackend, RayBackend  # noqa: F401  (the sweep's backends)
 from rlfw.launch.config import RunConfig, config_keys, set_field
 from rlfw.runners.run_folder import RUN_FILES
+
+
+def __getattr__(name: str):
+    # The backends moved to rlfw.launch.backends (they run any task, not only sweeps).
+    if name in ("LocalBackend", "RayBackend"):
+        import warnings
+
+        from rlfw.launch import backends
+
+        warnings.warn(f"rlfw.launch.sweep.{name} moved to rlfw.launch.backends.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(backends, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ALIASES = {"n_envs": "batch_B"}     # the CLI's names for config keys
 OWNED_FLAGS = ("--log-dir", "--resume", "--seed", "--config")  # set per variant by the sweep

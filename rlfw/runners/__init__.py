@@ -4,7 +4,19 @@ from rlfw.runners.base import Runner
 from rlfw.runners.concurrent import ConcurrentRunner
 from rlfw.runners.schedule import RunSchedule, TrainResult
 from rlfw.runners.sync import SyncRunner
-from rlfw.samplers.async_ import SamplerProcess  # where it lived before; a sampler now
 
-__all__ = ["AsyncRunner", "ConcurrentRunner", "RunSchedule", "Runner", "SamplerProcess",
-           "SyncRunner", "TrainResult"]
+__all__ = ["AsyncRunner", "ConcurrentRunner", "RunSchedule", "Runner", "SyncRunner",
+           "TrainResult"]
+
+
+def __getattr__(name: str):
+    # SamplerProcess is a sampler (rlfw.samplers.async_); it lived here before.
+    if name == "SamplerProcess":
+        import warnings
+
+        from rlfw.samplers.async_ import SamplerProcess
+
+        warnings.warn("rlfw.runners.SamplerProcess moved to rlfw.samplers.async_.SamplerProcess",
+                      DeprecationWarning, stacklevel=2)
+        return SamplerProcess
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
+from rlfw.bench.suites import Entry, Suite, references
 from rlfw.files import write_atomically, write_json, write_text
-from rlfw.launch.benchmark_suites import Entry, Suite, references
 
 CI_REPS = 2000   # bootstrap resamples
 

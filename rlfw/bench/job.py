@@ -1,4 +1,4 @@
-"""One benchmark run, in a process of its own: ``python -m rlfw.launch.benchmark_job
+"""One benchmark run, in a process of its own: ``python -m rlfw.bench.job
 JOB_JSON RUN_DIR``. Trains one framework on one (algo, env, budget, seed), evaluates the
 final policy the way every framework is evaluated here, and writes ``result.json``.
 """
@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from rlfw.launch.benchmark import EVAL_EPISODES, EVAL_SEED_OFFSET, RESULT_FILE, Job
+from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET, RESULT_FILE, Job
 
 
 def run_rlfw(job: Job, run_dir: str) -> dict:

@@ -2,7 +2,7 @@
 with rlfw's preset and, with ``--peer sb3``, with stable-baselines3 on rl-baselines3-zoo's
 settings for that env (read from the installed ``rl_zoo3`` package, not copied).
 
-Every run is a child process (``rlfw.launch.benchmark_job``) pinned to its own cores by the
+Every run is a child process (``rlfw.bench.job``) pinned to its own cores by the
 sweep's backends, with one torch thread; a run folder holding ``result.json`` is finished
 and a re-run skips it. Both frameworks' final policies are evaluated the same way: the
 policy at the end of training, deterministic actions, observation statistics frozen, 20
@@ -20,8 +20,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
-from rlfw.launch.benchmark_report import write_report
-from rlfw.launch.benchmark_suites import SUITES, Entry, Suite
+from rlfw.bench.report import write_report
+from rlfw.bench.suites import SUITES, Entry, Suite
 
 EVAL_EPISODES = 20
 EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
@@ -60,7 +60,7 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
         with open(path) as f:
             return {**json.load(f), "skipped": True}
     os.makedirs(run_dir, exist_ok=True)
-    argv = [sys.executable, "-m", "rlfw.launch.benchmark_job", json.dumps(asdict(job)),
+    argv = [sys.executable, "-m", "rlfw.bench.job", json.dumps(asdict(job)),
             run_dir]
     pin = (lambda: os.sched_setaffinity(0, cores)) if cores and hasattr(
         os, "sched_setaffinity") else None
