@@ -14,7 +14,7 @@ from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
 from rlfw.models.normalize import NormalizedModel
-from rlfw.models.recurrent import CORES, RecurrentActorCritic
+from rlfw.models.recurrent import RecurrentActorCritic, check_core
 
 MODELS = ("auto", "mlp", "cnn")
 
@@ -58,9 +58,7 @@ class ActorCriticAgent(ModelAgent):
         initialization instead of orthogonal weights (SB3's ``ortho_init=False``)."""
         if model not in MODELS:
             raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
-        if recurrent is not None and recurrent not in CORES:
-            raise ValueError(f"recurrent = {recurrent!r} is unknown; choose from {CORES} "
-                             "or None (feed-forward)")
+        check_core(recurrent)
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
         if not isinstance(obs_space, gym.spaces.Box):

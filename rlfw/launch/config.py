@@ -20,7 +20,7 @@ from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
 from rlfw.models.normalize import OBS_NORM_UPDATES
-from rlfw.models.recurrent import CORES
+from rlfw.models.recurrent import check_core
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import RunSchedule
 
@@ -87,9 +87,8 @@ class RunConfig:
                              "would tune apart; tune with one rank, then pass --n-workers N")
         if self.tune_workers and not self.tune_seconds > 0:
             raise ValueError(f"tune_seconds must be > 0, got {self.tune_seconds!r}")
-        if self.runner == "async" and self.algo == "dqn" and self.dqn.prioritized:
-            raise ValueError("runner 'async' with dqn.prioritized=true is not supported; use "
-                             "uniform replay with runner 'async', or runner 'sync'")
+        if RUNNERS.get(self.runner).cls.shares_replay:  # the algorithm's rule for that
+            getattr(self.algo_config(), "check_shared_replay", lambda: None)()
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size)
         if self.normalize_obs and issubclass(algo.algo_cls, ReplayAlgorithm):
@@ -97,9 +96,7 @@ class RunConfig:
                              f"{self.algo} learns from raw observations: set "
                              "normalize_obs=false")
         if self.recurrent is not None:
-            if self.recurrent not in CORES:
-                raise ValueError(f"recurrent must be one of {CORES} or none, got "
-                                 f"{self.recurrent!r}")
+            check_core(self.recurrent)
             if issubclass(algo.algo_cls, ReplayAlgorithm):
                 raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {self.algo} "
                                  "has no recurrent agent: set recurrent=none")
@@ -134,20 +131,15 @@ class RunConfig:
         if not self.normalize_obs:
             raise ValueError("obs_norm_update='step' needs normalize_obs=true (there are no "
                              "observation statistics to update)")
-        if not getattr(sampler_cls, "sees_whole_rows", False):  # also user-registered kinds
-            whole = [s.name for s in SAMPLERS if getattr(s.cls, "sees_whole_rows", False)]
-            raise ValueError(f"obs_norm_update='step' with sampler {self.sampler!r} cannot "
-                             "work: its policy never sees a whole step's row of observations; "
-                             f"use sampler {_either(whole)}, or obs_norm_update='batch'")
-        if not RUNNERS.get(self.runner).cls.samples_with_learner_agent:
-            raise ValueError(f"obs_norm_update='step' with runner {self.runner!r} cannot work: "
-                             "its sampler acts with a copy of the learner's agent, so the "
-                             "statistics it updates never reach the learner; use runner "
-                             "'sync', or obs_norm_update='batch'")
-        if self.world_size > 1:
-            raise ValueError(f"obs_norm_update='step' with {self.world_size} ranks is not "
-                             "supported: each rank would see only its own envs' rows; use "
-                             "one rank, or obs_norm_update='batch'")
+        # the rules live with the sampler and runner kinds (a user-registered sampler that
+        # is not a SamplerBase declares nothing: it is taken not to see whole rows)
+        check = getattr(sampler_cls, "check_per_step_statistics", None)
+        if check is None:
+            raise ValueError(f"sampler {self.sampler!r} cannot update per-step observation "
+                             "statistics (it declares no check_per_step_statistics); use "
+                             "obs_norm_update='batch'")
+        check(self.sampler)
+        RUNNERS.get(self.runner).cls.check_per_step_statistics(self.world_size, self.runner)
 
     @classmethod
     def for_env(cls, env: str, algo: str = "ppo", steps: int | None = None,

@@ -21,13 +21,22 @@ from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
 CORES = ("lstm", "gru")
 
 
+def check_core(kind: str | None) -> None:
+    """The recurrent-core rule, worded once: ``kind`` is one of ``CORES`` or None
+    (feed-forward)."""
+    if kind is not None and kind not in CORES:
+        raise ValueError(f"recurrent must be one of {CORES} or none (feed-forward), got "
+                         f"{kind!r}")
+
+
 class RecurrentCore(nn.Module):
     """A one-layer ``nn.LSTM`` or ``nn.GRU`` over flat ``[n, state_size]`` states."""
 
     def __init__(self, kind: str, in_dim: int, size: int):
         super().__init__()
-        if kind not in CORES:
-            raise ValueError(f"recurrent = {kind!r} is unknown; choose from {CORES} or None")
+        if kind is None:
+            raise ValueError(f"a RecurrentCore needs a kind, one of {CORES}")
+        check_core(kind)
         self.kind, self.size = kind, size
         self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(in_dim, size)
         for name, param in self.rnn.named_parameters():

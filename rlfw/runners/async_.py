@@ -32,6 +32,7 @@ class AsyncRunner(Runner):
     the skeleton's; a dead sampler process is a ``WorkerError`` within ``POLL_S``."""
 
     samples_with_learner_agent = False
+    shares_replay = True  # a replay algorithm learns from what the sampler process appends
 
     def __init__(self, algo, agent, sampler, schedule, lead: int = 2,
                  start_method: str = "spawn", **kwargs):

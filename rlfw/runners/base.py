@@ -63,15 +63,8 @@ class Runner:
         self.ranks = ranks
         self.is_chief = ranks is None or ranks.is_chief
         self.world_size = 1 if ranks is None else ranks.world_size
-        if agent.per_step_statistics and (not self.samples_with_learner_agent
-                                          or self.world_size > 1):
-            raise ValueError(
-                f"{type(self).__name__}"
-                + (f" with {self.world_size} ranks" if self.world_size > 1 else "")
-                + " cannot run an agent with per-step observation statistics: they are "
-                "updated where the policy acts, so the learner's agent must be the one "
-                "sampling, in one rank; use the sync runner with one rank, or "
-                "obs_norm_update='batch'")
+        if agent.per_step_statistics:
+            self.check_per_step_statistics(self.world_size)
         if resume and log_dir is None:
             raise ValueError("resume=True needs the log_dir of the run to continue")
         if schedule.max_restarts and log_dir is None:
@@ -93,6 +86,22 @@ class Runner:
 
     # True where the sampler acts with the learner's own agent (not a copy of its weights)
     samples_with_learner_agent = True
+    # True where another process appends to a replay algorithm's replay (the async runner)
+    shares_replay = False
+
+    @classmethod
+    def check_per_step_statistics(cls, world_size: int = 1, name: str | None = None) -> None:
+        """The rule, for this kind (registered as ``name``) over ``world_size`` ranks:
+        per-step observation statistics are updated where the policy acts, so the learner's
+        own agent must sample, in one rank."""
+        if cls.samples_with_learner_agent and world_size == 1:
+            return
+        who = cls.__name__ if name is None else f"runner {name!r}"
+        ranks = f" with {world_size} ranks" if world_size > 1 else ""
+        raise ValueError(f"{who}{ranks} cannot run an agent with per-step observation "
+                         "statistics: they are updated where the policy acts, so the "
+                         "learner's agent must be the one sampling, in one rank; use the sync "
+                         "runner with one rank, or obs_norm_update='batch'")
 
     @classmethod
     def check_algo(cls, algo_cls: type, name: str | None = None) -> None:

@@ -115,18 +115,26 @@ class SamplerBase:
         self._evaluations: EvaluationSeries | None = None
         self._running = False
 
+    @classmethod
+    def check_per_step_statistics(cls, name: str | None = None) -> None:
+        """The rule, for this kind (registered as ``name``): per-step observation statistics
+        need a policy that sees each step's whole ``[B]`` row (``sees_whole_rows``)."""
+        if not cls.sees_whole_rows:
+            who = cls.__name__ if name is None else f"sampler {name!r}"
+            raise ValueError(
+                f"{who} cannot update per-step observation statistics: its policy never sees "
+                "a whole step's row of observations at once; use a sampler with batched "
+                "inference over all envs (serial or gpu) or per-batch statistics "
+                "(obs_norm_update='batch')")
+
     # -- the lifecycle every sampler shares ---------------------------------------------
     def initialize(self, agent: Agent) -> Samples:
         """Start envs (and workers), allocate the ``[T, B]`` buffer; returns it."""
         if self._running:
             raise RuntimeError(f"{type(self).__name__} is already initialized; close() it "
                                "before initializing it again")
-        if agent.per_step_statistics and not self.sees_whole_rows:
-            raise ValueError(
-                f"{type(self).__name__} cannot update per-step observation statistics: its "
-                "policy never sees a whole step's row of observations at once; use a sampler "
-                "with batched inference over all envs (SerialSampler or ParallelGpuSampler) "
-                "or per-batch statistics (obs_norm_update='batch')")
+        if agent.per_step_statistics:
+            self.check_per_step_statistics()
         self.agent = agent
         try:
             self.samples = self._start(agent)

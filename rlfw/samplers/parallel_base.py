@@ -19,9 +19,12 @@ class ParallelSamplerBase(SamplerBase):
     ``pin_cpus`` pins worker i to the i-th usable core (``True``) or to the i-th of a list
     of cores (an affinity plan's); ``start_method`` is multiprocessing's.
 
-    A kind's ``_start`` calls ``_start_workers(target, args)`` once its shared buffers
-    exist; ``_release`` frees what it made beside the pool. Streams the master draws
-    action noise from go in ``self.noise`` so that they travel with checkpoints."""
+    The constructor is every kind's: a kind declares only what differs, in ``_setup`` (its
+    layout of slots over workers, checked once ``n_workers`` is known) and, for options of
+    its own, keyword-only arguments passed on with ``**kwargs``. A kind's ``_start`` calls
+    ``_start_workers(target, args)`` once its shared buffers exist; ``_release`` frees what
+    it made beside the pool. Streams the master draws action noise from go in
+    ``self.noise`` so that they travel with checkpoints."""
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
@@ -35,6 +38,10 @@ class ParallelSamplerBase(SamplerBase):
         self.noise: list[SlotNoise] = []
         # Kinds that run inference in the master keep every slot's recurrent state here.
         self.slot_states: AgentState = None
+        self._setup()
+
+    def _setup(self) -> None:
+        """A kind's own layout (slots per worker, groups), from ``n_workers``."""
 
     def worker_cpus(self) -> list[int | None]:
         """The core each worker is pinned to (None: not pinned)."""

@@ -3,9 +3,7 @@ writing straight into the shared ``[T, B]`` buffer; one synchronisation per batc
 from __future__ import annotations
 
 import copy
-from typing import Callable, Sequence
 
-import gymnasium as gym
 import torch
 
 from rlfw.agents.base import Agent
@@ -48,13 +46,8 @@ class ParallelCpuSampler(ParallelSamplerBase):
     before each batch. Workers, pinning and start method: ``ParallelSamplerBase``.
     """
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
-                 seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
-                 debug: bool = False, n_eval_workers: int = 0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,
-                         start_method, debug, n_eval_workers)
-        self.slots = split_slots(batch_B, self.n_workers)
+    def _setup(self) -> None:
+        self.slots = split_slots(self.batch_B, self.n_workers)
 
     def _start(self, agent: Agent) -> Samples:
         samples = allocate_samples(agent, self.observation_space(), self.batch_T,

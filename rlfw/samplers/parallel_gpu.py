@@ -8,9 +8,8 @@ other: after releasing group 0 the master already computes group 1's actions.
 from __future__ import annotations
 
 import os
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
-import gymnasium as gym
 import torch
 
 from rlfw.agents.base import Agent, reset_states
@@ -22,7 +21,7 @@ from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_base import ParallelSamplerBase
-from rlfw.samplers.workers import serve, split_slots, torch_threads, worker_setup
+from rlfw.samplers.workers import serve, split_slots, torch_threads, wait_for_master, worker_setup
 from rlfw.seeding import ACTION_NOISE
 
 
@@ -39,12 +38,6 @@ class StepBuffer(NamedTuple):
     __setitem__ = LeafIndexing.setitem
 
 
-def _wait_for_master(semaphore, parent_pid: int) -> None:
-    while not semaphore.acquire(timeout=1.0):
-        if os.getppid() != parent_pid:  # master gone: do not linger as an orphan
-            raise SystemExit(0)
-
-
 def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer,
                 act_ready, step_done, parent_pid: int, cpu: int | None) -> None:
     worker_setup(cpu)
@@ -58,7 +51,7 @@ def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer
             if command == "steps":
                 episodes: list[EpisodeInfo] = []
                 for _ in range(payload):
-                    _wait_for_master(act_ready, parent_pid)
+                    wait_for_master(act_ready, parent_pid)
                     result = group.step(mine.action.numpy())
                     mine.reward[:] = torch.from_numpy(result.reward)
                     mine.terminated[:] = torch.from_numpy(result.terminated)
@@ -88,16 +81,11 @@ class ParallelGpuSampler(ParallelSamplerBase):
     n_groups = 1
     sees_whole_rows = True
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
-                 seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
-                 debug: bool = False, n_eval_workers: int = 0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,
-                         start_method, debug, n_eval_workers)
+    def _setup(self) -> None:
         if self.n_workers % self.n_groups:
             raise ValueError(f"n_workers={self.n_workers} must be a multiple of {self.n_groups} "
                              f"for {type(self).__name__}")
-        self.worker_slots = split_slots(batch_B, self.n_workers)
+        self.worker_slots = split_slots(self.batch_B, self.n_workers)
         per_group = self.n_workers // self.n_groups
         self.groups = [range(w * per_group, (w + 1) * per_group) for w in range(self.n_groups)]
         self.act_ready: list = []

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import os
 import queue as queue_module
-from typing import Callable, Sequence
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -33,8 +31,14 @@ from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_base import ParallelSamplerBase
-from rlfw.samplers.parallel_gpu import _wait_for_master
-from rlfw.samplers.workers import POLL_S, serve, split_slots, torch_threads, worker_setup
+from rlfw.samplers.workers import (
+    POLL_S,
+    serve,
+    split_slots,
+    torch_threads,
+    wait_for_master,
+    worker_setup,
+)
 from rlfw.seeding import ACTION_NOISE
 
 
@@ -56,7 +60,7 @@ def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
                 for t in range(payload):
                     mine.observation[t] = torch.from_numpy(group.result.next_obs)
                     requests.put((actor, t))
-                    _wait_for_master(action_ready, parent_pid)
+                    wait_for_master(action_ready, parent_pid)
                     result = group.step(actions.numpy())
                     mine.reward[t] = torch.from_numpy(result.reward)
                     mine.terminated[t] = torch.from_numpy(result.terminated)
@@ -85,17 +89,14 @@ class QueueSampler(ParallelSamplerBase):
     waiting up to ``batch_wait_s`` for more requests after the first one (0: take only
     what is already queued)."""
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
-                 seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
-                 debug: bool = False,
-                 n_eval_workers: int = 0, max_batch: int | None = None,
-                 batch_wait_s: float = 0.0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_workers, n_eval_envs, pin_cpus,
-                         start_method, debug, n_eval_workers)
-        self.slots = split_slots(batch_B, self.n_workers)
+    def __init__(self, *args, max_batch: int | None = None, batch_wait_s: float = 0.0,
+                 **kwargs):
+        """``ParallelSamplerBase``'s arguments, plus the predictor's ``max_batch`` (default
+        every env) and ``batch_wait_s``."""
+        super().__init__(*args, **kwargs)
+        self.slots = split_slots(self.batch_B, self.n_workers)
         self.widest = max(len(s) for s in self.slots)  # envs of the largest actor
-        self.max_batch = batch_B if max_batch is None else max_batch
+        self.max_batch = self.batch_B if max_batch is None else max_batch
         if self.max_batch < self.widest:
             raise ValueError(f"max_batch={self.max_batch} is smaller than one actor's "
                              f"{self.widest} envs; allowed: >= that")

@@ -42,6 +42,14 @@ def worker_setup(cpu: int | None) -> None:
         psutil.Process().cpu_affinity([cpu])
 
 
+def wait_for_master(semaphore, parent_pid: int) -> None:
+    """A worker's wait for the master's signal; exits quietly, within ``POLL_S``, when the
+    master is gone (so a worker never lingers as an orphan)."""
+    while not semaphore.acquire(timeout=POLL_S):
+        if os.getppid() != parent_pid:
+            raise SystemExit(0)
+
+
 def _nothing() -> None:
     pass
 
