@@ -16,7 +16,7 @@ from rlfw.envs import env_module
 from rlfw.files import read_json_object
 from rlfw.launch.build import build_runner, default_log_dir
 from rlfw.launch.config import RunConfig, apply_overrides, flatten, schedule_for, set_field
-from rlfw.launch.plugins import check_named, import_plugins
+from rlfw.launch.plugins import check_named, import_plugins, load_installed_plugins
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.samplers.workers import WorkerError
 
@@ -353,9 +353,16 @@ def _plugins_of_command_line(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys([*args.plugin, *([own_env] if own_env else [])]))
 
 
+def _chosen_modules(args: argparse.Namespace) -> list[str]:
+    """The command line's modules, imported, plus the installed ``rlfw.plugins`` (loaded):
+    every module the user chose, and so may run."""
+    named = _plugins_of_command_line(args)
+    import_plugins(named)
+    return list(dict.fromkeys([*named, *load_installed_plugins()]))
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    args.plugin = _plugins_of_command_line(args)
-    import_plugins(args.plugin)
+    args.plugin = _chosen_modules(args)
     resume_dir = args.resume or _elastic_resume_dir(args)
     if resume_dir:
         config = resume_config(args, resume_dir)
@@ -507,7 +514,7 @@ def _checkpoint_note(log_dir: str) -> str:
 def cmd_eval(args: argparse.Namespace) -> int:
     from rlfw.launch.evaluate import evaluate_checkpoint
 
-    import_plugins(args.plugin)
+    args.plugin = _chosen_modules(args)
     config = saved_config(args.run_dir, args.trust_checkpoint)
     check_named(config.env, config.plugins, args.plugin, f"run {args.run_dir}")
     config.env_factory().validate()  # the check `train --env` makes, before anything is built

@@ -216,3 +216,29 @@ def test_unavailable_device_is_a_clear_error_before_any_work(device, capsys, tmp
     err = capsys.readouterr().err
     assert exc.value.code == 2 and not (tmp_path / "run").exists()
     assert f"device {device!r} is not" in err and "available: cpu" in err
+
+
+def test_an_installed_rlfw_plugin_loads_without_a_flag(tmp_path):
+    """A package that declares an ``rlfw.plugins`` entry point is the user's choice: its
+    registrations are there for every command, and the run records it."""
+    import json
+    import os
+
+    site = tmp_path / "site"
+    (site / "myplug-0.1.dist-info").mkdir(parents=True)
+    (site / "myplug-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: myplug\nVersion: 0.1\n")
+    (site / "myplug-0.1.dist-info" / "entry_points.txt").write_text(
+        "[rlfw.plugins]\nmine = myplug\n")
+    (site / "myplug.py").write_text(
+        "import gymnasium\n"
+        "gymnasium.register('MyPlug-v0', entry_point='gymnasium.envs.classic_control:"
+        "CartPoleEnv', max_episode_steps=200)\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = tmp_path / "run"
+    for argv in (["train", "--env", "MyPlug-v0", "--steps", "256", "--no-progress",
+                  "--log-dir", str(run)], ["eval", str(run), "--episodes", "1"]):
+        done = subprocess.run([sys.executable, "-m", "rlfw", *argv], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((run / "config.json").read_text())["plugins"] == ["myplug"]

@@ -1,5 +1,6 @@
 """Modules a run needs imported (``--plugin``): what registers a user's envs, samplers or
-algorithms. rlfw imports a module only when the user's own command line names it: a run
+algorithms. rlfw imports a module only when the user chose it: named on the command line,
+or installed as a package that declares an entry point in the ``rlfw.plugins`` group. A run
 folder's config.json may say which it needs, never import one by itself."""
 from __future__ import annotations
 
@@ -7,6 +8,25 @@ import importlib
 from typing import Sequence
 
 from rlfw.envs import env_module
+
+ENTRY_POINT_GROUP = "rlfw.plugins"
+
+
+def load_installed_plugins() -> list[str]:
+    """Load every installed ``rlfw.plugins`` entry point (``[project.entry-points."rlfw.
+    plugins"] mine = "mypkg.rlfw_plugin"``); returns their modules. ``ValueError`` naming
+    one that fails to load."""
+    from importlib.metadata import entry_points
+
+    modules = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            point.load()
+        except Exception as err:  # the user's package: report it by name, whatever it raised
+            raise ValueError(f"installed rlfw plugin {point.name!r} ({point.value}) failed to "
+                             f"load: {type(err).__name__}: {err}") from None
+        modules.append(point.module)
+    return modules
 
 
 def import_plugins(names: Sequence[str]) -> None:
