@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).parents[1] / "rlfw"
 
 # Bottom to top. A module belongs to the first entry that is its dotted path or a prefix.
 LAYERS = [
-    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging",
+    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging", "rlfw.interrupts",
                     "rlfw.seeding", "rlfw.checks", "rlfw.checkpoint", "rlfw.distributed",
                     "rlfw.files", "rlfw.folder_lock", "rlfw.sealing"]),
     ("agents", ["rlfw.agents"]),

@@ -85,8 +85,13 @@ def test_a_second_train_into_a_running_folder_is_refused_at_once(tmp_path):
         assert time.perf_counter() - started < 30  # refused before building anything
     finally:
         first.send_signal(signal.SIGINT)
-        first.wait(timeout=120)
-    assert first.returncode == 130, first.stderr[-2000:]
+        try:
+            _, err = first.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            _, err = first.communicate()
+            pytest.fail(f"Ctrl-C did not stop the run within 120 s: {err[-2000:]}")
+    assert first.returncode == 130, err[-2000:]
     # the first run's folder is all seed 1: config, checkpoints and every progress row
     assert '"seed": 1' in (run / "config.json").read_text()
     newest = load_checkpoint(list_checkpoints(str(run))[-1], "drop")
@@ -222,3 +227,18 @@ def test_the_lock_file_is_left_but_never_a_symlink(tmp_path):
     with pytest.raises(OSError):
         FolderLock.acquire(str(tmp_path))
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_ctrl_c_inside_a_write_waits_for_its_end():
+    from rlfw.interrupts import deferred_interrupt
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_interrupt():
+            with deferred_interrupt():  # nested: the outer one raises, after both ends
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                done.append("inner")
+            done.append("outer")
+    assert done == ["inner", "outer"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

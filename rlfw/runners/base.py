@@ -16,6 +16,7 @@ from rlfw.algos.base import Algorithm
 from rlfw.checks import NonFiniteError
 from rlfw.distributed import RankGroup
 from rlfw.folder_lock import FolderLock
+from rlfw.interrupts import deferred_interrupt
 from rlfw.runners.checkpointing import RunCheckpoints
 from rlfw.runners.reporting import Reporter
 from rlfw.runners.run_folder import check_run_folder, claim_run_folder
@@ -190,10 +191,11 @@ class Runner:
                     if self.is_chief else False
             if self.ranks is not None:  # every rank stops at the same iteration
                 stop = self.ranks.broadcast(stop, "the stop decision")
-        if done % self.log_every == 0 or last or stop:
-            self.reporter.dump(self.result.env_steps)
-        if done % self.checkpoint_every == 0 or last or stop:
-            self._save(done)
+        with deferred_interrupt():  # Ctrl-C after the row and the checkpoint, never inside
+            if done % self.log_every == 0 or last or stop:
+                self.reporter.dump(self.result.env_steps)
+            if done % self.checkpoint_every == 0 or last or stop:
+                self._save(done)
         return stop
 
     # -- setup and teardown --------------------------------------------------------------
@@ -228,7 +230,8 @@ class Runner:
 
     def _shutdown(self) -> None:
         self._settle()
-        self.reporter.close()
+        with deferred_interrupt():  # a second Ctrl-C must not cut the writers' close
+            self.reporter.close()
 
     def _settle(self) -> None:
         """Wait for what a kind has in flight, before a shutdown or a restart closes the
