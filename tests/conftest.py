@@ -1,4 +1,5 @@
 import os
+import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -112,3 +113,26 @@ def first_passing_seeds(fn: Callable[[int], float], seeds: Sequence[int],
         if sum(map(passes, results)) >= need:
             break
     return results
+
+
+# A short PPO CartPole run (checkpoints at 256 and 512 steps) that the run-folder tests copy.
+TINY_TRAIN = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "512",
+              "--checkpoint-every", "256", "--eval-every", "256", "--eval-episodes", "2",
+              "--no-progress"]
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    from rlfw.cli import main
+
+    run = tmp_path_factory.mktemp("trained") / "run"
+    assert main([*TINY_TRAIN, "--log-dir", str(run)]) == 0
+    return run
+
+
+@pytest.fixture
+def run(trained, tmp_path):
+    """A copy of the tiny run's folder, the test's to change."""
+    copy = tmp_path / "run"
+    shutil.copytree(trained, copy)
+    return copy

@@ -3,7 +3,6 @@ others"): crafted checkpoints, forged or foreign env pickles, and env ids that w
 a module are refused with one line naming the file; eval and resume fall back to the next
 good checkpoint. Each test plants a real payload whose execution would create a file."""
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +15,6 @@ from rlfw.checkpoint import MARK, decode, encode, list_checkpoints, load_checkpo
 from rlfw.cli import main
 from rlfw.sealing import UnsealedError
 
-TRAIN = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "512",
-         "--checkpoint-every", "256", "--eval-every", "256", "--eval-episodes", "2",
-         "--no-progress"]
-
 
 class Payload:
     """Unpickled, it runs ``touch marker``."""
@@ -29,20 +24,6 @@ class Payload:
 
     def __reduce__(self):
         return os.system, (f"touch {self.marker}",)
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("trained") / "run"
-    assert main([*TRAIN, "--log-dir", str(run)]) == 0
-    return run
-
-
-@pytest.fixture
-def run(trained, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(trained, copy)
-    return copy
 
 
 def plant(path: Path, marker: Path) -> None:

@@ -3,7 +3,6 @@ back on resume, and every way a run folder or its start can go wrong is one line
 import csv
 import errno
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,23 +15,9 @@ from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.cli import main
 from rlfw.folder_lock import LOCK_NAME, FolderBusyError, FolderLock
 
-TRAIN = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "512",
-         "--checkpoint-every", "256", "--eval-every", "256", "--eval-episodes", "2",
-         "--no-progress"]
+from conftest import TINY_TRAIN
 
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("trained") / "run"
-    assert main([*TRAIN, "--log-dir", str(run)]) == 0
-    return run
-
-
-@pytest.fixture
-def run(trained, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(trained, copy)
-    return copy
+TRAIN = TINY_TRAIN
 
 
 def csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
