@@ -12,6 +12,7 @@ import argparse
 from rlfw import RunConfig, build_runner
 from rlfw.envs import CARTPOLE_NO_VELOCITY
 from rlfw.launch.build import default_log_dir
+from rlfw.registry import SAMPLERS
 
 
 def main() -> None:
@@ -20,7 +21,7 @@ def main() -> None:
     parser.add_argument("--recurrent", choices=("lstm", "gru", "none"), default="lstm")
     parser.add_argument("--steps", type=int, help="env steps (default: the preset's, 150k)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sampler", help="serial, cpu, gpu, alternating, native, queue")
+    parser.add_argument("--sampler", choices=SAMPLERS.names(), help="default serial")
     parser.add_argument("--log-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
     args = parser.parse_args()
 

@@ -23,8 +23,9 @@ from rlfw.samplers.workers import WorkerError
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an agent", allow_abbrev=False, description=(
-        "Train PPO, A2C or DQN. Unset flags take the tuned preset for the algorithm and env "
-        "family (classic control or Atari); see rlfw.launch.config.preset. Any config field "
+        "Train a registered algorithm (" + ", ".join(ALGOS.names()) + "). Unset flags take its "
+        "tuned preset for the env's family (classic control, continuous, MuJoCo, Atari; "
+        "rlfw.launch.presets and each algorithm's registered preset). Any config field "
         "can be set with --set KEY=VALUE (e.g. --set ppo.epochs=4)."))
     p.add_argument("--algo", help=f"algorithm, one of {ALGOS.names()} (default ppo)")
     p.add_argument("--env", help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default "
@@ -35,8 +36,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="set any config field, typed from the config dataclasses (repeatable), "
                         "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25")
-    p.add_argument("--sampler", help=f"one of {SAMPLERS.names()} (default serial; native: ALE "
-                   "ids only)")
+    p.add_argument("--sampler", help=f"one of {SAMPLERS.names()} (default serial)"
+                   + "".join(f"; {s.name}: {s.env_note}" for s in SAMPLERS if s.env_note))
     p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
                    help="envs stepped per batch, the B of [T, B] (preset: 8)")
     p.add_argument("--n-workers", type=_workers,
@@ -44,10 +45,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "'auto': hill-climb on measured env steps/s before training and save "
                         "the choice in config.json")
     p.add_argument("--runner", choices=RUNNERS.names(),
-                   help="sync (sample, then learn; default), concurrent (HTS-RL: sampling "
-                        "overlaps learning, policy lag exactly one, deterministic; ppo/a2c) "
-                        "or async (sampler in its own process, free-running; dqn: shared "
-                        "replay with the replay ratio enforced)")
+                   help="default sync; " + "; ".join(f"{r.name}: {r.summary}" for r in RUNNERS))
     p.add_argument("--pin-cpus", action="store_const", const=True,
                    help="pin the learner and each sampler worker to its cores in the "
                         "affinity plan (printed at start, saved as affinity.json)")
@@ -87,15 +85,18 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop-at-return", type=float,
                    help="stop early once an evaluation's mean return reaches this")
     p.add_argument("--save-replay", action="store_const", const=True,
-                   help="dqn: also checkpoint the replay buffer so a resumed run is bitwise "
-                        "identical (large on Atari)")
-    p.add_argument("--dueling", action="store_const", const=True, help="dqn: dueling Q head")
-    p.add_argument("--double", action="store_const", const=True, help="dqn: double-DQN targets")
+                   help=_for("save_replay") + "also checkpoint the replay buffer so a resumed "
+                        "run is bitwise identical (large on Atari)")
+    p.add_argument("--dueling", action="store_const", const=True,
+                   help=_for("dueling") + "dueling Q head")
+    p.add_argument("--double", action="store_const", const=True,
+                   help=_for("double_dqn") + "double-DQN targets")
     p.add_argument("--apex-epsilon", action="store_const", const=True,
-                   help="dqn: fixed per-slot exploration 0.4^(1 + 7 i/(B-1)), as in Ape-X")
-    p.add_argument("--n-step", type=int, help="dqn: n-step returns (default 1)")
+                   help=_for("apex_epsilon") + "fixed per-slot exploration 0.4^(1 + 7 i/(B-1)), "
+                        "as in Ape-X")
+    p.add_argument("--n-step", type=int, help=_for("n_step") + "n-step returns (default 1)")
     p.add_argument("--prioritized", action="store_const", const=True,
-                   help="dqn: prioritized replay")
+                   help=_for("prioritized") + "prioritized replay")
     p.add_argument("--sticky-actions", type=float,
                    help="Atari sticky-action probability (default 0.0)")
     p.add_argument("--compile", choices=tuple(COMPILE_MODES),
@@ -107,6 +108,11 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "config (--steps and --max-restarts apply; a flag that contradicts "
                         "the run is an error)")
     _trust_flags(p, "resume")
+
+
+def _for(field: str) -> str:
+    """'dqn: ': the algorithms a flag setting ``field`` of their config applies to."""
+    return f"{_algos_with(field)}: "
 
 
 def _trust_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -288,7 +294,7 @@ def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     return 1 if failed else 0
 
 
-# flag -> dotted config key; DQN-only flags are applied only to dqn runs.
+# flag -> dotted config key of the run.
 FLAG_KEYS = {
     "sampler": "sampler", "runner": "runner", "batch_B": "batch_B", "pin_cpus": "pin_cpus",
     "batch_T": "batch_T", "seed": "seed", "model": "model", "device": "device",
@@ -299,9 +305,11 @@ FLAG_KEYS = {
     "wandb": "wandb.enabled",
     "sticky_actions": "atari.sticky_action_prob",
 }
-DQN_FLAG_KEYS = {"save_replay": "save_replay", "dueling": "dueling", "double": "double_dqn",
-                 "apex_epsilon": "apex_epsilon", "n_step": "n_step",
-                 "prioritized": "prioritized"}
+# flag -> field of the selected algorithm's config; an algorithm without it refuses the flag.
+ALGO_FLAG_KEYS = {"lr": "learning_rate", "entropy_coef": "entropy_coef",
+                  "save_replay": "save_replay", "dueling": "dueling", "double": "double_dqn",
+                  "apex_epsilon": "apex_epsilon", "n_step": "n_step",
+                  "prioritized": "prioritized"}
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -309,8 +317,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     the user set, then every ``--set``, in that order. Modules a config file's env id or
     plugins need must be named by ``--plugin``; ``--env module:Env`` names its own."""
     if args.config:
-        config = RunConfig.from_dict(read_json_object(args.config, "config file"))
-        check_named(config.env, config.plugins, args.plugin, f"config file {args.config}")
+        config = _checked_config(read_json_object(args.config, "config file"), args.plugin,
+                                 f"config file {args.config}")
         if args.algo is not None or args.env is not None:
             config.algo, config.env = args.algo or config.algo, args.env or config.env
     else:
@@ -331,13 +339,13 @@ def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
         config.n_workers, config.tune_workers = None, True
     elif args.n_workers is not None:
         set_field(config, "n_workers", args.n_workers)
-    for flag, key in {"lr": "learning_rate", "entropy_coef": "entropy_coef"}.items():
+    for flag, key in ALGO_FLAG_KEYS.items():
         if getattr(args, flag) is not None:
+            if not hasattr(config.algo_config(), key):
+                raise ValueError(f"--{flag.replace('_', '-')} sets {key}, which algo "
+                                 f"{config.algo!r} does not have; algorithms with it: "
+                                 f"{_algos_with(key)}")
             set_field(config, f"{config.algo}.{key}", getattr(args, flag))
-    if config.algo == "dqn":
-        for flag, key in DQN_FLAG_KEYS.items():
-            if getattr(args, flag) is not None:
-                set_field(config, f"dqn.{key}", getattr(args, flag))
     if args.compile is not None:
         config.algo_config().compile = COMPILE_MODES[args.compile]
     for assignment in args.set:
@@ -345,6 +353,10 @@ def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
         set_field(config, key.strip(), value.strip())
+
+
+def _algos_with(field: str) -> str:
+    return ", ".join(a.name for a in ALGOS if hasattr(a.config_cls(), field)) or "none"
 
 
 def _plugins_of_command_line(args: argparse.Namespace) -> list[str]:
@@ -384,8 +396,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
     """The run's saved config (``--steps`` extends it, ``--max-restarts`` applies); a
     contradicting flag is an error naming it, and modules the run needs must be named."""
-    config = saved_config(run_dir, args.trust_checkpoint)
-    check_named(config.env, config.plugins, args.plugin, f"run {run_dir}")
+    config = saved_config(run_dir, args.trust_checkpoint, args.plugin)
     if args.log_dir is not None and os.path.abspath(args.log_dir) != os.path.abspath(run_dir):
         raise ValueError(f"--log-dir {args.log_dir} contradicts --resume {run_dir}: a resumed "
                          "run continues in its own folder")
@@ -416,13 +427,20 @@ def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
     return config
 
 
-def saved_config(run_dir: str, trust: bool = False) -> RunConfig:
+def saved_config(run_dir: str, trust: bool = False, named: Sequence[str] = ()) -> RunConfig:
     """``config.json``; when it is missing or unreadable, the newest checkpoint's copy (with
-    a warning naming both)."""
+    a warning naming both). The modules the run needs must be in ``named`` (checked before
+    the config is read: its keys may belong to a plugin's algorithm)."""
+    source = f"run {run_dir}"
+    path = os.path.join(run_dir, "config.json")
     try:
-        return RunConfig.load(run_dir)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{run_dir!r} is not a run folder: no config.json in it")
+        data = read_json_object(path, "config file")
     except (OSError, ValueError) as err:
         problem = str(err).splitlines()[0]
+    else:
+        return _checked_config(data, named, source)
     from rlfw.checkpoint import load_newest_valid
 
     try:
@@ -431,7 +449,15 @@ def saved_config(run_dir: str, trust: bool = False) -> RunConfig:
         raise ValueError(f"cannot resume {run_dir}: {problem}, and no checkpoint holds a "
                          "config either") from None
     print(f"rlfw: warning: {problem}; using the config saved in {path}", file=sys.stderr)
-    return RunConfig.from_dict(state["config"])
+    return _checked_config(state["config"], named, source)
+
+
+def _checked_config(data: dict, named: Sequence[str], source: str) -> RunConfig:
+    """The config in ``data`` once the modules it needs are known to be named."""
+    plugins = data.get("plugins", ())
+    check_named(str(data.get("env", RunConfig.env)),
+                plugins if isinstance(plugins, (list, tuple)) else (), named, source)
+    return RunConfig.from_dict(data)
 
 
 def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bool,
@@ -515,8 +541,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rlfw.launch.evaluate import evaluate_checkpoint
 
     args.plugin = _chosen_modules(args)
-    config = saved_config(args.run_dir, args.trust_checkpoint)
-    check_named(config.env, config.plugins, args.plugin, f"run {args.run_dir}")
+    config = saved_config(args.run_dir, args.trust_checkpoint, args.plugin)
     config.env_factory().validate()  # the check `train --env` makes, before anything is built
     videos = os.path.join(args.run_dir, "videos") if args.video else None
     returns = evaluate_checkpoint(args.run_dir, args.episodes, greedy=args.greedy,

@@ -21,6 +21,9 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.agents.base import Agent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
+from rlfw.algos.base import ReplayAlgorithm
+from rlfw.algos.dqn.presets import dqn_preset
+from rlfw.algos.pg.presets import a2c_preset, ppo_preset
 from rlfw.envs import EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
 from rlfw.samplers import (
@@ -34,6 +37,14 @@ from rlfw.samplers import (
 
 # What a run's config gives a sampler beyond sizes and seed: (config, worker cores) -> kwargs.
 SamplerOptions = Callable[[Any, Sequence[int] | None], dict[str, Any]]
+
+
+# An algorithm's tuned settings for (env id, env family); see AlgoSpec.
+Preset = Callable[[str, str], dict[str, Any]]
+
+
+def no_preset(env_id: str, family: str) -> dict[str, Any]:
+    return {}
 
 
 def no_options(config: Any, worker_cores: Sequence[int] | None) -> dict[str, Any]:
@@ -56,7 +67,8 @@ def native_options(config: Any, worker_cores: Sequence[int] | None) -> dict[str,
 class SamplerSpec:
     """A sampler kind: its class (built as ``cls(env_factory, batch_T=, batch_B=, seed=,
     n_eval_envs=, n_eval_workers=, **options(config, worker_cores))``), whether it has a
-    worker count to set or tune, and which env ids it runs (``None``: any)."""
+    worker count to set or tune (and into how many equal groups the workers split), and
+    which env ids it runs (``None``: any)."""
 
     name: str
     cls: type
@@ -65,18 +77,32 @@ class SamplerSpec:
     has_workers: bool = False
     runs_env: Callable[[str], bool] | None = None
     env_note: str = ""   # what it runs, for errors, when not every env
+    worker_groups: int = 1  # the worker count must be a multiple of this
+
+    def build(self, env_factory: Any, batch_T: int, batch_B: int, seed: int = 0,
+              **kwargs: Any) -> Any:
+        """The sampler with these sizes; ``kwargs`` are the class's own (``n_workers``...)."""
+        return self.cls(env_factory, batch_T=batch_T, batch_B=batch_B, seed=seed, **kwargs)
 
 
 @dataclass(frozen=True)
 class AlgoSpec:
-    """An algorithm: its class (built as ``algo_cls(config)``), its config dataclass, and
-    ``build_agent(run_config, spaces)`` for the agent it trains."""
+    """An algorithm: its class (built as ``algo_cls(config)``), its config dataclass,
+    ``build_agent(run_config, spaces)`` for the agent it trains, and ``preset(env_id,
+    family)``: its tuned settings for an env (overrides of ``RunConfig`` fields, its own
+    config as ``{name: {...}}``, schedule fields as ``{"schedule": {...}}``)."""
 
     name: str
     algo_cls: type
     config_cls: type
     build_agent: Callable[[Any, EnvSpaces], Agent]
     summary: str = ""
+    preset: Preset = no_preset
+
+    @property
+    def uses_replay(self) -> bool:
+        """It learns from a replay (off-policy), not from each batch once (on-policy)."""
+        return issubclass(self.algo_cls, ReplayAlgorithm)
 
 
 @dataclass(frozen=True)
@@ -137,28 +163,32 @@ RUNNERS: Registry[RunnerSpec] = Registry("runner")
 def register_sampler(name: str, cls: type, *, has_workers: bool | None = None,
                      options: SamplerOptions | None = None, summary: str = "",
                      runs_env: Callable[[str], bool] | None = None, env_note: str = "",
-                     replace: bool = False) -> SamplerSpec:
+                     worker_groups: int | None = None, replace: bool = False) -> SamplerSpec:
     """Make ``cls`` (a ``SamplerBase`` subclass) available as ``sampler=name``. By default a
     class whose constructor takes ``n_workers`` gets the worker options (count, pinning,
-    start method) from the run's config."""
+    start method) from the run's config, and its workers form ``cls.n_groups`` groups
+    (an int class attribute; else one)."""
     if has_workers is None:
         import inspect
 
         has_workers = "n_workers" in inspect.signature(cls).parameters
     if options is None:
         options = worker_options if has_workers else no_options
+    if worker_groups is None:
+        declared = getattr(cls, "n_groups", 1)
+        worker_groups = declared if isinstance(declared, int) and has_workers else 1
     return SAMPLERS.add(SamplerSpec(name, cls, summary or _first_line(cls), options,
-                                    has_workers, runs_env, env_note), replace)
+                                    has_workers, runs_env, env_note, worker_groups), replace)
 
 
 def register_algo(name: str, algo_cls: type, config_cls: type,
                   build_agent: Callable[[Any, EnvSpaces], Agent], *, summary: str = "",
-                  replace: bool = False) -> AlgoSpec:
+                  preset: Preset = no_preset, replace: bool = False) -> AlgoSpec:
     """Make ``algo_cls`` (an ``rlfw.algos.base.Algorithm``) available as ``algo=name``;
-    ``config_cls()`` gives its default config and ``build_agent(run_config, spaces)`` the
-    agent it trains."""
+    ``config_cls()`` gives its default config, ``build_agent(run_config, spaces)`` the
+    agent it trains and ``preset(env_id, family)`` its tuned settings (see ``AlgoSpec``)."""
     return ALGOS.add(AlgoSpec(name, algo_cls, config_cls, build_agent,
-                              summary or _first_line(algo_cls)), replace)
+                              summary or _first_line(algo_cls), preset), replace)
 
 
 def register_runner(name: str, cls: type, *, summary: str = "",
@@ -172,10 +202,11 @@ def _first_line(obj: Any) -> str:
     return doc.split("\n\n")[0].replace("\n", " ") if doc else ""
 
 
-def sampler_table() -> str:
-    """The docs' table of samplers (docs/samplers.md holds it; a test keeps it current)."""
+def sampler_table(specs: Sequence[SamplerSpec] | None = None) -> str:
+    """The docs' table of samplers (default: all registered; docs/samplers.md holds rlfw's
+    own and a test keeps it current)."""
     rows = ["| `--sampler` | class | envs | how it works |", "|---|---|---|---|"]
-    for s in SAMPLERS:
+    for s in SAMPLERS if specs is None else specs:
         rows.append(f"| `{s.name}` | `{s.cls.__name__}` | {s.env_note or 'any'} | "
                     f"{s.summary} |")
     return "\n".join(rows)
@@ -222,10 +253,15 @@ register_sampler("queue", QueueSampler,
                          "the master batches whatever is waiting (up to a cap) into one "
                          "forward pass and routes the actions back")
 
-register_algo("ppo", PPO, PPOConfig, build_actor_critic)
-register_algo("a2c", A2C, A2CConfig, build_actor_critic)
-register_algo("dqn", DQN, DQNConfig, build_dqn_agent)
+register_algo("ppo", PPO, PPOConfig, build_actor_critic, preset=ppo_preset)
+register_algo("a2c", A2C, A2CConfig, build_actor_critic, preset=a2c_preset)
+register_algo("dqn", DQN, DQNConfig, build_dqn_agent, preset=dqn_preset)
 
-register_runner("sync", SyncRunner)
-register_runner("concurrent", ConcurrentRunner)
-register_runner("async", AsyncRunner)
+register_runner("sync", SyncRunner, summary="sample, then learn; no policy lag, bitwise "
+                                             "deterministic with every sampler")
+register_runner("concurrent", ConcurrentRunner,
+                summary="HTS-RL: sampling overlaps learning, policy lag exactly one, "
+                        "deterministic (on-policy algorithms)")
+register_runner("async", AsyncRunner,
+                summary="sampler in its own process, free-running (replay algorithms: shared "
+                        "replay with the replay ratio enforced)")

@@ -1,14 +1,39 @@
+import importlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Callable, Sequence
 
 import psutil
 import pytest
 import torch
+
+# Extensions registered from outside rlfw (a toy sampler and algorithm): loaded before any
+# test module, so every test that ranges over the registries covers them too. Worker
+# processes inherit this path (spawn sends sys.path).
+PLUGINS = Path(__file__).parent / "plugins"
+sys.path.insert(0, str(PLUGINS))
+PLUGIN_MODULES = [importlib.import_module(p.stem).__name__ for p in sorted(PLUGINS.glob("*.py"))]
+
+
+def sampler_kinds(with_workers: bool = False) -> dict[str, Callable]:
+    """``name -> make(env_factory, T, B, seed)`` for every registered sampler that runs any
+    env (those with workers get 2), or only those with worker processes."""
+    from rlfw.registry import SAMPLERS
+
+    def make(spec, factory, batch_T, batch_B, seed, **kwargs):
+        if spec.has_workers:
+            kwargs.setdefault("n_workers", 2)
+        return spec.build(factory, batch_T, batch_B, seed, **kwargs)
+
+    return {s.name: partial(make, s) for s in SAMPLERS
+            if s.runs_env is None and (s.has_workers or not with_workers)}
 
 
 def pytest_configure(config):

@@ -6,12 +6,13 @@ import pytest
 
 from rlfw.checkpoint import load_checkpoint
 from rlfw.cli import main
+from rlfw.registry import ALGOS
 
 FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-progress"]
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["train", "--algo", "sac"], "algorithm 'sac' unknown; choose from ('ppo', 'a2c', 'dqn')"),
+    (["train", "--algo", "sac"], f"algorithm 'sac' unknown; choose from {ALGOS.names()}"),
     (["train", "--sampler", "warp"], "sampler 'warp' unknown; choose from"),
     (["train", "--env", "NoSuchEnv-v0"], "unknown env id 'NoSuchEnv-v0'"),
     (["train", "--n-envs", "0"], "batch_B must be a positive integer, got 0"),
@@ -27,6 +28,8 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
      "runner 'async' with dqn.prioritized=true is not supported"),
     (["train", "--n-workers", "auto"], "n_workers 'auto' with sampler 'serial' cannot work"),
     (["train", "--n-workers", "many"], "takes a positive integer or 'auto', got 'many'"),
+    (["train", "--algo", "ppo", "--dueling"],
+     "--dueling sets dueling, which algo 'ppo' does not have; algorithms with it: dqn"),
 ])
 def test_bad_input_is_a_clear_error_before_any_work(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:

@@ -24,24 +24,16 @@ from rlfw.cli import main
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.samplers import (
-    AlternatingSampler,
     ParallelCpuSampler,
-    ParallelGpuSampler,
-    QueueSampler,
     SerialSampler,
     WorkerError,
 )
 from rlfw.seeding import seed_everything
 from rlfw.testing import CountingAgent, CountingEnv, KillOnceEnv, NonFiniteRewardEnv, SelfKillingEnv
 
-from conftest import bits, children, shm_entries
+from conftest import bits, children, sampler_kinds, shm_entries
 
-PARALLEL = {
-    "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),
-    "gpu": lambda f, T, B, seed: ParallelGpuSampler(f, T, B, seed, n_workers=2),
-    "alternating": lambda f, T, B, seed: AlternatingSampler(f, T, B, seed, n_workers=2),
-    "queue": lambda f, T, B, seed: QueueSampler(f, T, B, seed, n_workers=2),
-}
+PARALLEL = sampler_kinds(with_workers=True)  # every registered kind with worker processes
 
 
 def kill_worker(sampler, worker: int = 1) -> int:
@@ -138,8 +130,6 @@ def test_a_failed_sampler_can_be_initialized_again():
 
 
 # -- restarts ---------------------------------------------------------------------------
-SAMPLERS = {"cpu": ParallelCpuSampler, "gpu": ParallelGpuSampler,
-            "alternating": AlternatingSampler}
 
 
 def kill_once_runner(log_dir, marker, kind: str, max_restarts: int,
@@ -150,7 +140,7 @@ def kill_once_runner(log_dir, marker, kind: str, max_restarts: int,
     factory = EnvFactory("KillOnce", entry=KillOnceEnv,
                          kwargs=(("kill_at", 100), ("marker", str(marker))))
     agent = ActorCriticAgent.build(EnvSpaces.of(factory))
-    sampler = SAMPLERS[kind](factory, 32, 4, seed=3, n_workers=2)
+    sampler = PARALLEL[kind](factory, 32, 4, 3)
     algo = PPO(PPOConfig(learning_rate=1e-3, epochs=2, minibatch_size=64))
     schedule = RunSchedule(n_steps=6 * 128, eval_every=None, log_every=128,
                            checkpoint_every=256, max_restarts=max_restarts)
@@ -158,7 +148,7 @@ def kill_once_runner(log_dir, marker, kind: str, max_restarts: int,
                       progress=False, stdout=False)
 
 
-@pytest.mark.parametrize("kind", list(SAMPLERS))
+@pytest.mark.parametrize("kind", list(PARALLEL))
 def test_restart_after_a_killed_worker_equals_an_uninterrupted_run(tmp_path, kind):
     marker = tmp_path / "already-killed"
     marker.touch()  # the uninterrupted run: nobody dies

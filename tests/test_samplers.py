@@ -12,8 +12,6 @@ from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.samplers import (
     AlternatingSampler,
     ParallelCpuSampler,
-    ParallelGpuSampler,
-    QueueSampler,
     SerialSampler,
     WorkerError,
 )
@@ -26,15 +24,11 @@ from rlfw.testing import (
     elementwise_gaussian_agent,
 )
 
-from conftest import children, shm_entries, trees_equal
+from conftest import children, sampler_kinds, shm_entries, trees_equal
 
-PARALLEL = {
-    "cpu": lambda f, T, B, seed: ParallelCpuSampler(f, T, B, seed, n_workers=2),
-    "gpu": lambda f, T, B, seed: ParallelGpuSampler(f, T, B, seed, n_workers=2),
-    "alternating": lambda f, T, B, seed: AlternatingSampler(f, T, B, seed, n_workers=2),
-    "queue": lambda f, T, B, seed: QueueSampler(f, T, B, seed, n_workers=2),
-}
-ALL = {"serial": lambda f, T, B, seed: SerialSampler(f, T, B, seed), **PARALLEL}
+# Every registered sampler (rlfw's and the test plugins'), each against the serial one.
+ALL = sampler_kinds()
+PARALLEL = {name: make for name, make in ALL.items() if name != "serial"}
 
 
 def collect(sampler, agent, n_batches):

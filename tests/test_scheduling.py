@@ -19,9 +19,9 @@ def test_hill_climb_stops_past_the_peak_and_keeps_the_best():
 
 def test_candidates_split_the_envs_evenly():
     assert worker_candidates(8, cap=4) == [1, 2, 4]
-    assert worker_candidates(12, even_only=True, cap=8) == [2, 4, 6]
-    with pytest.raises(ValueError, match="batch_B=3.*even"):
-        worker_candidates(3, even_only=True, cap=4)
+    assert worker_candidates(12, groups=2, cap=8) == [2, 4, 6]
+    with pytest.raises(ValueError, match="batch_B=3.*multiples of 2"):
+        worker_candidates(3, groups=2, cap=4)
 
 
 def test_with_a_known_step_cost_the_tuner_picks_the_best_worker_count(tmp_path):

@@ -66,17 +66,16 @@ def same_bits(a, b, where: str = "checkpoint") -> None:
         assert a == b, f"{where}: {a!r:.200} vs {b!r:.200}"
 
 
-@pytest.mark.parametrize("script,algo,env,steps", [
-    ("pg.py", "ppo", "Pendulum-v1", 4096),
-    ("pg.py", "ppo", "CartPole-v1", 1024),
-    ("dqn.py", "dqn", "CartPole-v1", 1024),   # learning starts at 1,000 steps
-    ("pg.py", "a2c", "ALE/Breakout-v5", 160),  # 2 batches of 16 x 5
+@pytest.mark.parametrize("algo,env,steps", [
+    ("ppo", "Pendulum-v1", 4096),
+    ("ppo", "CartPole-v1", 1024),
+    ("dqn", "CartPole-v1", 1024),   # learning starts at 1,000 steps
+    ("a2c", "ALE/Breakout-v5", 160),  # 2 batches of 16 x 5
 ])
-def test_script_and_cli_build_the_same_run(script, algo, env, steps, tmp_path):
+def test_script_and_cli_build_the_same_run(algo, env, steps, tmp_path):
     common = ["--env", env, "--steps", str(steps), "--seed", "1"]
-    choose = ["--algo", algo] if script == "pg.py" else []  # dqn.py runs dqn only
     run_side_by_side(
-        [str(ROOT / "experiments" / script), *choose, *common, "--log-dir", "A"],
+        [str(ROOT / "experiments" / "train.py"), "--algo", algo, *common, "--log-dir", "A"],
         ["-m", "rlfw", "train", "--algo", algo, *common, "--log-dir", "B", "--no-progress"],
         cwd=tmp_path)
     configs = [json.loads((tmp_path / d / "config.json").read_text()) for d in "AB"]

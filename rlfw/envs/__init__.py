@@ -1,10 +1,11 @@
 """Environment layer: gymnasium ids by name, Atari preprocessing, seeding, episode stats."""
 from rlfw.envs.atari import AtariOptions
 from rlfw.envs.factory import EnvFactory, check_env_id, env_module, is_atari, is_mujoco, make_env
+from rlfw.envs.families import env_family
 from rlfw.envs.partial import CARTPOLE_NO_VELOCITY, register_partial_envs
 from rlfw.envs.spaces import EnvSpaces
 
 register_partial_envs()
 
 __all__ = ["CARTPOLE_NO_VELOCITY", "AtariOptions", "EnvFactory", "EnvSpaces", "check_env_id",
-           "env_module", "is_atari", "is_mujoco", "make_env"]
+           "env_family", "env_module", "is_atari", "is_mujoco", "make_env"]

@@ -65,7 +65,8 @@ def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str
     that ``config.json`` records it and a resumed or repeated run uses it."""
     from rlfw.samplers.scheduling import tune_n_workers, worker_candidates
 
-    candidates = worker_candidates(config.batch_B, even_only=config.sampler == "alternating")
+    candidates = worker_candidates(config.batch_B,
+                                   groups=SAMPLERS.get(config.sampler).worker_groups)
 
     def make_sampler(n: int):
         return build_sampler(config.replaced(n_workers=n, tune_workers=False),

@@ -12,7 +12,6 @@ from typing import Any
 import torch
 
 from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
-from rlfw.algos.base import ReplayAlgorithm
 from rlfw.checks import check_positive
 from rlfw.envs import AtariOptions, EnvFactory
 from rlfw.files import read_json_object
@@ -91,13 +90,13 @@ class RunConfig:
             getattr(self.algo_config(), "check_shared_replay", lambda: None)()
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size)
-        if self.normalize_obs and issubclass(algo.algo_cls, ReplayAlgorithm):
+        if self.normalize_obs and algo.uses_replay:
             raise ValueError(f"normalize_obs is for ppo and a2c (continuous control); "
                              f"{self.algo} learns from raw observations: set "
                              "normalize_obs=false")
         if self.recurrent is not None:
             check_core(self.recurrent)
-            if issubclass(algo.algo_cls, ReplayAlgorithm):
+            if algo.uses_replay:
                 raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {self.algo} "
                                  "has no recurrent agent: set recurrent=none")
             check_positive(rnn_size=self.rnn_size)

@@ -16,16 +16,16 @@ class Trial:
     steps_per_second: float
 
 
-def worker_candidates(batch_B: int, even_only: bool = False,
-                      cap: int | None = None) -> list[int]:
-    """Worker counts that split ``batch_B`` envs evenly, up to ``cap`` (default: twice the
-    usable cores: env stepping that waits on I/O can use more workers than cores)."""
+def worker_candidates(batch_B: int, groups: int = 1, cap: int | None = None) -> list[int]:
+    """Worker counts that split ``batch_B`` envs evenly into ``groups`` equal worker groups,
+    up to ``cap`` (default: twice the usable cores: env stepping that waits on I/O can use
+    more workers than cores)."""
     cap = 2 * len(usable_cpus()) if cap is None else cap
     out = [n for n in range(1, min(batch_B, cap) + 1)
-           if batch_B % n == 0 and (not even_only or n % 2 == 0)]
+           if batch_B % n == 0 and n % groups == 0]
     if not out:
         raise ValueError(f"no worker count splits batch_B={batch_B} evenly within {cap} "
-                         "workers" + (" (even counts only)" if even_only else ""))
+                         "workers" + (f" (multiples of {groups} only)" if groups > 1 else ""))
     return out
 
 

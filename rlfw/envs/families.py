@@ -1,0 +1,38 @@
+"""Which family an env id belongs to: what presets and the network choice key on."""
+from __future__ import annotations
+
+import gymnasium as gym
+
+from rlfw.envs.factory import is_atari, is_mujoco
+
+FAMILIES = ("atari", "mujoco", "continuous", "classic")
+
+
+def env_family(env_id: str) -> str:
+    """'atari', 'mujoco', 'continuous' (other Box-action envs) or 'classic'."""
+    if is_atari(env_id):
+        return "atari"
+    if is_mujoco(env_id):
+        return "mujoco"
+    if env_id in gym.registry:
+        try:
+            env = gym.make(env_id)
+        except Exception:  # unusable here: validation reports why, the preset need not
+            return "classic"
+        continuous = isinstance(env.action_space, gym.spaces.Box)
+        env.close()
+        return "continuous" if continuous else "classic"
+    return "classic"
+
+
+def base_name(env_id: str) -> str:
+    """'HalfCheetah' of 'HalfCheetah-v5' (and of 'ALE/Pong-v5': 'Pong')."""
+    return env_id.split("/")[-1].rsplit("-v", 1)[0]
+
+
+def merge_settings(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``, one level of groups deep (``{'ppo': {...}}`` merge)."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = {**out[key], **value} if isinstance(value, dict) and key in out else value
+    return out
