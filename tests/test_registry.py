@@ -14,7 +14,6 @@ from toy_extensions import VPG, InterleavedSampler, VPGConfig
 import rlfw
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS, sampler_table
 
-
 PLUGIN_DIR = Path(__file__).parent / "plugins"
 
 
