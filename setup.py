@@ -11,6 +11,8 @@ extras = {
               "pandas<3"],
     # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)
     "mujoco": ["gymnasium[mujoco]"],
+    # MinAtar's five 10x10 games as MinAtar/<Game>-v1 (rlfw registers them)
+    "minatar": ["minatar>=1.0.15"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
     "ray": ["ray>=2.9"],
     # `rlfw eval RUN --video`, `--video-every`: mp4/GIF encoding (imageio's ffmpeg plugin

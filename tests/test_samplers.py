@@ -92,7 +92,7 @@ def test_same_seed_twice_is_bitwise_identical_with_a_stochastic_agent(kind):
 
 
 @pytest.mark.isolated
-@pytest.mark.parametrize("kind", ["cpu", "gpu", "alternating", "queue"])
+@pytest.mark.parametrize("kind", list(PARALLEL))
 @pytest.mark.parametrize("env_cls,message", [
     (RaisingEnv, "RaisingEnv: deliberate failure at step 9"),
     (SelfKillingEnv, "killed by signal 9"),

@@ -2,10 +2,12 @@
 from rlfw.envs.atari import AtariOptions
 from rlfw.envs.factory import EnvFactory, check_env_id, env_module, is_atari, is_mujoco, make_env
 from rlfw.envs.families import env_family
+from rlfw.envs.minatar import is_minatar, register_minatar_envs
 from rlfw.envs.partial import CARTPOLE_NO_VELOCITY, register_partial_envs
 from rlfw.envs.spaces import EnvSpaces
 
 register_partial_envs()
+register_minatar_envs()
 
 __all__ = ["CARTPOLE_NO_VELOCITY", "AtariOptions", "EnvFactory", "EnvSpaces", "check_env_id",
-           "env_family", "env_module", "is_atari", "is_mujoco", "make_env"]
+           "env_family", "env_module", "is_atari", "is_minatar", "is_mujoco", "make_env"]

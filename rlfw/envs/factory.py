@@ -68,6 +68,9 @@ def is_mujoco(env_id: str) -> bool:
 def check_env_available(env_id: str) -> None:
     """Raise ``ValueError`` naming the extra to install when ``env_id`` needs a package
     that is missing."""
+    if env_id.startswith("MinAtar/") and importlib.util.find_spec("minatar") is None:
+        raise ValueError(f"env {env_id!r} is a MinAtar game and needs the minatar package, "
+                         "which is not installed: pip install -e '.[minatar]'")
     if is_mujoco(env_id) and importlib.util.find_spec("mujoco") is None:
         raise ValueError(f"env {env_id!r} is one of gymnasium's MuJoCo envs and needs MuJoCo, "
                          "which is not installed: pip install -e '.[mujoco]' (the extra "
@@ -146,8 +149,8 @@ class EnvFactory:
 
     def validate(self) -> None:
         if self.entry is None:
-            check_env_id(self.env_id)
             check_env_available(self.env_id)
+            check_env_id(self.env_id)
 
 
 def make_env(env_id: str, train: bool = True, **kwargs: Any) -> gym.Env:

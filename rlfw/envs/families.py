@@ -4,14 +4,17 @@ from __future__ import annotations
 import gymnasium as gym
 
 from rlfw.envs.factory import is_atari, is_mujoco
+from rlfw.envs.minatar import is_minatar
 
-FAMILIES = ("atari", "mujoco", "continuous", "classic")
+FAMILIES = ("atari", "minatar", "mujoco", "continuous", "classic")
 
 
 def env_family(env_id: str) -> str:
-    """'atari', 'mujoco', 'continuous' (other Box-action envs) or 'classic'."""
+    """'atari', 'minatar', 'mujoco', 'continuous' (other Box-action envs) or 'classic'."""
     if is_atari(env_id):
         return "atari"
+    if is_minatar(env_id):
+        return "minatar"
     if is_mujoco(env_id):
         return "mujoco"
     if env_id in gym.registry:

@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from rlfw.models.cnn import NatureCNN
+from rlfw.models.cnn import image_torso
 from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
 
 
@@ -41,18 +41,13 @@ class MlpActorCritic(nn.Module):
 
 
 class CnnActorCritic(nn.Module):
-    """Nature CNN torso shared by a policy head and a value head (PPO Atari setup)."""
+    """A CNN torso (Nature's for Atari frames, MinAtar's for small images) shared by a
+    policy head and a value head (PPO Atari setup)."""
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0,
                  channels_last: bool = True):
         super().__init__()
-        if len(obs_shape) != 3:
-            raise ValueError(f"model 'cnn' needs [C, H, W] image observations, got shape "
-                             f"{tuple(obs_shape)}; use model 'mlp' or 'auto'")
-        channels, height, width = obs_shape
-        if height != width:
-            raise ValueError(f"CNN expects square frames, got observation shape {tuple(obs_shape)}")
-        self.torso = NatureCNN(channels, height, channels_last=channels_last)
+        self.torso = image_torso(tuple(obs_shape), channels_last=channels_last)
         self.pi = orthogonal_init(nn.Linear(self.torso.out_dim, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(self.torso.out_dim, 1), 1.0)
         self.log_std = nn.Parameter(torch.zeros(gaussian_dim)) if gaussian_dim else None

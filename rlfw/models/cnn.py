@@ -37,3 +37,46 @@ class NatureCNN(nn.Module):
             x = x.contiguous(memory_format=torch.channels_last)
         x = x.float().mul_(1.0 / 255.0)
         return self.fc(self.convs(x)).reshape(*lead, -1)
+
+
+# Below this height or width the Nature CNN's 8x8/4, 4x4/2, 3x3/1 stack has no output left.
+NATURE_MIN_SIZE = 36
+
+
+class SmallCNN(nn.Module):
+    """MinAtar's reference network torso (Young & Tian, 2019): one 3x3 convolution with 16
+    filters, stride 1, ReLU, then ``features`` ReLU units; ``[..., C, H, W]`` uint8 images
+    scaled to [0, 1] here, as the Nature CNN does."""
+
+    def __init__(self, obs_shape: tuple[int, ...], filters: int = 16, features: int = 128):
+        super().__init__()
+        channels, height, width = obs_shape
+        self.convs = nn.Sequential(nn.Conv2d(channels, filters, 3, stride=1), nn.ReLU(),
+                                   nn.Flatten())
+        n_flat = filters * (height - 2) * (width - 2)
+        self.fc = nn.Sequential(nn.Linear(n_flat, features), nn.ReLU())
+        self.out_dim = features
+        orthogonal_init(self, gain=2 ** 0.5)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        lead = frames.shape[:-3]
+        x = frames.reshape(-1, *frames.shape[-3:]).float().mul_(1.0 / 255.0)
+        return self.fc(self.convs(x)).reshape(*lead, -1)
+
+
+def image_torso(obs_shape: tuple[int, ...], channels_last: bool = True) -> nn.Module:
+    """The convolutional torso for ``[C, H, W]`` uint8 images, chosen by their size: the
+    Nature CNN for Atari-sized frames (square, at least ``NATURE_MIN_SIZE``), the small one
+    (MinAtar's) for anything smaller. Either has ``out_dim``."""
+    if len(obs_shape) != 3:
+        raise ValueError(f"model 'cnn' needs [C, H, W] image observations, got shape "
+                         f"{tuple(obs_shape)}; use model 'mlp' or 'auto'")
+    channels, height, width = obs_shape
+    if min(height, width) < NATURE_MIN_SIZE:
+        if min(height, width) < 3:
+            raise ValueError(f"images of {height}x{width} are too small for a 3x3 "
+                             f"convolution (observation shape {tuple(obs_shape)})")
+        return SmallCNN(tuple(obs_shape))
+    if height != width:
+        raise ValueError(f"CNN expects square frames, got observation shape {tuple(obs_shape)}")
+    return NatureCNN(channels, height, channels_last=channels_last)

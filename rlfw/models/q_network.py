@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlfw.models.cnn import NatureCNN
+from rlfw.models.cnn import image_torso
 from rlfw.models.mlp import MLP, flatten_obs
 
 
@@ -28,7 +28,7 @@ class DuelingHead(nn.Module):
 
 
 class QNetwork(nn.Module):
-    """``obs -> [..., n_actions]`` action values. Uint8 image stacks get the Nature CNN
+    """``obs -> [..., n_actions]`` action values. Uint8 images get the CNN for their size
     (scaled inside); vectors an MLP with ReLU."""
 
     def __init__(self, obs_shape: Sequence[int], obs_dtype: np.dtype, n_actions: int,
@@ -38,17 +38,14 @@ class QNetwork(nn.Module):
         is_image = len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8
         kind = ("cnn" if is_image else "mlp") if model == "auto" else model
         if kind == "cnn":
-            if len(obs_shape) != 3:
-                raise ValueError(f"model 'cnn' needs [C, H, W] image observations, got shape "
-                                 f"{tuple(obs_shape)}; use model 'mlp' or 'auto'")
-            self.torso: nn.Module = NatureCNN(obs_shape[0], obs_shape[1])
+            self.torso: nn.Module = image_torso(tuple(obs_shape))
             self.obs_ndim = 3
         else:
             self.torso = MLP(int(np.prod(obs_shape)), hidden, None, activation="relu")
             self.obs_ndim = len(obs_shape)
         width = self.torso.out_dim
         self.cnn = kind == "cnn"
-        # The Nature DQN's 512-unit layer is inside NatureCNN; dueling streams follow it.
+        # The torso ends in its dense layer (Nature: 512, MinAtar: 128); dueling streams follow.
         self.head = DuelingHead(width, n_actions) if dueling else nn.Linear(width, n_actions)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from rlfw.models.cnn import NatureCNN
+from rlfw.models.cnn import image_torso
 from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
 
 CORES = ("lstm", "gru")
@@ -94,15 +94,14 @@ class RecurrentCore(nn.Module):
 
 
 class _Torso(nn.Module):
-    """Features (MLP or Nature CNN) then a recurrent core."""
+    """Features (MLP, or the CNN for the image size) then a recurrent core."""
 
     def __init__(self, obs_shape: Sequence[int], core: str, rnn_size: int,
                  hidden: Sequence[int], activation: str, image: bool):
         super().__init__()
         self.obs_ndim, self.image = len(obs_shape), image
         if image:
-            channels, height, _ = obs_shape
-            self.features: nn.Module = NatureCNN(channels, height)
+            self.features: nn.Module = image_torso(tuple(obs_shape))
         else:
             self.features = MLP(int(torch.tensor(obs_shape).prod()), hidden, None, activation)
         self.core = RecurrentCore(core, self.features.out_dim, rnn_size)

@@ -5,6 +5,8 @@ from typing import Any
 
 
 def dqn_preset(env_id: str, family: str) -> dict[str, Any]:
+    if family == "minatar":
+        return MINATAR_DQN
     if family == "atari":
         # zoo Atari: train every 4 steps per env, target every 1000 steps, 100k replay;
         # evaluated ε-greedy with ε = 0.05, as the DQN literature reports Atari scores.
@@ -26,3 +28,15 @@ def dqn_preset(env_id: str, family: str) -> dict[str, Any]:
         learning_starts=1000, gamma=0.99, target_update_interval=10, replay_ratio=0.5,
         exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0,
         double_dqn=True, n_step=3, advantage_learning=0.9)}
+
+
+# MinAtar's reference DQN (Young & Tian 2019, examples/dqn.py): one env, one update of 32
+# per env step from a 100k replay, first after 5,000 steps, target copied every 1,000,
+# RMSprop lr 2.5e-4, ε 1 -> 0.1 over 100k steps (here 10% of the run: 100k of the default
+# 1M), Huber loss, γ 0.99, no gradient clipping. What differs: RMSprop's α 0.99 and eps 1e-5
+# here (theirs: α 0.95, eps 0.01, centered), and 1M steps against their 5M frames.
+MINATAR_DQN: dict[str, Any] = {"batch_B": 1, "batch_T": 32, "dqn": dict(
+    learning_rate=2.5e-4, optimizer="rmsprop", optimizer_eps=1e-5, batch_size=32,
+    replay_capacity=100_000, learning_starts=5_000, replay_ratio=1.0,
+    target_update_interval=1_000, gamma=0.99, epsilon_start=1.0, epsilon_final=0.1,
+    exploration_fraction=0.1, max_grad_norm=None, huber_delta=1.0)}

@@ -23,6 +23,8 @@ def ppo_preset(env_id: str, family: str) -> dict[str, Any]:
         out = _continuous("ppo", family)
         if family == "mujoco":
             out = merge_settings(out, MUJOCO_PPO.get(base_name(env_id), {}))
+    elif family == "minatar":
+        out = MINATAR_PPO
     elif family == "atari":
         out = {"batch_B": 8, "batch_T": 128, "ppo": dict(
             learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=4,
@@ -39,12 +41,22 @@ def ppo_preset(env_id: str, family: str) -> dict[str, Any]:
 def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
     if family in ("continuous", "mujoco"):
         out = _continuous("a2c", family)
-    elif family == "atari":
+    elif family in ("atari", "minatar"):  # the A3C paper's Atari setup, synchronous
         out = {"batch_B": 16, "batch_T": 5, "a2c": dict(
             learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25)}
     else:
         out = {"batch_B": 8, "batch_T": 5, "a2c": dict(learning_rate=7e-4, entropy_coef=0.0)}
     return _partial_observability(env_id, out)
+
+
+# PureJaxRL's / pgx's MinAtar PPO (pgx examples/minatar-ppo: lr 3e-4, 3 epochs, γ 0.99,
+# λ 0.95, clip 0.2 on the policy and the value, entropy 0.01, value 0.5, grad norm 0.5,
+# advantages normalized per minibatch, Adam eps 1e-5, no annealing), its batch scaled from
+# 4096 envs x 128 steps to what 2 cores step: 16 envs x 128 steps, 8 minibatches of 256.
+MINATAR_PPO: dict[str, Any] = {"batch_B": 16, "batch_T": 128, "ppo": dict(
+    learning_rate=3e-4, anneal_lr=False, optimizer_eps=1e-5, gamma=0.99, gae_lambda=0.95,
+    epochs=3, minibatch_size=256, clip=0.2, anneal_clip=False, value_clip=0.2,
+    entropy_coef=0.01, value_coef=0.5, max_grad_norm=0.5, normalize_advantage=True)}
 
 
 def _partial_observability(env_id: str, out: dict[str, Any]) -> dict[str, Any]:

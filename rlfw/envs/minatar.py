@@ -1,0 +1,58 @@
+"""MinAtar (Young & Tian, 2019): five Atari-like games on a 10x10 grid, registered with
+gymnasium as ``MinAtar/<Game>-v1`` (minimal action set) when rlfw's env layer loads and the
+``minatar`` package is installed (extra ``[minatar]``). MinAtar's own gymnasium entry point
+is not loaded by gymnasium 1.x, and its observations are bool ``[10, 10, C]`` channels
+last: here they are uint8 ``[C, 10, 10]``, 0 or 255, so every image env (Atari's frames,
+MinAtar's channels) is uint8 pixels the networks scale the same way."""
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+# gymnasium name -> MinAtar's module name
+GAMES = {"Asterix": "asterix", "Breakout": "breakout", "Freeway": "freeway",
+         "Seaquest": "seaquest", "SpaceInvaders": "space_invaders"}
+# A game ends on its own (a lost ball, a death, Freeway's 2,500-frame clock) except when
+# an agent plays well: Breakout's bricks come back. Truncated (and bootstrapped) here.
+MAX_EPISODE_STEPS = 10_000
+
+
+def is_minatar(env_id: str) -> bool:
+    return env_id.startswith("MinAtar/")
+
+
+def minatar_id(game: str) -> str:
+    return f"MinAtar/{game}-v1"
+
+
+class ChannelsFirstPixels(gym.ObservationWrapper):
+    """Bool ``[H, W, C]`` channels -> uint8 ``[C, H, W]`` with True as 255."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        height, width, channels = env.observation_space.shape
+        self.observation_space = gym.spaces.Box(0, 255, (channels, height, width), np.uint8)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(observation.transpose(2, 0, 1), dtype=np.uint8) * 255
+
+
+def make_minatar(game: str, **kwargs: Any) -> gym.Env:
+    """MinAtar's own gymnasium env for ``game`` (its defaults: sticky actions 0.1,
+    difficulty ramping), minimal action set, channels-first uint8 observations."""
+    from minatar.gym import BaseEnv  # imported by the env, not by rlfw: it is an extra
+
+    return ChannelsFirstPixels(BaseEnv(game, use_minimal_action_set=True, **kwargs))
+
+
+def register_minatar_envs() -> None:
+    """Register the five games (idempotent; nothing without the ``minatar`` package)."""
+    if importlib.util.find_spec("minatar") is None:
+        return
+    for name, game in GAMES.items():
+        if minatar_id(name) not in gym.registry:
+            gym.register(minatar_id(name), entry_point=make_minatar, kwargs={"game": game},
+                         max_episode_steps=MAX_EPISODE_STEPS)
