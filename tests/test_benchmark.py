@@ -44,6 +44,47 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
     assert json.loads((tmp_path / "results.json").read_text())["entries"] == data["entries"]
 
 
+def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite",
+                           "minatar-smoke", "--peer", "sb3", "--max-parallel", "2", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert len(data["runs"]) == 2 * 2 and all(r["status"] == "done" for r in data["runs"])
+    assert {r["settings"] for r in data["runs"] if r["framework"] == "sb3"} == \
+        {"rlfw's preset and network (rlfw.bench.same_settings)"}
+    assert set(data["peer_differences"]) == {"ppo", "dqn"}
+    readme = (tmp_path / "README.md").read_text()
+    assert "What still differs:" in readme and "MinAtar paper (Young & Tian 2019)" in readme
+
+
+def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlfw.bench.same_settings import sb3_model
+    from rlfw.launch.config import RunConfig
+    from rlfw.models.cnn import SmallCNN
+
+    for algo in ("ppo", "dqn"):
+        config = RunConfig.for_env("MinAtar/Freeway-v1", algo)
+        factory = config.env_factory()
+        envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=0)
+        model = sb3_model(config, envs, seed=0)
+        extractor = (model.policy.features_extractor if algo == "ppo"
+                     else model.q_net.features_extractor)
+        assert isinstance(extractor.torso, SmallCNN)
+        own = config.algo_config()
+        assert model.learning_rate == own.learning_rate and model.gamma == own.gamma
+        if algo == "ppo":
+            assert (model.n_steps, model.batch_size, model.n_epochs) == \
+                (config.batch_T, own.minibatch_size, own.epochs)
+        else:
+            assert (model.train_freq.frequency, model.gradient_steps, model.batch_size,
+                    model.target_update_interval) == (1, 1, 32, 1_000)
+            assert type(model.policy.optimizer).__name__ == "RMSprop"
+        envs.close()
+
+
 def test_unknown_suite_is_named_with_the_choices(tmp_path):
     done = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite", "mujoco-2m"],
                           capture_output=True, text=True)

@@ -129,13 +129,44 @@ def _monitor_curve(folder: str) -> list[tuple[int, float]]:
     return [(int(s), r) for s, (_, _, r) in zip(steps, episodes)]
 
 
-RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3}
+def run_sb3_same(job: Job, run_dir: str) -> dict:
+    """stable-baselines3 with rlfw's preset settings and network (``same_settings``), on
+    rlfw's envs, for suites the zoo has no settings for; evaluated like ``run_sb3``."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from rlfw.bench.same_settings import sb3_model
+    from rlfw.launch.config import RunConfig
+
+    config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
+    factory = config.env_factory()
+    monitors = os.path.join(run_dir, "monitor")
+    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=job.seed,
+                        monitor_dir=monitors)
+    model = sb3_model(config, envs, job.seed)
+    start = time.perf_counter()
+    model.learn(total_timesteps=job.steps)
+    wall = time.perf_counter() - start
+    eval_env = make_vec_env(lambda: factory(False), n_envs=1,
+                            seed=EVAL_SEED_OFFSET + job.seed)
+    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
+                                 deterministic=True, return_episode_rewards=True)
+    envs.close()
+    eval_env.close()
+    return {"wall_s": wall, "env_steps": int(model.num_timesteps),
+            "returns": [float(r) for r in returns], "curve": _monitor_curve(monitors),
+            "settings": "rlfw's preset and network (rlfw.bench.same_settings)"}
+
+
+RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}
 
 
 def main(argv: list[str]) -> int:
     job, run_dir = Job(**json.loads(argv[0])), argv[1]
     torch.set_num_threads(1)  # both frameworks alike: one thread per run
-    out = RUNNERS[job.framework](job, run_dir)
+    runner = RUNNERS["sb3-same" if job.framework == "sb3" and job.peer_settings == "same"
+                     else job.framework]
+    out = runner(job, run_dir)
     returns = np.asarray(out["returns"], np.float64)
     result = {**job.__dict__, "status": "done", "final_return": float(returns.mean()),
               "steps_per_s": out["env_steps"] / out["wall_s"], **out}

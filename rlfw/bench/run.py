@@ -38,6 +38,7 @@ class Job:
     steps: int
     seed: int
     wandb_group: str | None = None   # rlfw runs log to W&B in this group (--wandb)
+    peer_settings: str = "zoo"       # the peer's: rl-zoo's for the env, or rlfw's ("same")
 
     def run_dir(self, out_dir: str) -> str:
         entry = Entry(self.algo, self.env, self.steps)
@@ -47,7 +48,8 @@ class Job:
 def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
          wandb_group: str | None = None) -> list[Job]:
     """Every entry x framework x seed, entries in suite order."""
-    return [Job(fw, e.algo, e.env, e.budget, s, wandb_group if fw == "rlfw" else None)
+    return [Job(fw, e.algo, e.env, e.budget, s, wandb_group if fw == "rlfw" else None,
+                suite.peer_settings)
             for e in suite.entries for fw in frameworks for s in seeds]
 
 

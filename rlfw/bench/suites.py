@@ -27,10 +27,23 @@ class Entry:
 
 @dataclass(frozen=True)
 class Suite:
+    """Entries run for ``seeds`` seeds. ``peer_settings``: the SB3 peer runs on
+    rl-baselines3-zoo's tuned settings for the env ("zoo") or, where the zoo has none,
+    on rlfw's preset with rlfw's network ("same": ``rlfw.bench.same_settings``)."""
+
     entries: tuple[Entry, ...]
     seeds: int = 3
     about: str = ""
+    peer_settings: str = "zoo"
+    time_goal: float = 0.7   # rlfw's wall-clock at most this x the peer's
 
+
+MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
+# Budgets that fit 2 cores (measured, one thread per run, two runs at once): rlfw's and
+# SB3's PPO step ~8k env steps/s on MinAtar (24 runs of 2M: ~1 h), their DQN ~500-800
+# (one update of 32 per step; 24 runs of 250k: ~1.7 h). DQN's 250k is 1/20 of the MinAtar
+# paper's 5M frames: it shows the early curve, not the final score.
+MINATAR_BUDGET = {"ppo": 2_000_000, "dqn": 250_000}
 
 SUITES: dict[str, Suite] = {
     "smoke": Suite((Entry("ppo", "CartPole-v1", 2_048), Entry("a2c", "CartPole-v1", 2_048)),
@@ -46,6 +59,15 @@ SUITES: dict[str, Suite] = {
                              for env in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5",
                                          "Ant-v5", "Swimmer-v5")),
                        about="MuJoCo at 1M steps, for a bigger machine"),
+    "minatar": Suite(tuple(Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET[algo])
+                           for algo in ("ppo", "dqn") for game in MINATAR_GAMES),
+                     peer_settings="same", time_goal=0.5,
+                     about="MinAtar (PPO 2M, DQN 250k steps; the peer is SB3 with rlfw's "
+                           "settings and network), about 3 hours with its peer on 2 cores"),
+    "minatar-smoke": Suite((Entry("ppo", "MinAtar/Breakout-v1", 4_096),
+                            Entry("dqn", "MinAtar/Breakout-v1", 6_000)), seeds=1,
+                           peer_settings="same",
+                           about="the MinAtar pipeline with tiny budgets, in a minute"),
     "atari": Suite(tuple(Entry(algo, env, 10_000_000) for algo in ("ppo", "dqn")
                          for env in ("ALE/Pong-v5", "ALE/Breakout-v5")),
                    about="Atari at 10M steps (40M frames), for a machine with a GPU"),
@@ -71,13 +93,24 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("a2c", "HalfCheetah"): (f"3,041 ± 157 ({_ZOO}, HalfCheetah-v3, 1M steps)",),
     ("a2c", "Hopper"): (f"733 ± 377 ({_ZOO}, Hopper-v3, 1M steps)",),
     ("a2c", "Swimmer"): (f"200.6 ± 2.5 ({_ZOO}, Swimmer-v3, 1M steps)",),
-    ("ppo", "Pong"): (f"21.0 ± 0.1 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
-    ("ppo", "Breakout"): (f"398 ± 33 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
-    ("dqn", "Pong"): (f"20.6 ± 0.6 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
-    ("dqn", "Breakout"): (f"358 ± 62 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
+    ("ppo", "ALE/Pong"): (f"21.0 ± 0.1 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
+    ("ppo", "ALE/Breakout"): (f"398 ± 33 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
+    ("dqn", "ALE/Pong"): (f"20.6 ± 0.6 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
+    ("dqn", "ALE/Breakout"): (f"358 ± 62 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
 }
 
 
+_MINATAR_PAPER = ("MinAtar paper (Young & Tian 2019), Fig. 2 and the MinAtar README's "
+                  "curves: DQN over 5M frames, mean over 30 seeds")
+_GYMNAX_BLINES = "gymnax-blines' MinAtar PPO curves (20M+ steps, many envs)"
+for _game in MINATAR_GAMES:
+    REFERENCES[("dqn", f"MinAtar/{_game}")] = (_MINATAR_PAPER,)
+    REFERENCES[("ppo", f"MinAtar/{_game}")] = (_GYMNAX_BLINES,)
+
+
 def references(entry: Entry) -> tuple[str, ...]:
-    base = entry.env.split("/")[-1].rsplit("-v", 1)[0]
-    return REFERENCES.get((entry.algo, base), ())
+    """Published lines for the entry: keyed by env id without version, Atari's and
+    MinAtar's with their prefix (their Breakouts are different games)."""
+    family, _, name = entry.env.rpartition("/")
+    base = name.rsplit("-v", 1)[0]
+    return REFERENCES.get((entry.algo, f"{family}/{base}" if family else base), ())

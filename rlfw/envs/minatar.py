@@ -18,6 +18,8 @@ GAMES = {"Asterix": "asterix", "Breakout": "breakout", "Freeway": "freeway",
 # A game ends on its own (a lost ball, a death, Freeway's 2,500-frame clock) except when
 # an agent plays well: Breakout's bricks come back. Truncated (and bootstrapped) here.
 MAX_EPISODE_STEPS = 10_000
+RENDER_SCALE = 16  # screen pixels per grid cell in rgb_array frames: 160x160
+RENDER_FPS = 15    # videos play a game step per frame
 
 
 def is_minatar(env_id: str) -> bool:
@@ -35,9 +37,19 @@ class ChannelsFirstPixels(gym.ObservationWrapper):
         super().__init__(env)
         height, width, channels = env.observation_space.shape
         self.observation_space = gym.spaces.Box(0, 255, (channels, height, width), np.uint8)
+        self.metadata = {**env.metadata, "render_fps": RENDER_FPS}
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(observation.transpose(2, 0, 1), dtype=np.uint8) * 255
+
+    def render(self) -> Any:
+        """MinAtar's colour picture (floats in [0, 1], one pixel per cell) as uint8 RGB,
+        each cell ``RENDER_SCALE`` pixels wide, so videos and GIFs can show it."""
+        frame = self.env.render()
+        if self.render_mode != "rgb_array" or frame is None:
+            return frame
+        frame = (np.asarray(frame) * 255).round().astype(np.uint8)
+        return frame.repeat(RENDER_SCALE, axis=0).repeat(RENDER_SCALE, axis=1)
 
 
 def make_minatar(game: str, **kwargs: Any) -> gym.Env:
