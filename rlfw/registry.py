@@ -22,7 +22,8 @@ from rlfw.agents.base import Agent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.algos.base import ReplayAlgorithm
-from rlfw.algos.dqn.presets import dqn_preset
+from rlfw.algos.dqn.categorical import C51, C51Config
+from rlfw.algos.dqn.presets import c51_preset, dqn_preset, rainbow_preset
 from rlfw.algos.pg.presets import a2c_preset, ppo_preset
 from rlfw.envs import EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
@@ -224,9 +225,13 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
 
 
 def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
-    return DqnAgent.build(spaces, config.batch_B, config.model, config.hidden,
-                          config.dqn.dueling, device=config.device,
-                          eval_epsilon=config.dqn.eval_epsilon)
+    """The Q-learning agent of any DQN-family algorithm (its config: dueling, ε at
+    evaluation, and for C51 the support)."""
+    own = config.algo_config()
+    return DqnAgent.build(spaces, config.batch_B, config.model, config.hidden, own.dueling,
+                          device=config.device, eval_epsilon=own.eval_epsilon,
+                          atoms=getattr(own, "atoms", 1), v_min=getattr(own, "v_min", -10.0),
+                          v_max=getattr(own, "v_max", 10.0))
 
 
 _ATARI_ONLY = "ALE games only ('ALE/<Game>-v5')"
@@ -256,6 +261,10 @@ register_sampler("queue", QueueSampler,
 register_algo("ppo", PPO, PPOConfig, build_actor_critic, preset=ppo_preset)
 register_algo("a2c", A2C, A2CConfig, build_actor_critic, preset=a2c_preset)
 register_algo("dqn", DQN, DQNConfig, build_dqn_agent, preset=dqn_preset)
+register_algo("c51", C51, C51Config, build_dqn_agent, preset=c51_preset)
+register_algo("rainbow", C51, C51Config, build_dqn_agent, preset=rainbow_preset,
+              summary="Rainbow minus noisy nets: C51 with 3-step double-Q targets, a dueling "
+                      "head and prioritized replay (rlfw/algos/dqn/presets.py)")
 
 register_runner("sync", SyncRunner, summary="sample, then learn; no policy lag, bitwise "
                                              "deterministic with every sampler")

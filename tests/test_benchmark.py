@@ -1,6 +1,7 @@
 """`rlfw benchmark`: the smoke suite end to end against SB3, resumable; the statistics."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -56,6 +57,17 @@ def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_pa
     assert set(data["peer_differences"]) == {"ppo", "dqn"}
     readme = (tmp_path / "README.md").read_text()
     assert "What still differs:" in readme and "MinAtar paper (Young & Tian 2019)" in readme
+    # Each finished run left a small record beside the report; without the run folders
+    # (another machine, a fresh clone) the report is rebuilt from them and nothing re-runs.
+    records = sorted((tmp_path / "records").rglob("*.json"))
+    assert len(records) == 4 and all(p.stat().st_size < 100_000 for p in records)
+    shutil.rmtree(tmp_path / "runs")
+    again = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite",
+                            "minatar-smoke", "--peer", "sb3", "--out", str(tmp_path)],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and again.stdout.count("(finished before)") == 4
+    rebuilt = json.loads((tmp_path / "results.json").read_text())
+    assert rebuilt["entries"] == data["entries"]
 
 
 def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():

@@ -55,14 +55,18 @@ class DqnAgent(ModelAgent):
     @classmethod
     def build(cls, spaces: EnvSpaces, batch_B: int, model: str = "auto",
               hidden: Sequence[int] = (256, 256), dueling: bool = False,
-              device: str = "cpu", eval_epsilon: float = 0.0) -> "DqnAgent":
+              device: str = "cpu", eval_epsilon: float = 0.0, atoms: int = 1,
+              v_min: float = -10.0, v_max: float = 10.0) -> "DqnAgent":
+        """ε-greedy over a Q-network; ``atoms > 1``: a C51 head on ``[v_min, v_max]``
+        (actions greedy on the distributions' means)."""
         if not isinstance(spaces.action, gym.spaces.Discrete):
             raise ValueError(f"action space {spaces.action} is not supported by dqn: DQN needs "
                              "a Discrete action space")
         obs = spaces.observation
         if not isinstance(obs, gym.spaces.Box):
             raise ValueError(f"observation space {obs} is not supported: use a Box")
-        q = QNetwork(obs.shape, obs.dtype, int(spaces.action.n), hidden, dueling, model)
+        q = QNetwork(obs.shape, obs.dtype, int(spaces.action.n), hidden, dueling, model,
+                     atoms, v_min, v_max)
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 
     @property

@@ -22,11 +22,13 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     """rlfw's preset, exactly as ``rlfw train --algo A --env E --steps N --seed S`` builds
     it, without evaluations during training (SB3 runs none either)."""
     from rlfw.launch.build import build_runner
-    from rlfw.launch.config import RunConfig
+    from rlfw.launch.config import RunConfig, set_field
     from rlfw.launch.evaluate import evaluate_checkpoint
 
     config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
     config.schedule.eval_every = None
+    for key, value in job.settings:  # a study's variant
+        set_field(config, key, value)
     if job.wandb_group:
         config.wandb.enabled, config.wandb.group = True, job.wandb_group
     run_dir = os.path.join(run_dir, "run")
@@ -37,11 +39,19 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     returns = evaluate_checkpoint(run_dir, EVAL_EPISODES, greedy=True,
                                   seed=EVAL_SEED_OFFSET + job.seed)
     with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
-        curve = [(int(float(r["step"])), float(r["rollout/return_mean"]))
-                 for r in csv.DictReader(f) if r.get("rollout/return_mean")]
-    gif = agent_gif(run_dir, job.seed) if job.seed == 0 else None
+        rows = [r for r in csv.DictReader(f) if r.get("rollout/return_mean")]
+    curve = [(int(float(r["step"])), float(r["rollout/return_mean"])) for r in rows]
+    # the same points against training seconds (rows logged before this run's resume
+    # would restart the clock; a benchmark run is never resumed)
+    curve_s = [(float(r["time/elapsed_s"]), float(r["rollout/return_mean"])) for r in rows
+               if r.get("time/elapsed_s")]
+    lags = [float(r["train/policy_lag"]) for r in rows if r.get("train/policy_lag")]
+    gif = agent_gif(run_dir, job.seed) if job.seed == 0 and not job.label else None
     return {"wall_s": wall, "env_steps": result.env_steps, "returns": returns.tolist(),
-            "curve": curve, "settings": "rlfw preset (RunConfig.for_env)", "gif": gif}
+            "curve": curve, "curve_s": curve_s,
+            "policy_lag": sum(lags) / len(lags) if lags else None,
+            "settings": "rlfw preset (RunConfig.for_env)"
+                        + "".join(f", {k}={v}" for k, v in job.settings), "gif": gif}
 
 
 def agent_gif(run_dir: str, seed: int) -> str | None:
@@ -162,7 +172,7 @@ RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}
 
 
 def main(argv: list[str]) -> int:
-    job, run_dir = Job(**json.loads(argv[0])), argv[1]
+    job, run_dir = Job.from_json(argv[0]), argv[1]
     torch.set_num_threads(1)  # both frameworks alike: one thread per run
     runner = RUNNERS["sb3-same" if job.framework == "sb3" and job.peer_settings == "same"
                      else job.framework]

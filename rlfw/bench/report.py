@@ -136,17 +136,21 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
 
 def _agent_gif(entry: Entry, results: list[dict], out_dir: str) -> dict | None:
     """rlfw seed 0's GIF (one evaluation episode of its final policy), copied next to the
-    report as ``agent_<entry>.gif``; None when that run recorded none."""
+    report as ``agent_<entry>.gif`` (the copy is kept when the run folder is gone, as in a
+    fresh clone); None when that run recorded none."""
+    name = f"agent_{entry.name}.gif"
     for r in results:
-        if r["framework"] == "rlfw" and r["seed"] == 0 and r.get("gif") \
-                and os.path.isfile(r["gif"]):
-            name = f"agent_{entry.name}.gif"
+        if not (r["framework"] == "rlfw" and r["seed"] == 0 and r.get("gif")):
+            continue
+        if os.path.isfile(r["gif"]):
             with open(r["gif"], "rb") as f:
                 blob = f.read()
             write_atomically(os.path.join(out_dir, name), lambda out: out.write(blob))
-            episode = os.path.basename(r["gif"])
-            return {"file": name, "about": f"rlfw seed 0, final policy, one evaluation "
-                                            f"episode ({episode.rsplit('.', 1)[0]})"}
+        elif not os.path.isfile(os.path.join(out_dir, name)):
+            continue
+        episode = os.path.basename(r["gif"])
+        return {"file": name, "about": f"rlfw seed 0, final policy, one evaluation "
+                                        f"episode ({episode.rsplit('.', 1)[0]})"}
     return None
 
 

@@ -22,15 +22,19 @@ from typing import Callable, Sequence
 
 from rlfw.bench.report import write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
+from rlfw.files import write_json
 
 EVAL_EPISODES = 20
 EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
 RESULT_FILE, LOG_FILE = "result.json", "job.log"
+RECORDS = "records"              # OUT/records/<entry>/<framework>-seed=<s>.json: committed
+RECORD_CURVE_POINTS = 400        # a record keeps at most this many curve points
 
 
 @dataclass(frozen=True)
 class Job:
-    """One run: a framework, an entry and a seed."""
+    """One run: a framework, an entry and a seed; a study's variant adds ``settings``
+    (dotted config keys and values on top of rlfw's preset) under a ``label``."""
 
     framework: str
     algo: str
@@ -39,10 +43,27 @@ class Job:
     seed: int
     wandb_group: str | None = None   # rlfw runs log to W&B in this group (--wandb)
     peer_settings: str = "zoo"       # the peer's: rl-zoo's for the env, or rlfw's ("same")
+    settings: tuple[tuple[str, str], ...] = ()
+    label: str = ""
+
+    @classmethod
+    def from_json(cls, text: str) -> "Job":
+        data = json.loads(text)
+        data["settings"] = tuple(tuple(kv) for kv in data.get("settings", ()))
+        return cls(**data)
+
+    def _name(self) -> str:
+        entry = Entry(self.algo, self.env, self.steps).name
+        return f"{entry}-{self.label}" if self.label else entry
 
     def run_dir(self, out_dir: str) -> str:
-        entry = Entry(self.algo, self.env, self.steps)
-        return os.path.join(out_dir, "runs", entry.name, self.framework, f"seed={self.seed}")
+        return os.path.join(out_dir, "runs", self._name(), self.framework, f"seed={self.seed}")
+
+    def record_path(self, out_dir: str) -> str:
+        """The finished run's small record, beside the report (the run folders are not
+        committed; the records are, so a suite continues on another machine)."""
+        return os.path.join(out_dir, RECORDS, self._name(),
+                            f"{self.framework}-seed={self.seed}.json")
 
 
 def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
@@ -56,11 +77,11 @@ def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
 def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
     """Run ``job`` in a child process (on ``cores`` if given) unless its folder holds a
     result already; returns the result, or a ``failed`` record with the log's tail."""
+    before = finished(job, out_dir)
+    if before["status"] != "not run":
+        return before
     run_dir = job.run_dir(out_dir)
     path = os.path.join(run_dir, RESULT_FILE)
-    if os.path.exists(path):
-        with open(path) as f:
-            return {**json.load(f), "skipped": True}
     os.makedirs(run_dir, exist_ok=True)
     argv = [sys.executable, "-m", "rlfw.bench.job", json.dumps(asdict(job)),
             run_dir]
@@ -72,19 +93,37 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
                                env=env)
     if code == 0 and os.path.exists(path):
         with open(path) as f:
-            return json.load(f)
+            result = json.load(f)
+        write_record(job, out_dir, result)
+        return result
     with open(os.path.join(run_dir, LOG_FILE), errors="replace") as f:
         tail = "".join(f.readlines()[-15:])
     return {**asdict(job), "status": f"failed (exit {code})", "log_tail": tail}
 
 
 def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
-    """A job's result if its folder holds one, else a ``not run`` record (no training)."""
-    path = os.path.join(job.run_dir(out_dir), RESULT_FILE)
-    if os.path.exists(path):
-        with open(path) as f:
-            return {**json.load(f), "skipped": True}
+    """A job's result from its record (or, written before records, its run folder), else
+    a ``not run`` record (no training)."""
+    for path in (job.record_path(out_dir), os.path.join(job.run_dir(out_dir), RESULT_FILE)):
+        if os.path.exists(path):
+            with open(path) as f:
+                result = json.load(f)
+            if not os.path.exists(job.record_path(out_dir)):
+                write_record(job, out_dir, result)
+            return {**result, "skipped": True}
     return {**asdict(job), "status": "not run"}
+
+
+def write_record(job: Job, out_dir: str, result: dict) -> None:
+    """The run's record: its settings, per-episode final returns, seconds, steps/s and
+    the training curve (thinned to ``RECORD_CURVE_POINTS``)."""
+    thinned = {}
+    for key in ("curve", "curve_s"):
+        points = result.get(key) or []
+        thinned[key] = points[::max(1, -(-len(points) // RECORD_CURVE_POINTS))]
+    path = job.record_path(out_dir)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_json(path, {**result, **thinned})
 
 
 def run_suite(name: str, out_dir: str, backend, peer: str | None = None,

@@ -1,4 +1,5 @@
-"""Q-networks for DQN: MLP or Nature-CNN torso, plain or dueling head."""
+"""Q-networks for DQN: MLP or CNN torso, plain or dueling head, action values or (C51)
+categorical return distributions over a fixed support."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -27,13 +28,34 @@ class DuelingHead(nn.Module):
         return self.value(features) + advantage - advantage.mean(-1, keepdim=True)
 
 
+class CategoricalHead(nn.Module):
+    """Per-action logits over ``atoms`` return values (Bellemare et al., 2017); dueling:
+    the value and advantage streams per atom, combined on the logits as Rainbow does."""
+
+    def __init__(self, in_dim: int, n_actions: int, atoms: int, dueling: bool):
+        super().__init__()
+        self.n_actions, self.atoms = n_actions, atoms
+        self.advantage = nn.Linear(in_dim, n_actions * atoms)
+        self.value = nn.Linear(in_dim, atoms) if dueling else None
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        logits = self.advantage(features).unflatten(-1, (self.n_actions, self.atoms))
+        if self.value is not None:
+            logits = self.value(features).unsqueeze(-2) + logits \
+                - logits.mean(-2, keepdim=True)
+        return logits
+
+
 class QNetwork(nn.Module):
     """``obs -> [..., n_actions]`` action values. Uint8 images get the CNN for their size
-    (scaled inside); vectors an MLP with ReLU."""
+    (scaled inside); vectors an MLP with ReLU. With ``atoms > 1`` the head holds a
+    categorical distribution of the return per action on ``atoms`` evenly spaced values
+    from ``v_min`` to ``v_max`` (``log_distribution``); the action values are its means."""
 
     def __init__(self, obs_shape: Sequence[int], obs_dtype: np.dtype, n_actions: int,
                  hidden: Sequence[int] = (256, 256), dueling: bool = False,
-                 model: str = "auto"):
+                 model: str = "auto", atoms: int = 1, v_min: float = -10.0,
+                 v_max: float = 10.0):
         super().__init__()
         is_image = len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8
         kind = ("cnn" if is_image else "mlp") if model == "auto" else model
@@ -46,8 +68,25 @@ class QNetwork(nn.Module):
         width = self.torso.out_dim
         self.cnn = kind == "cnn"
         # The torso ends in its dense layer (Nature: 512, MinAtar: 128); dueling streams follow.
-        self.head = DuelingHead(width, n_actions) if dueling else nn.Linear(width, n_actions)
+        self.atoms = atoms
+        if atoms > 1:
+            self.head: nn.Module = CategoricalHead(width, n_actions, atoms, dueling)
+            self.register_buffer("support", torch.linspace(v_min, v_max, atoms))
+        else:
+            self.head = DuelingHead(width, n_actions) if dueling else nn.Linear(width, n_actions)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def _head(self, obs: torch.Tensor) -> torch.Tensor:
         features = self.torso(obs) if self.cnn else self.torso(flatten_obs(obs, self.obs_ndim))
         return self.head(features)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        out = self._head(obs)
+        if self.atoms > 1:  # the mean of each action's return distribution
+            return (out.softmax(-1) * self.support).sum(-1)
+        return out
+
+    def log_distribution(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[..., n_actions, atoms]`` log-probabilities of the return (C51 heads only)."""
+        if self.atoms == 1:
+            raise ValueError("log_distribution needs a categorical head (atoms > 1)")
+        return self._head(obs).log_softmax(-1)

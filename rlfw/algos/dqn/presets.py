@@ -40,3 +40,39 @@ MINATAR_DQN: dict[str, Any] = {"batch_B": 1, "batch_T": 32, "dqn": dict(
     replay_capacity=100_000, learning_starts=5_000, replay_ratio=1.0,
     target_update_interval=1_000, gamma=0.99, epsilon_start=1.0, epsilon_final=0.1,
     exploration_fraction=0.1, max_grad_norm=None, huber_delta=1.0)}
+
+
+def c51_preset(env_id: str, family: str) -> dict[str, Any]:
+    """C51 (Bellemare et al. 2017): DQN's preset for the family with a 51-atom head. The
+    support: the paper's [-10, 10] for Atari (clipped rewards) and MinAtar (rewards of 1
+    per event); CartPole's discounted return (γ 0.99, +1 a step) lies in [0, 100]."""
+    out = _with_own_group(dqn_preset(env_id, family), "c51")
+    own = out["c51"]
+    own.pop("advantage_learning", None)  # an action-value device; C51 learns distributions
+    own["atoms"] = 51
+    if family not in ("atari", "minatar"):
+        own.update(v_min=0.0, v_max=100.0)
+    return out
+
+
+def rainbow_preset(env_id: str, family: str) -> dict[str, Any]:
+    """Rainbow minus noisy nets, as the seed paper's ``eps_rainbow`` configuration runs it
+    (Stooke & Abbeel 2018; Hessel et al. 2018): C51 with 3-step returns, double-Q, dueling,
+    prioritized replay (α 0.5, β 0.4 -> 1), Adam with eps 0.005 / batch size; on Atari lr
+    6.25e-5 and a target copy every 8,000 env steps, elsewhere the learning rate and target
+    period of the family's DQN preset; ε-greedy exploration in place of noisy nets."""
+    out = _with_own_group(c51_preset(env_id, family), "rainbow", source="c51")
+    own = out["rainbow"]
+    own.update(n_step=3, double_dqn=True, dueling=True, prioritized=True, priority_alpha=0.5,
+               priority_beta=0.4, optimizer="adam")
+    if family == "atari":
+        own.update(learning_rate=6.25e-5, target_update_interval=8_000)
+    own["optimizer_eps"] = 0.005 / own.get("batch_size", 32)
+    return out
+
+
+def _with_own_group(preset: dict[str, Any], name: str, source: str = "dqn") -> dict[str, Any]:
+    """``preset`` with its algorithm group (``source``) renamed ``name``."""
+    out = {k: v for k, v in preset.items() if k != source}
+    out[name] = dict(preset.get(source, {}))
+    return out
