@@ -22,7 +22,7 @@ run: $(STAMP)
 	$(BIN)/python -m rlfw train --algo ppo --env CartPole-v1 --log-dir runs/ppo-cartpole
 
 # test-fast leaves out the learning checks (marked slow) for day-to-day work.
-PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 # lint first: a rule broken (pyproject.toml's [tool.ruff]) fails the suite before it runs
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -4,6 +4,7 @@ import os
 import signal
 import time
 
+import numpy as np
 import pytest
 import torch
 from test_runner import small_config, snapshot
@@ -91,13 +92,16 @@ def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
         assert shared == []
 
 
-@pytest.mark.parametrize("algo", ["dqn", "ppo"])
+@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "ppo"])
 def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
-    while it samples) or not: the same run, bitwise."""
+    while it samples) or not: the same run, bitwise (prioritized replay too: its priorities
+    follow the learner's batches only)."""
     def run(name, delay_s):
-        runner = build_runner(async_config(algo, itrs=16), str(tmp_path / name),
-                              progress=False, stdout=False)
+        config = async_config(algo.split("-")[0], itrs=16)
+        if algo == "dqn-prioritized":
+            apply_overrides(config, {"dqn": {"prioritized": True}})
+        runner = build_runner(config, str(tmp_path / name), progress=False, stdout=False)
         learn = runner._update
 
         def slow_update(samples, itr):
@@ -174,11 +178,43 @@ def test_async_ctrl_c_keeps_the_newest_checkpoint_and_the_run_resumes(tmp_path):
     assert not final.interrupted and final.env_steps == 6 * 256
 
 
-def test_async_with_prioritized_replay_is_refused_naming_both():
-    config = async_config()
-    config.dqn = type(config.dqn)(**{**config.dqn.__dict__, "prioritized": True})
-    with pytest.raises(ValueError, match="runner 'async' with dqn.prioritized"):
-        config.validate()
+def test_async_prioritized_replay_learns_with_the_learner_s_priorities(tmp_path):
+    """The sampler process appends; the learner reveals each batch to its priority tree
+    and writes the priorities the next minibatch draws with."""
+    config = async_config(itrs=8)
+    apply_overrides(config, {"dqn": {"prioritized": True}})
+    runner = build_runner(config, str(tmp_path / "run"), progress=False, stdout=False)
+    drawn = []
+    replay_sample = None
+
+    def watch(itr):
+        nonlocal replay_sample
+        replay = runner.algo.replay
+        if replay_sample is None:
+            replay_sample = replay.sample
+
+            def sample(batch_size):
+                tree = replay.sampling.tree
+                batch = replay_sample(batch_size)
+                # every drawn transition is one the learner's tree holds a priority for
+                drawn.append(float(tree.get(batch.index).min()))
+                return batch
+
+            replay.sample = sample
+        return learn(itr)
+
+    learn = runner.algo.learn_from_replay
+    runner.algo.learn_from_replay = watch
+    with runner:
+        result = runner.train()
+    assert result.env_steps == 8 * 256 and runner.algo.updates > 0
+    assert drawn and min(drawn) > 0
+    tree = runner.algo.replay.sampling.tree
+    # rows the window holds have priorities, the rest none
+    valid = runner.algo.replay._valid_rows(runner.algo.replay.visible_rows)
+    held = tree.get(np.arange(tree.n_leaves)).reshape(-1, runner.algo.replay.storage.B)
+    outside = np.setdiff1d(np.arange(len(held)), valid)
+    assert (held[valid] > 0).all() and (held[outside] == 0).all()
 
 
 def _async_dqn_final_return(seed: int) -> float:

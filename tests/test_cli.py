@@ -24,8 +24,6 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
     (["train", "--runner", "warp"], "argument --runner: invalid choice: 'warp'"),
     (["train", "--runner", "concurrent", "--algo", "dqn"],
      "runner 'concurrent' with algo 'dqn' cannot work"),
-    (["train", "--runner", "async", "--algo", "dqn", "--prioritized"],
-     "runner 'async' with dqn.prioritized=true is not supported"),
     (["train", "--n-workers", "auto"], "n_workers 'auto' with sampler 'serial' cannot work"),
     (["train", "--n-workers", "many"], "takes a positive integer or 'auto', got 'many'"),
     (["train", "--algo", "ppo", "--dueling"],

@@ -194,3 +194,36 @@ def test_a_replay_reserve_leaves_a_window_for_n_step():
         Replay(storage, UniformSampling(0), reserve_rows=6)
     with pytest.raises(ValueError, match="n_step=3 needs a replay of more than 3 rows"):
         Replay(storage, UniformSampling(0), n_step=3, reserve_rows=3)
+
+
+def test_revealed_rows_get_the_max_priority_and_rows_leaving_the_window_none():
+    """The async learner's prioritized replay: another process writes the storage (up to
+    the reserve ahead); ``reveal`` alone decides which rows the tree holds."""
+    storage = RowStorage(8 + 4, 1, (1,), np.float32, (), np.int64)  # 8 rows + 4 reserve
+    sampling = PrioritizedSampling(alpha=0.5, beta=0.4, seed=0)
+    replay = Replay(storage, sampling, n_step=1, gamma=0.9, reserve_rows=4)
+    for k in range(3):  # the writer runs a batch ahead of what the learner was told of
+        storage.append(rows([1.0] * 4, [0] * 4, [0] * 4))
+    replay.reveal(4)
+    assert sampling.tree.get(np.arange(12)).tolist() == [1.0] * 3 + [0.0] * 9
+    replay.update_priorities(np.array([1]), np.array([15.0]))  # the learner's TD error
+    assert sampling.tree.get(np.array([1]))[0] == pytest.approx((15.0 + 1e-6) ** 0.5)
+    assert np.mean(replay.sample(2000).index == 1) == pytest.approx(
+        15 ** 0.5 / (15 ** 0.5 + 2), abs=0.04)  # the next draws use it
+    replay.reveal(8)
+    # rows 3..6 new at the max priority (|15| + eps)^0.5; row 1 keeps its own
+    held = sampling.tree.get(np.arange(12))
+    assert held[3:7].tolist() == pytest.approx([(15.0 + 1e-6) ** 0.5] * 4)
+    assert held[1] == pytest.approx((15.0 + 1e-6) ** 0.5) and held[7:].sum() == 0
+    storage.append(rows([1.0] * 4, [0] * 4, [0] * 4))  # wraps into rows 0..3
+    replay.reveal(12)
+    replay.reveal(16)  # the window is rows 8..15 (mod 12): 8..11, 0..2 sampleable
+    held = sampling.tree.get(np.arange(12))
+    assert (held[[8, 9, 10, 11, 0, 1, 2]] > 0).all() and (held[3:8] == 0).all()
+    state = replay.state_dict()
+    again = Replay(RowStorage(12, 1, (1,), np.float32, (), np.int64),
+                   PrioritizedSampling(alpha=0.5, beta=0.4, seed=0), n_step=1, gamma=0.9,
+                   reserve_rows=4)
+    again.load_state_dict(state)
+    assert again.visible_rows == 16 and np.array_equal(again.sampling.tree.nodes,
+                                                       sampling.tree.nodes)

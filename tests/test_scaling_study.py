@@ -48,3 +48,36 @@ def test_dgx_plan_is_well_formed_without_running():
     assert done.returncode == 0, done.stderr
     assert "(b) 12 training runs; (c) 8 torchrun launches" in done.stdout
     assert '"device": "cuda"' in done.stdout
+
+
+CLAIMS = str(Path(__file__).parents[1] / "experiments" / "scaling" / "claims.py")
+
+
+def test_minatar_claims_smoke_runs_both_parts_keeps_records_and_rebuilds(tmp_path):
+    """The batch-size and runner claims at their smoke size: every run, its record, the
+    tables and curves; --report-only rebuilds the same report from the records alone."""
+    for part, rows in (("batch", ("x1", "x2")), ("runners", ("sync", "concurrent", "async"))):
+        out = tmp_path / part
+        done = subprocess.run([sys.executable, CLAIMS, "--part", part, "--scale", "smoke",
+                               "--out", str(out)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        data = json.loads((out / "results.json").read_text())
+        (table,) = data["tables"]
+        assert list(table["rows"]) == list(rows)
+        assert all(r["seeds"] == [0, 1] and len(r["finals"]) == 2
+                   for r in table["rows"].values())
+        if part == "batch":
+            assert table["target"] is not None
+        else:
+            assert table["rows"]["async"]["policy_lag"] > 0
+        assert (out / table["png"]).read_bytes()[:8] == PNG
+        assert len(list((out / "records").rglob("*.json"))) == 2 * len(rows)
+        readme = (out / "README.md").read_text()
+        import shutil
+
+        shutil.rmtree(out / "runs")
+        again = subprocess.run([sys.executable, CLAIMS, "--part", part, "--scale", "smoke",
+                                "--out", str(out), "--report-only"], capture_output=True,
+                               text=True, timeout=300)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert (out / "README.md").read_text() == readme

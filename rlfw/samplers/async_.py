@@ -296,7 +296,7 @@ class SamplerProcess:
         report = self.reports.pop(0)
         self.last_report = report
         if self.replay is not None:  # minibatches see this batch and none after it
-            self.replay.visible_rows = report.rows_written
+            self.replay.reveal(report.rows_written)
         samples = None if self.uses_replay else self.buffers[report.index % 2]
         return samples, report.episodes
 

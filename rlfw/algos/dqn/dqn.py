@@ -71,14 +71,6 @@ class DQNConfig:
     eval_epsilon: float = 0.0              # ε of evaluation episodes (Atari preset: 0.05)
     compile: bool | None = None            # torch.compile the loss; None: where it pays off
 
-    def check_shared_replay(self) -> None:
-        """The rule for a replay that another process appends to (runner 'async'):
-        uniform only."""
-        if self.prioritized:
-            raise ValueError("runner 'async' with dqn.prioritized=true is not supported: its "
-                             "priorities cannot follow rows another process writes; use "
-                             "uniform replay with runner 'async', or runner 'sync'")
-
     def validate(self) -> None:
         check_config(
             "DQNConfig",
@@ -178,9 +170,6 @@ class DQN(ReplayAlgorithm):
         sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
                     if c.prioritized else UniformSampling(seed))
         return Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
-
-    def check_shared_replay(self) -> None:
-        self.config.check_shared_replay()
 
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
         first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)

@@ -36,6 +36,9 @@ class UniformSampling:
     def on_append(self, replay: "Replay", rows: np.ndarray) -> None:
         pass
 
+    def on_reveal(self, replay: "Replay", added: np.ndarray, removed: np.ndarray) -> None:
+        pass
+
     def sample(self, replay: "Replay", batch_size: int) -> tuple[np.ndarray, np.ndarray]:
         first, stop = replay.valid_range()
         picks = self.rng.integers((stop - first) * replay.storage.B, size=batch_size)
@@ -82,6 +85,17 @@ class PrioritizedSampling:
         new = np.where(now_valid, np.where(was_zero, self.max_priority ** self.alpha,
                                            self.tree.get(ids)), 0.0)
         self.tree.update(ids, new)
+
+    def on_reveal(self, replay: "Replay", added: np.ndarray, removed: np.ndarray) -> None:
+        """Rows ``added`` to what sampling sees get the max priority, rows ``removed``
+        (out of the window, or without their frame history) none."""
+        s = replay.storage
+        if self.tree is None:
+            self.tree = SumTree(s.T * s.B)
+        cols = np.arange(s.B)
+        for rows, value in ((removed, 0.0), (added, self.max_priority ** self.alpha)):
+            ids = (rows[:, None] * s.B + cols[None, :]).reshape(-1)
+            self.tree.update(ids, np.full(len(ids), value))
 
     def sample(self, replay: "Replay", batch_size: int) -> tuple[np.ndarray, np.ndarray]:
         assert self.tree is not None
@@ -151,9 +165,28 @@ class Replay:
         """``[first, stop)`` offsets from ``oldest_row`` of the rows that can be sampled: not
         the newest ``n_step`` (no lookahead yet), nor, once the window has moved on, the
         oldest rows whose frame history may be overwritten."""
-        written, held = self._seen()
+        return self._range(self._seen()[0])
+
+    def _range(self, written: int) -> tuple[int, int]:
+        held = min(written, self.window)
         first = self.storage.history if written > self.window else 0
         return first, max(held - self.n_step, first)
+
+    def _valid_rows(self, written: int) -> np.ndarray:
+        """The storage rows sampling may draw once ``written`` rows are visible."""
+        oldest = written - min(written, self.window)
+        return (oldest + np.arange(*self._range(written))) % self.storage.T
+
+    def reveal(self, rows_written: int) -> None:
+        """Let sampling see the rows another process appended, up to ``rows_written`` (the
+        async learner, per batch it is told of): prioritized sampling gives the rows that
+        became sampleable the max priority and drops those that left the window, all in
+        this process, so priorities follow only the learner's sequence of batches."""
+        before = self._valid_rows(self.visible_rows or 0)
+        self.visible_rows = rows_written
+        after = self._valid_rows(rows_written)
+        self.sampling.on_reveal(self, np.setdiff1d(after, before),
+                                np.setdiff1d(before, after))
 
     def valid_offsets(self) -> np.ndarray:
         return np.arange(*self.valid_range())
@@ -218,9 +251,11 @@ class Replay:
             if self.storage._shared is not None:
                 storage = {k: v.copy() if isinstance(v, np.ndarray) else v
                            for k, v in storage.items()}
-        return {"storage": storage, "sampling": self.sampling.state_dict()}
+        return {"storage": storage, "sampling": self.sampling.state_dict(),
+                "visible_rows": self.visible_rows}
 
     def load_state_dict(self, state: dict) -> None:
         with self.lock:
             self.storage.load_state_dict(state["storage"])
         self.sampling.load_state_dict(state["sampling"])
+        self.visible_rows = state.get("visible_rows")

@@ -29,6 +29,8 @@ class SumTree:
         priorities = np.asarray(priorities, dtype=np.float64)
         if np.any(priorities < 0) or not np.all(np.isfinite(priorities)):
             raise ValueError("priorities must be finite and non-negative")
+        if len(leaves) == 0:
+            return
         idx = leaves + self.size
         self.nodes[idx] = priorities  # with duplicate leaves, the last write wins
         idx = np.unique(idx // 2)
