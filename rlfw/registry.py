@@ -19,11 +19,12 @@ from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.base import Agent
-from rlfw.agents.dqn_agent import DqnAgent
+from rlfw.agents.dqn_agent import DqnAgent, RecurrentDqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.dqn.categorical import C51, C51Config
-from rlfw.algos.dqn.presets import c51_preset, dqn_preset, rainbow_preset
+from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_preset
+from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
 from rlfw.algos.pg.presets import a2c_preset, ppo_preset
 from rlfw.envs import EnvSpaces, is_atari
 from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
@@ -234,6 +235,14 @@ def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
                           v_max=getattr(own, "v_max", 10.0))
 
 
+def build_r2d1_agent(config: Any, spaces: EnvSpaces) -> RecurrentDqnAgent:
+    """R2D1's agent: ε-greedy over an LSTM Q-network (MLP or CNN torso, dueling head)."""
+    own = config.algo_config()
+    return RecurrentDqnAgent.build_recurrent(spaces, config.batch_B, own.rnn_size,
+                                             config.hidden, own.dueling, config.device,
+                                             own.eval_epsilon, config.model)
+
+
 _ATARI_ONLY = "ALE games only ('ALE/<Game>-v5')"
 
 register_sampler("serial", SerialSampler, has_workers=False,
@@ -265,6 +274,7 @@ register_algo("c51", C51, C51Config, build_dqn_agent, preset=c51_preset)
 register_algo("rainbow", C51, C51Config, build_dqn_agent, preset=rainbow_preset,
               summary="Rainbow minus noisy nets: C51 with 3-step double-Q targets, a dueling "
                       "head and prioritized replay (rlfw/algos/dqn/presets.py)")
+register_algo("r2d1", R2D1, R2D1Config, build_r2d1_agent, preset=r2d1_preset)
 
 register_runner("sync", SyncRunner, summary="sample, then learn; no policy lag, bitwise "
                                              "deterministic with every sampler")

@@ -74,7 +74,7 @@ def test_unknown_names_are_refused_naming_what_is_registered():
 
 
 def test_what_a_spec_says_replaces_lists_of_names():
-    assert [a.name for a in ALGOS if a.uses_replay] == ["dqn", "c51", "rainbow"]
+    assert [a.name for a in ALGOS if a.uses_replay] == ["dqn", "c51", "rainbow", "r2d1"]
     assert {s.name: s.worker_groups for s in SAMPLERS if s.worker_groups > 1} == \
         {"alternating": 2}
     assert SAMPLERS.get("interleaved").has_workers

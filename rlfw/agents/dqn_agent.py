@@ -18,10 +18,15 @@ class EpsilonGreedyQ(nn.Module):
     """The Q-network plus the per-slot ε as a buffer: ε then travels with the weights to
     parallel-sampler workers, which receive ``state_dict()`` copies."""
 
-    def __init__(self, q: QNetwork, batch_B: int):
+    def __init__(self, q: nn.Module, batch_B: int):
         super().__init__()
         self.q = q
         self.register_buffer("epsilon", torch.ones(batch_B))
+
+    @property
+    def state_size(self) -> int:
+        """The recurrent Q-network's state size (0: feed-forward)."""
+        return int(getattr(self.q, "state_size", 0))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.q(obs)
@@ -81,18 +86,20 @@ class DqnAgent(ModelAgent):
     def step(self, obs, noise, slots: Sequence[int] | None = None,
              state=None) -> AgentStep:
         q = self.model(torch.as_tensor(obs, device=self.device))
+        return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values))
+
+    def _epsilon_greedy(self, q: torch.Tensor, noise, slots: Sequence[int] | None
+                        ) -> torch.Tensor:
         best = q.argmax(-1)
         if self.greedy and self.eval_epsilon == 0:
-            action = best
+            return best
+        u = torch.as_tensor(noise, device=self.device)
+        if self.greedy:
+            eps = torch.full((len(u),), self.eval_epsilon, device=self.device)
         else:
-            u = torch.as_tensor(noise, device=self.device)
-            if self.greedy:
-                eps = torch.full((len(u),), self.eval_epsilon, device=self.device)
-            else:
-                eps = self.model.epsilon if slots is None else self.model.epsilon[list(slots)]
-            random = (u[:, 1] * self.n_actions).long().clamp_(max=self.n_actions - 1)
-            action = torch.where(u[:, 0] < eps[: len(u)], random, best)
-        return AgentStep(action, QInfo(q.max(-1).values))
+            eps = self.model.epsilon if slots is None else self.model.epsilon[list(slots)]
+        random = (u[:, 1] * self.n_actions).long().clamp_(max=self.n_actions - 1)
+        return torch.where(u[:, 0] < eps[: len(u)], random, best)
 
     @torch.no_grad()
     def value(self, obs, state=None) -> torch.Tensor:
@@ -100,3 +107,36 @@ class DqnAgent(ModelAgent):
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.cpu().numpy()
+
+
+class RecurrentDqnAgent(DqnAgent):
+    """R2D1's agent: ε-greedy over a ``RecurrentQNetwork``, one recurrent state per env
+    slot carried by the sampler (``initial_state``, ``step(..., state)``)."""
+
+    @classmethod
+    def build_recurrent(cls, spaces: EnvSpaces, batch_B: int, rnn_size: int = 128,
+                        hidden: Sequence[int] = (64,), dueling: bool = True,
+                        device: str = "cpu", eval_epsilon: float = 0.0,
+                        model: str = "auto") -> "RecurrentDqnAgent":
+        from rlfw.models.recurrent_q import RecurrentQNetwork
+
+        if not isinstance(spaces.action, gym.spaces.Discrete):
+            raise ValueError(f"action space {spaces.action} is not supported by r2d1: it "
+                             "needs a Discrete action space")
+        obs = spaces.observation
+        image = len(obs.shape) == 3 and obs.dtype == np.uint8 if model == "auto" \
+            else model == "cnn"
+        q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
+        return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
+
+    @torch.no_grad()
+    def step(self, obs, noise, slots: Sequence[int] | None = None,
+             state=None) -> AgentStep:
+        q, next_state = self.q(torch.as_tensor(obs, device=self.device), state)
+        return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values),
+                         next_state)
+
+    @torch.no_grad()
+    def value(self, obs, state=None) -> torch.Tensor:
+        q, _ = self.q(torch.as_tensor(obs, device=self.device), state)
+        return q.max(-1).values

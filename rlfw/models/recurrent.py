@@ -82,6 +82,11 @@ class RecurrentCore(nn.Module):
         """``x [T, n, in]`` from ``state [n, S]``, zeroing a column's state before every step
         where ``episode_start [T, n]`` is set. The sequence is cut only at the steps where
         some column starts an episode; each stretch in between runs as one fused call."""
+        return self.sequence_and_state(x, state, episode_start)[0]
+
+    def sequence_and_state(self, x: torch.Tensor, state: torch.Tensor,
+                           episode_start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``sequence``'s outputs and the state after its last step (R2D1's burn-in)."""
         starts = episode_start.any(dim=1)
         starts[0] = True  # the first stretch begins at step 0 whatever the mask says
         bounds = torch.nonzero(starts).flatten().tolist() + [len(x)]
@@ -90,10 +95,10 @@ class RecurrentCore(nn.Module):
             keep = (~episode_start[begin]).unsqueeze(-1).to(state.dtype)
             out, state = self(x[begin:end], state * keep)
             outs.append(out)
-        return torch.cat(outs) if len(outs) > 1 else outs[0]
+        return (torch.cat(outs) if len(outs) > 1 else outs[0]), state
 
 
-class _Torso(nn.Module):
+class RecurrentTorso(nn.Module):
     """Features (MLP, or the CNN for the image size) then a recurrent core."""
 
     def __init__(self, obs_shape: Sequence[int], core: str, rnn_size: int,
@@ -125,8 +130,8 @@ class RecurrentActorCritic(nn.Module):
                  log_std_init: float = 0.0, image: bool = False,
                  separate_critic: bool = False):
         super().__init__()
-        self.actor = _Torso(obs_shape, core, rnn_size, hidden, activation, image)
-        self.critic = _Torso(obs_shape, core, rnn_size, hidden, activation, image) \
+        self.actor = RecurrentTorso(obs_shape, core, rnn_size, hidden, activation, image)
+        self.critic = RecurrentTorso(obs_shape, core, rnn_size, hidden, activation, image) \
             if separate_critic else None
         self.pi = orthogonal_init(nn.Linear(rnn_size, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(rnn_size, 1), 1.0)
@@ -134,7 +139,7 @@ class RecurrentActorCritic(nn.Module):
             if gaussian_dim else None
 
     @property
-    def torsos(self) -> list[_Torso]:
+    def torsos(self) -> list[RecurrentTorso]:
         return [self.actor] if self.critic is None else [self.actor, self.critic]
 
     @property

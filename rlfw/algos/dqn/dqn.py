@@ -191,9 +191,9 @@ class DQN(ReplayAlgorithm):
         stats: dict[str, list[float]] = {"loss": [], "q": [], "grad_norm": [], "td_abs": []}
         if env_steps >= c.learning_starts:
             self.update_budget += c.replay_ratio * self.steps_per_itr
-            if isinstance(self.replay.sampling, PrioritizedSampling):
-                self.replay.sampling.beta = c.priority_beta + (1 - c.priority_beta) * min(
-                    itr / max(self.n_itr - 1, 1), 1.0)
+            if c.prioritized:
+                self._set_beta(c.priority_beta + (1 - c.priority_beta) * min(
+                    itr / max(self.n_itr - 1, 1), 1.0))
             if env_steps - self.last_target_step >= c.target_update_interval:
                 self._update_target()
                 self.last_target_step = env_steps
@@ -210,6 +210,10 @@ class DQN(ReplayAlgorithm):
                     "train/updates": float(self.updates),
                     "train/replay_size": float(len(self.replay))})
         return out
+
+    def _set_beta(self, beta: float) -> None:
+        """Prioritized replay's importance-sampling exponent for the next minibatches."""
+        self.replay.sampling.beta = beta
 
     def _learn(self, batch: ReplayBatch, stats: dict[str, list[float]]) -> None:
         if self._loss is None:  # the auto rule needs the run's length in gradient steps

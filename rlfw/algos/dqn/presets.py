@@ -76,3 +76,27 @@ def _with_own_group(preset: dict[str, Any], name: str, source: str = "dqn") -> d
     out = {k: v for k, v in preset.items() if k != source}
     out[name] = dict(preset.get(source, {}))
     return out
+
+
+def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
+    """R2D1. Atari and MinAtar: R2D2's sequences scaled to one learner (burn-in 40, 80
+    learned steps, a new sequence every 40, 5-step targets, η 0.9, prioritized α 0.9,
+    Adam lr 1e-4 eps 1e-3, target every 2,500 updates' worth of steps), rlpyt's R2D1
+    layout; classic control (CartPoleNoVel): short sequences and a small core."""
+    if family in ("atari", "minatar"):
+        base = dqn_preset(env_id, family)
+        return {"batch_B": base["batch_B"] if family == "atari" else 8, "batch_T": 40,
+                "r2d1": dict(learning_rate=1e-4, optimizer="adam", optimizer_eps=1e-3,
+                             burn_in=40, learn_steps=80, period=40, n_step=5,
+                             prioritized=True, priority_alpha=0.9, priority_beta=0.6,
+                             batch_size=32, replay_ratio=1 / 40, rnn_size=512 if
+                             family == "atari" else 128, replay_capacity=200_000 if
+                             family == "atari" else 100_000, learning_starts=20_000,
+                             target_update_interval=10_000, epsilon_final=0.01,
+                             exploration_fraction=0.1, max_grad_norm=40.0)}
+    return {"batch_B": 8, "batch_T": 40, "hidden": (64,),
+            "r2d1": dict(learning_rate=1e-3, optimizer="adam", burn_in=10, learn_steps=20,
+                         period=10, n_step=3, batch_size=32, replay_ratio=1 / 16,
+                         rnn_size=64, replay_capacity=100_000, learning_starts=5_000,
+                         target_update_interval=2_000, gamma=0.99, epsilon_final=0.02,
+                         exploration_fraction=0.2, max_grad_norm=10.0, prioritized=False)}
