@@ -174,12 +174,34 @@ def test_r2d1_trains_resumes_and_evaluates_from_the_cli(tmp_path, capsys, sample
     assert "mean return" in capsys.readouterr().out
 
 
-def test_r2d1_refuses_the_async_runner_for_now():
-    from rlfw.launch.config import RunConfig
+def test_async_r2d1_repeats_bitwise_whatever_the_timing(tmp_path):
+    """The sampler process writes sequences with their states into the shared storage;
+    the learner reveals them batch by batch: held back or not, the same run."""
+    import time
 
-    config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", "r2d1", runner="async")
-    with pytest.raises(ValueError, match="runner 'async' with algo 'r2d1' is not supported"):
-        config.validate()
+    from rlfw.launch.build import build_runner
+
+    from conftest import bits
+
+    def run(name, delay_s):
+        config = r2d1_config(8)
+        config.runner = "async"
+        runner = build_runner(config, str(tmp_path / name), progress=False, stdout=False)
+        learn = runner._update
+
+        def slow_update(samples, itr):
+            if itr % 3 == 1:
+                time.sleep(delay_s)
+            return learn(samples, itr)
+
+        runner._update = slow_update
+        with runner:
+            runner.train()
+        assert runner.algo.updates > 0
+        return runner.agent.state_dict()
+
+    fast, slow = run("fast", 0.0), run("slow", 0.3)
+    assert all(torch.equal(bits(fast[k]), bits(slow[k])) for k in fast)
 
 
 def r2d1_config(itrs: int):

@@ -84,10 +84,10 @@ class FreeRunningLoop:
     credit comes back and with the weights it is due, into the replay storage (DQN) or the
     double buffer, answering the learner's commands between batches until ``close``."""
 
-    def __init__(self, conn, sampler, weights: SharedWeights, credits, lead: int, storage,
+    def __init__(self, conn, sampler, weights: SharedWeights, credits, lead: int, writer,
                  replay_lock, buffers, parent_pid: int):
         self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
-        self.lead, self.storage, self.replay_lock = lead, storage, replay_lock
+        self.lead, self.writer, self.replay_lock = lead, writer, replay_lock
         self.buffers, self.parent_pid = buffers, parent_pid
 
     def handle(self, command: str, payload):
@@ -139,21 +139,21 @@ class FreeRunningLoop:
     def _deliver(self, samples, itr: int, version: int) -> int:
         """Batch ``itr`` into the replay storage (returns its rows written so far) or into
         its half of the double buffer, stamped with its weights' version (returns 0)."""
-        if self.storage is not None:
+        if self.writer is not None:
             with self.replay_lock:
-                self.storage.append(samples)
-                return self.storage.rows_written
+                self.writer.append(samples)
+                return self.writer.rows_written
         dest = self.buffers[itr % 2]
         tree_map(lambda d, s: d.copy_(s), dest, samples)
         dest.policy_version.fill_(version)
         return 0
 
 
-def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, lead: int, storage,
+def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, lead: int, writer,
                   replay_lock, buffers, parent_pid: int) -> None:
     """The sampler process (see ``FreeRunningLoop``)."""
     worker_setup(None)
-    loop = FreeRunningLoop(conn, sampler, weights, credits, lead, storage, replay_lock,
+    loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock,
                            buffers, parent_pid)
 
     def make_handler():
@@ -232,14 +232,14 @@ class SamplerProcess:
         ctx = torch.multiprocessing.get_context(self.start_method)
         example = allocate_samples(agent, self.sampler.observation_space(), self.batch_T,
                                    self.batch_B, shared=not self.uses_replay)
-        storage = lock = None
+        writer = lock = None
         self.buffers = None
         if self.uses_replay:
             self.replay = self.make_replay(example)
             # A new lock each start: a process killed while appending never releases its.
             lock = ctx.Lock()
             self.replay.lock = _WatchedLock(lock, self._check_alive)
-            storage = self.replay.storage
+            writer = self.replay.writer
         else:
             self.buffers = [example, tree_map(lambda x: x.clone().share_memory_(), example)]
         self.samples = example
@@ -254,7 +254,7 @@ class SamplerProcess:
             # would then overwrite the learner's weights mid-update.
             self.pool = WorkerPool(_sampler_main, [(self.sampler, copy.deepcopy(agent),
                                                     self.weights, self.credits, self.lead,
-                                                    storage, lock, self.buffers,
+                                                    writer, lock, self.buffers,
                                                     os.getpid())],
                                    self.start_method, label=lambda i: "sampler process",
                                    daemon=False, grace_s=JOIN_S + 2)

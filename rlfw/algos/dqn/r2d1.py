@@ -73,10 +73,6 @@ class R2D1Config(DQNConfig):
                                 "must be 0 for r2d1"),
         )
 
-    def check_shared_replay(self) -> None:
-        raise ValueError("runner 'async' with algo 'r2d1' is not supported yet: its "
-                         "sequence replay is written by the learner; use runner 'sync'")
-
 
 class R2D1(DQN):
     """Recurrent Q-learning from sequence replay (see the module docstring)."""
@@ -86,9 +82,6 @@ class R2D1(DQN):
     def __init__(self, config: R2D1Config | None = None):
         super().__init__(config or R2D1Config())
 
-    def check_shared_replay(self) -> None:
-        self.config.check_shared_replay()
-
     def _new_replay(self, samples: Samples, shared: bool, seed: int,
                     reserve_rows: int) -> SequenceReplay:
         c = self.config
@@ -97,12 +90,17 @@ class R2D1(DQN):
         obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
         stacked = len(obs_shape) == 3 and obs_dtype == np.uint8
         storage_cls = FrameStorage if (c.frame_dedup and stacked) else RowStorage
-        rows = -(-(c.replay_capacity // B) // c.period) * c.period  # a multiple of period
+        def multiple(rows: int) -> int:  # of period, rounded up
+            return -(-rows // c.period) * c.period
+
+        reserve = multiple(reserve_rows)
+        rows = multiple(c.replay_capacity // B) + reserve
         storage = storage_cls(rows * B, B, obs_shape, obs_dtype,
-                              tuple(samples.action.shape[2:]), samples.action.numpy().dtype)
+                              tuple(samples.action.shape[2:]), samples.action.numpy().dtype,
+                              shared=shared)
         return SequenceReplay(storage, samples.agent_state.shape[-1], c.length, c.period,
                               alpha=c.priority_alpha if c.prioritized else 0.0,
-                              beta=c.priority_beta, seed=seed)
+                              beta=c.priority_beta, seed=seed, reserve_rows=reserve)
 
     def _set_beta(self, beta: float) -> None:
         self.replay.beta = beta

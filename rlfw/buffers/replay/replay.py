@@ -195,6 +195,12 @@ class Replay:
         first, stop = self.valid_range()
         return (stop - first) * self.storage.B
 
+    @property
+    def writer(self) -> RowStorage:
+        """What another process appends batches with (``append``, ``rows_written``): the
+        storage; sampling learns of the rows through ``reveal``."""
+        return self.storage
+
     def append_samples(self, samples: Samples) -> None:
         with self.lock:
             rows = self.storage.append(samples)

@@ -7,6 +7,7 @@ row and every episode start inside it, where the learner resets the state as the
 did. Sequences are drawn uniformly or by priority (``alpha > 0``: P ∝ p^α)."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -32,45 +33,77 @@ class SequenceBatch(NamedTuple):
     index: np.ndarray             # [N] sequence ids, for priority updates
 
 
+class SequenceWriter:
+    """Appends ``[T, B]`` batches with their recurrent states to the storage (from this
+    process or, for the async runner, from the sampler process: everything it writes lives
+    in the storage's arrays, shared when the storage is)."""
+
+    def __init__(self, storage: RowStorage, state_size: int):
+        self.storage = storage
+        storage.add_array("agent_state", (state_size,), np.float32)
+        storage.add_array("episode_start", (), bool)
+        storage.add_array("last_done", (), bool)  # row 0 only: each column's latest done
+
+    @property
+    def rows_written(self) -> int:
+        return self.storage.rows_written
+
+    def append(self, samples: Samples) -> np.ndarray:
+        if samples.agent_state is None:
+            raise ValueError("sequence replay needs samples from a recurrent agent "
+                             "(samples.agent_state is None)")
+        s = self.storage
+        previous = s.last_done[0].copy()
+        rows = s.append(samples)
+        s.agent_state[rows] = samples.agent_state.numpy()
+        done = (samples.terminated | samples.truncated).numpy()
+        s.episode_start[rows[0]] = previous
+        s.episode_start[rows[1:]] = done[:-1]
+        s.last_done[0] = done[-1]
+        return rows
+
+
 class SequenceReplay:
     """``append_samples(samples)`` (with ``samples.agent_state``) and
-    ``sample(batch_size) -> SequenceBatch`` of ``length``-row sequences."""
+    ``sample(batch_size) -> SequenceBatch`` of ``length``-row sequences. With
+    ``reserve_rows`` another process may write up to that many rows ahead (``writer``);
+    ``reveal(rows_written)`` then tells sampling which rows it may use."""
 
     def __init__(self, storage: RowStorage, state_size: int, length: int, period: int,
-                 alpha: float = 0.0, beta: float = 0.4, eps: float = 1e-6, seed: int = 0):
+                 alpha: float = 0.0, beta: float = 0.4, eps: float = 1e-6, seed: int = 0,
+                 reserve_rows: int = 0):
         if not 1 <= period <= length:
             raise ValueError(f"period must be in [1, length={length}], got {period}")
-        if storage.T % period or storage.T < 2 * length:
-            raise ValueError(f"replay rows per column ({storage.T}) must be a multiple of "
-                             f"period={period} and at least 2 x length={length}")
+        window = storage.T - reserve_rows
+        if storage.T % period or reserve_rows % period or window < 2 * length:
+            raise ValueError(f"replay rows per column ({storage.T}, {reserve_rows} of them "
+                             f"reserved) must be multiples of period={period}, leaving at "
+                             f"least 2 x length={length}")
         self.storage, self.length, self.period = storage, length, period
+        self.window = window
         self.alpha, self.beta, self.eps = alpha, beta, eps
-        self.agent_state = np.zeros((storage.T, storage.B, state_size), np.float32)
-        self.episode_start = np.zeros((storage.T, storage.B), bool)
-        self._previous_done = np.zeros(storage.B, bool)
+        self.writer = SequenceWriter(storage, state_size)
         self.slots = storage.T // period       # sequence starts per column
         self.tree = SumTree(self.slots * storage.B)
         self.max_priority = 1.0
         self.rng = np.random.default_rng(seed)
         self.obs_shape = _obs_shape(storage)
+        self.visible_rows = 0  # rows sampling knows of
+        self.lock: AbstractContextManager = nullcontext()
 
     # -- writing ----------------------------------------------------------------------------
     def append_samples(self, samples: Samples) -> None:
-        if samples.agent_state is None:
-            raise ValueError("sequence replay needs samples from a recurrent agent "
-                             "(samples.agent_state is None)")
-        before = self.storage.rows_written
-        rows = self.storage.append(samples)
-        self.agent_state[rows] = samples.agent_state.numpy()
-        done = (samples.terminated | samples.truncated).numpy()
-        self.episode_start[rows[0]] = self._previous_done
-        self.episode_start[rows[1:]] = done[:-1]
-        self._previous_done = done[-1].copy()
-        self._update_starts(before, self.storage.rows_written)
+        with self.lock:
+            self.writer.append(samples)
+        self.reveal(self.storage.rows_written)
+
+    def reveal(self, rows_written: int) -> None:
+        """Sampling may use the rows up to ``rows_written``: sequences now complete get the
+        max priority; those whose rows (or frame history) left the window get none."""
+        before, self.visible_rows = self.visible_rows, rows_written
+        self._update_starts(before, rows_written)
 
     def _update_starts(self, before: int, after: int) -> None:
-        """Starts whose whole sequence is now written get the max priority; starts whose
-        rows were overwritten get none."""
         T, B = self.storage.T, self.storage.B
         cols = np.arange(B)
 
@@ -78,11 +111,14 @@ class SequenceReplay:
             first = -(-max(lo, 0) // self.period) * self.period
             return np.arange(first, max(hi, first), self.period)
 
+        def oldest(written: int) -> int:  # the first start whose rows and frame history
+            return written - self.window + self.storage.history  # are in the window
+
         # complete now, not before: start + length in (before, after]
         new = starts(before - self.length + 1, after - self.length + 1)
-        new = new[new >= after - T]
-        # overwritten: start < after - T (they began in rows the ring has reused)
-        gone = starts(before - T, after - T)
+        new = new[new >= oldest(after)]
+        # out of the window now, not before
+        gone = starts(oldest(before), oldest(after))
         for absolute, value in ((gone, 0.0), (new, self.max_priority ** self.alpha)):
             ids = ((absolute % T // self.period)[:, None] * B + cols[None, :]).reshape(-1)
             self.tree.update(ids, np.full(len(ids), value))
@@ -98,14 +134,15 @@ class SequenceReplay:
         ids = self.tree.sample(batch_size, self.rng)
         probs = self.tree.get(ids) / self.tree.total
         weights = (len(self) * probs) ** (-self.beta)
-        return self.batch(ids, (weights / weights.max()).astype(np.float32))
+        with self.lock:
+            return self.batch(ids, (weights / weights.max()).astype(np.float32))
 
     def batch(self, ids: np.ndarray, weights: np.ndarray | None = None) -> SequenceBatch:
         s = self.storage
         start, cols = ids // s.B * self.period, ids % s.B
         rows = (start[None, :] + np.arange(self.length)[:, None]) % s.T   # [L, N]
         cols_lt = np.broadcast_to(cols, rows.shape)
-        episode_start = self.episode_start[rows, cols_lt].copy()
+        episode_start = s.episode_start[rows, cols_lt].copy()
         episode_start[0] = False  # the stored initial state is already the reset one
         weights = np.ones(len(ids), np.float32) if weights is None else weights
         return SequenceBatch(
@@ -117,7 +154,7 @@ class SequenceReplay:
             truncated=torch.from_numpy(s.truncated[rows, cols_lt]),
             bootstrap_value=torch.from_numpy(s.bootstrap_value[rows, cols_lt]),
             episode_start=torch.from_numpy(episode_start),
-            initial_state=torch.from_numpy(self.agent_state[start % s.T, cols]),
+            initial_state=torch.from_numpy(s.agent_state[start % s.T, cols].copy()),
             weight=torch.from_numpy(np.asarray(weights, np.float32)),
             index=ids)
 
@@ -129,19 +166,20 @@ class SequenceReplay:
 
     # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"storage": self.storage.state_dict(), "agent_state": self.agent_state,
-                "episode_start": self.episode_start, "previous_done": self._previous_done,
-                "tree": self.tree.nodes.copy(), "max_priority": self.max_priority,
-                "rng": self.rng.bit_generator.state}
+        with self.lock:  # a shared storage keeps changing: copy it while it holds still
+            storage = {k: v.copy() if isinstance(v, np.ndarray) else v
+                       for k, v in self.storage.state_dict().items()}
+        return {"storage": storage, "tree": self.tree.nodes.copy(),
+                "max_priority": self.max_priority, "rng": self.rng.bit_generator.state,
+                "visible_rows": self.visible_rows}
 
     def load_state_dict(self, state: dict) -> None:
-        self.storage.load_state_dict(state["storage"])
-        self.agent_state[:] = state["agent_state"]
-        self.episode_start[:] = state["episode_start"]
-        self._previous_done = np.array(state["previous_done"])
+        with self.lock:
+            self.storage.load_state_dict(state["storage"])
         self.tree.nodes[:] = state["tree"]
         self.max_priority = state["max_priority"]
         self.rng.bit_generator.state = state["rng"]
+        self.visible_rows = state["visible_rows"]
 
 
 def _obs_shape(storage: RowStorage) -> tuple[int, ...]:

@@ -42,6 +42,12 @@ class RowStorage:
         self.bootstrap_value = self._zeros("bootstrap_value", rows, np.float32)
         self._position = self._zeros("_position", (2,), np.int64)  # cursor, rows written
 
+    def add_array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """Keep one more zeroed array per row (``[T, B, *shape]``) as ``self.<name>``,
+        shared and checkpointed like the others (a sequence replay's recurrent states)."""
+        setattr(self, name, self._zeros(name, (self.T, self.B) + tuple(shape), dtype))
+        return getattr(self, name)
+
     def _zeros(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
         """A zeroed array; in shared memory (a numpy view of a shared tensor) if shared."""
         array = np.zeros(shape, dtype)
