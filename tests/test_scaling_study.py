@@ -22,9 +22,8 @@ def test_smoke_scale_writes_tables_and_plots(tmp_path):
     kinds = {r["sampler"] for r in results["sampler"]}
     assert kinds == {"serial", "cpu", "queue"}
     assert all(r["steps_per_s"] > 0 for r in results["sampler"])
-    assert [(r["algo"], r["factor"]) for r in results["batch"]] == [("ppo", 1), ("ppo", 2)]
-    assert all(r["status"] == "done" for r in results["batch"])
-    assert results["batch"][1]["batch_B"] == 2 * results["batch"][0]["batch_B"]
+    assert "batch" not in results  # on MinAtar: claims.py, tested below
+    assert "claims.py --part batch --scale smoke" in done.stdout
     ranks = {(r["kind"], r["ranks"]): r for r in results["ranks"]}
     assert set(ranks) == {("strong", 1), ("strong", 2), ("weak", 1), ("weak", 2),
                           ("weak, 1 core per rank", 1), ("weak, 1 core per rank", 2)}
@@ -34,10 +33,9 @@ def test_smoke_scale_writes_tables_and_plots(tmp_path):
     assert json.loads((runs / "ranks" / "strong-ranks=2" / "config.json").read_text())[
         "world_size"] == 2
     text = (out / "README.md").read_text()
-    for heading in ("## (a) Sampler throughput", "## (b) Batch size",
-                    "## (c) Learner ranks (torchrun)"):
+    for heading in ("## (a) Sampler throughput", "## (c) Learner ranks (torchrun)"):
         assert heading in text
-    for name in ("sampler_scaling.png", "batch_scaling.png", "rank_scaling.png"):
+    for name in ("sampler_scaling.png", "rank_scaling.png"):
         assert (out / name).read_bytes()[:8] == PNG
         assert f"({name})" in text
 

@@ -8,10 +8,12 @@ parts, at three sizes. Writes markdown tables, PNG plots and the raw numbers to 
 
 (a) samplers: env steps/s of every sampler kind vs envs and workers, stepping the run's
     real model (its inference is part of the cost, as in the paper);
-(b) batch size: PPO, A2C and DQN with the batch x1, x2, x4, x8 (more parallel envs; DQN
-    also a k-times larger minibatch at a k-times lower replay ratio, so each env step is
-    replayed as often), the learning rate raised with the batch (x sqrt(k) by default,
-    --lr-scaling), env steps and wall-clock until an evaluation reaches the threshold;
+(b) batch size (the dgx plan; at the smoke and small sizes this claim runs on MinAtar with
+    seeds and CIs: experiments/scaling/claims.py): PPO, A2C and DQN with the batch x1, x2,
+    x4, x8 (more parallel envs; DQN also a k-times larger minibatch at a k-times lower
+    replay ratio, so each env step is replayed as often), the learning rate raised with the
+    batch (x sqrt(k) by default, --lr-scaling), env steps and wall-clock until an
+    evaluation reaches the threshold;
 (c) learners: torchrun with 1, 2, ... ranks: the same global batch split over the ranks
     (time to threshold) and a fixed batch per rank (weak scaling: steps/s and efficiency
     = rate(n) / (n x rate(1))).
@@ -33,9 +35,10 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 from rlfw.envs import EnvSpaces, is_atari
+from rlfw.launch.backends import LocalBackend
 from rlfw.launch.build import build_agent, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides, preset
-from rlfw.launch.sweep import LocalBackend, Sweep, Variant
+from rlfw.launch.sweep import Sweep, Variant
 from rlfw.samplers.throughput import measure_steps_per_second
 
 
@@ -79,24 +82,21 @@ class RankPart:
 @dataclass(frozen=True)
 class Scale:
     sampler: SamplerPart
-    batch: BatchPart
+    batch: BatchPart | None  # None: this size's batch claim runs on MinAtar (claims.py)
     ranks: RankPart
 
 
 SCALES = {
     "smoke": Scale(
         SamplerPart("CartPole-v1", ("serial", "cpu", "queue"), (8,), (1, 2), 16, 0.2),
-        BatchPart("CartPole-v1", ("ppo",), (1, 2), threshold=60.0,
-                  max_steps={"ppo": 8_192}, eval_every=2_048, eval_episodes=3),
+        None,
         RankPart((1, 2), "CartPole-v1", threshold=60.0, max_steps=8_192, eval_every=2_048,
                  throughput_env="CartPole-v1", throughput_steps=4_096,
                  fixed_share_envs=("CartPole-v1",))),
     "small": Scale(
         SamplerPart("ALE/Pong-v5", ("serial", "cpu", "gpu", "alternating", "queue", "native"),
                     (8, 16, 32), (1, 2), 32, 3.0),
-        BatchPart("CartPole-v1", ("ppo", "a2c", "dqn"), (1, 2, 4, 8), threshold=475.0,
-                  max_steps={"ppo": 160_000, "a2c": 200_000, "dqn": 60_000},
-                  eval_every=8_192),
+        None,
         RankPart((1, 2), "CartPole-v1", threshold=475.0, max_steps=160_000, eval_every=8_192,
                  throughput_env="ALE/Pong-v5", throughput_steps=8_192,
                  throughput_sampler="cpu", fixed_share_envs=("CartPole-v1", "ALE/Pong-v5"))),
@@ -459,9 +459,10 @@ def main(argv=None) -> int:
     runs_dir = args.runs_dir or os.path.join("runs", f"scaling-{args.scale}")
     if args.dry_run:
         print(json.dumps(asdict(scale), indent=2))
-        print(f"(a) {len(sampler_cases(scale.sampler))} sampler cases; (b) "
-              f"{len(batch_variants(scale.batch, args.lr_scaling, args.seed))} training runs; "
-              f"(c) {2 * len(scale.ranks.ranks)} torchrun launches")
+        runs_b = (len(batch_variants(scale.batch, args.lr_scaling, args.seed))
+                  if scale.batch else 0)
+        print(f"(a) {len(sampler_cases(scale.sampler))} sampler cases; (b) {runs_b} "
+              f"training runs; (c) {2 * len(scale.ranks.ranks)} torchrun launches")
         return 0
     os.makedirs(out_dir, exist_ok=True)
     if args.report_only:
@@ -491,7 +492,11 @@ def main(argv=None) -> int:
         results.update(env_a=scale.sampler.env, T_a=scale.sampler.batch_T,
                        sampler=run_sampler_part(scale.sampler, say))
         save()
-    if "b" in args.parts:
+    if "b" in args.parts and scale.batch is None:
+        say(f"(b) at scale {args.scale}: the batch-size claim runs on MinAtar, with seeds "
+            f"and CIs: python experiments/scaling/claims.py --part batch --scale "
+            f"{args.scale}")
+    elif "b" in args.parts:
         results.update(env_b=scale.batch.env, threshold_b=scale.batch.threshold,
                        batch=run_batch_part(scale.batch, args.lr_scaling, args.seed,
                                             os.path.join(runs_dir, "batch"), say))
