@@ -61,15 +61,15 @@ def test_minatar_claims_smoke_runs_both_parts_keeps_records_and_rebuilds(tmp_pat
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         data = json.loads((out / "results.json").read_text())
         (table,) = data["tables"]
-        assert list(table["rows"]) == list(rows)
-        assert all(r["seeds"] == [0, 1] and len(r["finals"]) == 2
+        assert sorted(table["rows"]) == sorted(rows)
+        assert all(r["seeds"] == [0] and len(r["finals"]) == 1
                    for r in table["rows"].values())
         if part == "batch":
             assert table["target"] is not None
         else:
             assert table["rows"]["async"]["policy_lag"] > 0
         assert (out / table["png"]).read_bytes()[:8] == PNG
-        assert len(list((out / "records").rglob("*.json"))) == 2 * len(rows)
+        assert len(list((out / "records").rglob("*.json"))) == len(rows)
         readme = (out / "README.md").read_text()
         import shutil
 
