@@ -158,18 +158,23 @@ class DQN(ReplayAlgorithm):
     def _new_replay(self, samples: Samples, shared: bool, seed: int,
                     reserve_rows: int) -> Replay:
         c = self.config
-        obs = samples.observation
-        B = obs.shape[1]
-        obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
-        action_shape = tuple(samples.action.shape[2:])
-        action_dtype = samples.action.numpy().dtype
-        stacked_frames = len(obs_shape) == 3 and obs_dtype == np.uint8
-        storage_cls = FrameStorage if (c.frame_dedup and stacked_frames) else RowStorage
-        storage = storage_cls((c.replay_capacity // B + reserve_rows) * B, B, obs_shape,
-                              obs_dtype, action_shape, action_dtype, shared=shared)
+        B = samples.observation.shape[1]
+        storage = self._storage(samples, c.replay_capacity // B + reserve_rows, shared)
         sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
                     if c.prioritized else UniformSampling(seed))
         return Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
+
+    def _storage(self, samples: Samples, rows: int, shared: bool) -> RowStorage:
+        """``rows`` rows of the batch's B columns: frame-deduplicated for stacked uint8
+        frames (``frame_dedup``), full rows otherwise."""
+        obs = samples.observation
+        B = obs.shape[1]
+        obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
+        stacked_frames = len(obs_shape) == 3 and obs_dtype == np.uint8
+        storage_cls = FrameStorage if (self.config.frame_dedup and stacked_frames) \
+            else RowStorage
+        return storage_cls(rows * B, B, obs_shape, obs_dtype, tuple(samples.action.shape[2:]),
+                           samples.action.numpy().dtype, shared=shared)
 
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
         first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)

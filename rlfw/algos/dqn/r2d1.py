@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
 from rlfw.algos.optim import gradient_step
 from rlfw.buffers import Samples
-from rlfw.buffers.replay import FrameStorage, RowStorage
 from rlfw.buffers.replay.sequence import SequenceBatch, SequenceReplay
 from rlfw.checks import check_config
 
@@ -85,19 +83,14 @@ class R2D1(DQN):
     def _new_replay(self, samples: Samples, shared: bool, seed: int,
                     reserve_rows: int) -> SequenceReplay:
         c = self.config
-        obs = samples.observation
-        B = obs.shape[1]
-        obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
-        stacked = len(obs_shape) == 3 and obs_dtype == np.uint8
-        storage_cls = FrameStorage if (c.frame_dedup and stacked) else RowStorage
+        B = samples.observation.shape[1]
+
         def multiple(rows: int) -> int:  # of period, rounded up
             return -(-rows // c.period) * c.period
 
         reserve = multiple(reserve_rows)
         rows = multiple(c.replay_capacity // B) + reserve
-        storage = storage_cls(rows * B, B, obs_shape, obs_dtype,
-                              tuple(samples.action.shape[2:]), samples.action.numpy().dtype,
-                              shared=shared)
+        storage = self._storage(samples, rows, shared)
         return SequenceReplay(storage, samples.agent_state.shape[-1], c.length, c.period,
                               alpha=c.priority_alpha if c.prioritized else 0.0,
                               beta=c.priority_beta, seed=seed, reserve_rows=reserve)
