@@ -29,6 +29,7 @@ import functools
 import math
 import os
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 
@@ -249,13 +250,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("batch", "runners"), required=True)
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
-    parser.add_argument("--out", help="default docs/scaling/<scale>/<part>-minatar")
+    parser.add_argument("--out", help="default docs/scaling/<scale>/<part>-minatar (smoke: a "
+                                      "temporary folder)")
     parser.add_argument("--max-parallel", type=int, default=2)
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rebuild the report from the records")
     args = parser.parse_args(argv)
     claims = SCALES[args.scale]
-    out = args.out or os.path.join("docs", "scaling", args.scale, f"{args.part}-minatar")
+    # a smoke run checks the pipeline: it never writes into docs/
+    out = args.out or (tempfile.mkdtemp(prefix="claims-smoke-") if args.scale == "smoke"
+                       else os.path.join("docs", "scaling", args.scale, f"{args.part}-minatar"))
     os.makedirs(out, exist_ok=True)
     jobs = batch_jobs(claims) if args.part == "batch" else runner_jobs(claims)
     print(f"claims {args.part} ({args.scale}): {len(jobs)} runs -> {out}", flush=True)
