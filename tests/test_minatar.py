@@ -121,3 +121,26 @@ def test_train_resume_and_eval_a_minatar_run_from_the_cli(tmp_path):
     shown = subprocess.run([*common, "eval", str(run), "--episodes", "2"],
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0 and "mean return" in shown.stdout, shown.stderr
+
+
+def test_dqn_replays_minatar_observations_exactly_as_they_were_sampled():
+    """MinAtar's uint8 [C, 10, 10] looks like Atari's frame stack but its channels are
+    object maps: a frame-deduplicated replay rebuilt them from other steps' last channel,
+    and DQN learned nothing. The env says it stacks no frames; replay keeps whole rows."""
+    from rlfw.launch.build import build_algo
+    from rlfw.samplers import SerialSampler
+
+    config = RunConfig.for_env("MinAtar/Breakout-v1", algo="dqn")
+    factory = config.env_factory()
+    spaces = EnvSpaces.of(factory)
+    assert spaces.frame_stack == 1
+    algo = build_algo(config, spaces)
+    with SerialSampler(factory, batch_T=32, batch_B=2, seed=0) as sampler:
+        sampler.initialize(RandomAgent(spaces.action))
+        samples, _ = sampler.obtain_samples(0)
+    replay = algo.make_replay(samples, seed=0)
+    replay.append_samples(samples)
+    assert type(replay.storage).__name__ == "RowStorage"
+    rows = np.arange(31)
+    stored = replay.storage.observations(rows, np.ones(31, dtype=int))
+    assert np.array_equal(stored, samples.observation[:31, 1].numpy())

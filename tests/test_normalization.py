@@ -88,8 +88,9 @@ def elementwise_run(sampler: str):
 
     config = pendulum_config(sampler)
     factory = config.env_factory()
-    agent = elementwise_gaussian_agent(EnvSpaces.of(factory))
-    runner = SyncRunner(build_algo(config), agent, build_sampler(config, factory),
+    spaces = EnvSpaces.of(factory)
+    agent = elementwise_gaussian_agent(spaces)
+    runner = SyncRunner(build_algo(config, spaces), agent, build_sampler(config, factory),
                         config.schedule, progress=False, stdout=False)
     with runner:
         runner.train()
@@ -366,5 +367,6 @@ def test_samplers_and_runners_built_by_hand_refuse_per_step_statistics_by_name()
                 sampler.initialize(per_step_agent(factory))
     config = pendulum_config("serial")
     with pytest.raises(ValueError, match="ConcurrentRunner cannot run an agent with per-step"):
-        ConcurrentRunner(build_algo(config), per_step_agent(factory),
+        ConcurrentRunner(build_algo(config, EnvSpaces.of(factory)),
+                         per_step_agent(factory),
                          SerialSampler(factory, 4, 4), config.schedule, progress=False)

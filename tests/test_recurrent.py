@@ -176,9 +176,10 @@ def pendulum_run(sampler: str, algo: str):
     config.schedule = RunSchedule(n_steps=3 * 4 * 64, eval_every=None, log_every=256)
     factory = config.env_factory()
     torch.manual_seed(0)
-    agent = elementwise_recurrent_agent(EnvSpaces.of(factory))
-    with SyncRunner(build_algo(config), agent, build_sampler(config, factory), config.schedule,
-                    progress=False, stdout=False) as runner:
+    spaces = EnvSpaces.of(factory)
+    agent = elementwise_recurrent_agent(spaces)
+    with SyncRunner(build_algo(config, spaces), agent, build_sampler(config, factory),
+                    config.schedule, progress=False, stdout=False) as runner:
         runner.train()
     return agent.state_dict()
 

@@ -1,4 +1,5 @@
 """Replay: sum-tree statistics, n-step targets by hand, frame-deduplicated stacks."""
+import gymnasium as gym
 import numpy as np
 import psutil
 import pytest
@@ -227,3 +228,48 @@ def test_revealed_rows_get_the_max_priority_and_rows_leaving_the_window_none():
     again.load_state_dict(state)
     assert again.visible_rows == 16 and np.array_equal(again.sampling.tree.nodes,
                                                        sampling.tree.nodes)
+
+
+def _stacked_frames_batch(stack: bool):
+    from rlfw.agents.random_agent import RandomAgent
+    from rlfw.envs import EnvFactory
+    from rlfw.samplers import SerialSampler
+    from rlfw.testing import stacked_frame_counting_env
+
+    factory = EnvFactory("frames", entry=stacked_frame_counting_env)
+    with SerialSampler(factory, 20, 2, seed=0) as sampler:
+        sampler.initialize(RandomAgent(factory().action_space))
+        samples, _ = sampler.obtain_samples(0)
+    if not stack:  # the same values, the stack's frames in another order: not a stack
+        samples.observation[:] = samples.observation.flip(2).clone()
+    return samples
+
+
+def test_frames_are_stacked_tells_a_frame_stack_from_other_channels():
+    from rlfw.buffers.replay.storage import frames_are_stacked
+
+    for stack in (True, False):
+        samples = _stacked_frames_batch(stack)
+        done = (samples.terminated | samples.truncated).numpy()
+        starts = np.concatenate([np.ones((1, 2), bool), done[:-1]])
+        assert frames_are_stacked(samples.observation.numpy(), starts) is stack
+
+
+def test_frame_storage_refuses_observations_that_are_not_frame_stacks():
+    storage = FrameStorage(100, 2, (4, 2, 2), np.uint8, (), np.int64)
+    storage.append(_stacked_frames_batch(True))
+    with pytest.raises(ValueError, match=r"not a stack of frames .* set frame_dedup=False"):
+        FrameStorage(100, 2, (4, 2, 2), np.uint8, (), np.int64).append(
+            _stacked_frames_batch(False))
+
+
+def test_dqn_asks_the_env_whether_it_stacks_frames():
+    from rlfw.algos import DQNConfig
+    from rlfw.envs import EnvSpaces
+
+    box = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    stacked = EnvSpaces(box, gym.spaces.Discrete(3), frame_stack=4)
+    channels = EnvSpaces(box, gym.spaces.Discrete(3))
+    assert DQNConfig().for_env(stacked).frame_dedup is True
+    assert DQNConfig().for_env(channels).frame_dedup is False
+    assert DQNConfig(frame_dedup=True).for_env(channels).frame_dedup is True  # the user's word

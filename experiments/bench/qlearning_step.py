@@ -28,8 +28,9 @@ def learner(algo: str, env: str, steps: int):
     factory = config.env_factory()
     from rlfw.envs import EnvSpaces
 
-    agent = build_agent(config, EnvSpaces.of(factory))
-    algorithm = build_algo(config)
+    spaces = EnvSpaces.of(factory)
+    agent = build_agent(config, spaces)
+    algorithm = build_algo(config, spaces)
     algorithm.initialize(agent, n_itr=1_000)
     with SerialSampler(factory, config.batch_T, config.batch_B, seed=0) as sampler:
         sampler.initialize(agent)

@@ -45,7 +45,7 @@ def update_seconds(recurrent: str | None, repeats: int) -> float:
     with build_sampler(config, factory) as sampler:
         sampler.initialize(agent)
         samples, _ = sampler.obtain_samples(0)
-    algo = build_algo(config)
+    algo = build_algo(config, EnvSpaces.of(factory))
     algo.initialize(agent, n_itr=1000)
     algo.optimize(samples, 0)  # warm-up (allocator, kernels)
     times = []

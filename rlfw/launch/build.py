@@ -40,8 +40,12 @@ def build_agent(config: RunConfig, spaces: EnvSpaces) -> Agent:
     return ALGOS.get(config.algo).build_agent(config, spaces)
 
 
-def build_algo(config: RunConfig) -> Algorithm:
-    return ALGOS.get(config.algo).algo_cls(config.algo_config())
+def build_algo(config: RunConfig, spaces: EnvSpaces) -> Algorithm:
+    """The configured algorithm, its env-dependent choices (a config's ``for_env``) made
+    for ``spaces``' env."""
+    own = config.algo_config()
+    for_env = getattr(own, "for_env", None)
+    return ALGOS.get(config.algo).algo_cls(own if for_env is None else for_env(spaces))
 
 
 def build_sampler(config: RunConfig, env_factory: EnvFactory,
@@ -150,7 +154,7 @@ def _build_runner(config: RunConfig, log_dir: str | None, resume: bool, progress
         tune_workers(config, env_factory, agent, log_dir, say=print if stdout else
                      (lambda line: None))
         local.n_workers = config.n_workers
-    algo = build_algo(config)
+    algo = build_algo(config, spaces)
     sampler = build_sampler(local, env_factory, share.worker_cores)
     kind = RUNNERS.get(config.runner).cls
     runner = kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,

@@ -7,6 +7,7 @@ into replay unchanged and ``replay_ratio x T x B`` gradient updates follow (once
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -35,7 +36,9 @@ from rlfw.buffers.replay import (
     RowStorage,
     UniformSampling,
 )
+from rlfw.buffers.replay.storage import frames_are_stacked
 from rlfw.checks import check_config
+from rlfw.envs.spaces import EnvSpaces
 
 
 @dataclass
@@ -66,10 +69,18 @@ class DQNConfig:
     epsilon_final: float = 0.05
     exploration_fraction: float = 0.1      # of the run, for the linear ε decay
     apex_epsilon: bool = False             # fixed ε_i = 0.4^(1 + 7 i/(B-1)) per env slot
-    frame_dedup: bool = True               # store stacked uint8 frames once (Atari)
+    # Store stacked uint8 frames once (Atari: 4x less memory). None: when the env stacks
+    # frames (``for_env``; a script's DQN without it asks its first batch).
+    frame_dedup: bool | None = None
     save_replay: bool = False              # put the replay into checkpoints (bitwise resume)
     eval_epsilon: float = 0.0              # ε of evaluation episodes (Atari preset: 0.05)
     compile: bool | None = None            # torch.compile the loss; None: where it pays off
+
+    def for_env(self, spaces: EnvSpaces) -> "DQNConfig":
+        """This config with its env-dependent choices made for ``spaces``' env."""
+        if self.frame_dedup is not None:
+            return self
+        return dataclasses.replace(self, frame_dedup=spaces.frame_stack > 1)
 
     def validate(self) -> None:
         check_config(
@@ -165,14 +176,21 @@ class DQN(ReplayAlgorithm):
         return Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
 
     def _storage(self, samples: Samples, rows: int, shared: bool) -> RowStorage:
-        """``rows`` rows of the batch's B columns: frame-deduplicated for stacked uint8
-        frames (``frame_dedup``), full rows otherwise."""
+        """``rows`` rows of the batch's B columns: frame-deduplicated when ``frame_dedup``
+        and the observations are uint8 ``[S, H, W]``, full rows otherwise. A uint8
+        ``[C, H, W]`` is not always a stack (MinAtar's channels are objects), so
+        ``FrameStorage`` refuses a batch that is not one."""
         obs = samples.observation
         B = obs.shape[1]
         obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
-        stacked_frames = len(obs_shape) == 3 and obs_dtype == np.uint8
-        storage_cls = FrameStorage if (self.config.frame_dedup and stacked_frames) \
-            else RowStorage
+        dedup = self.config.frame_dedup and len(obs_shape) == 3 and obs_dtype == np.uint8
+        if dedup and self.config.frame_dedup is None:
+            # Not told (a script; the launcher asks the env): the batch decides. Its first
+            # row's past is unknown (a resumed run starts mid-episode), so it is not judged.
+            done = (samples.terminated | samples.truncated).numpy()
+            starts = np.concatenate([np.zeros((1, B), bool), done[:-1]])
+            dedup = frames_are_stacked(obs.numpy(), starts)
+        storage_cls = FrameStorage if dedup else RowStorage
         return storage_cls(rows * B, B, obs_shape, obs_dtype, tuple(samples.action.shape[2:]),
                            samples.action.numpy().dtype, shared=shared)
 

@@ -158,11 +158,23 @@ class FrameStorage(RowStorage):
         self.frames[rows] = obs[:, :, -1]
 
     def append(self, samples: Samples) -> np.ndarray:
-        rows = super().append(samples)
+        """As ``RowStorage.append``, after checking that the batch really is stacked frames:
+        a batch that is not (channels of another kind, other padding) would be rebuilt
+        wrong at sample time, silently, so it is refused."""
+        obs = samples.observation.numpy()
         done = (samples.terminated | samples.truncated).numpy()
-        self.episode_start[rows[0]] = self._previous_done
-        self.episode_start[rows[1:]] = done[:-1]
+        starts = np.concatenate([self._previous_done[None], done[:-1]])
+        previous = getattr(self, "_previous_obs", None)
+        if not frames_are_stacked(obs, starts, previous):
+            raise ValueError(
+                f"observations of shape {tuple(obs.shape[2:])} are not a stack of frames "
+                "(each one the previous shifted by one frame, an episode's first one its "
+                "reset frame repeated, as gymnasium's FrameStackObservation makes them): "
+                "frame-deduplicated replay would rebuild them wrong; set frame_dedup=False")
+        rows = super().append(samples)
+        self.episode_start[rows] = starts
         self._previous_done = done[-1].copy()
+        self._previous_obs = obs[-1].copy()
         return rows
 
     @property
@@ -179,6 +191,25 @@ class FrameStorage(RowStorage):
         first_valid = np.where(has_start, window[np.arange(len(rows)), last_start], window[:, 0])
         window = np.maximum(window, first_valid[:, None])
         return self.frames[window % self.T, cols[:, None]]
+
+
+def frames_are_stacked(observation: np.ndarray, episode_start: np.ndarray,
+                       previous: np.ndarray | None = None) -> bool:
+    """Whether ``[T, B, S, ...]`` observations are frame stacks: within an episode each is
+    the one before shifted by one frame (``previous``: the row before the batch, if
+    known); an episode's first is its newest frame repeated S times."""
+    if observation.ndim < 3 or observation.shape[2] < 2:
+        return False
+    starts = episode_start.astype(bool)
+    newest = observation[:, :, -1:]
+    padded = (observation == newest).reshape(starts.shape + (-1,)).all(-1)
+    if not padded[starts].all():
+        return False
+    before = observation[:-1] if previous is None else np.concatenate(
+        [previous[None], observation[:-1]])
+    later = observation[1:] if previous is None else observation
+    shifted = (later[:, :, :-1] == before[:, :, 1:]).reshape(later.shape[:2] + (-1,)).all(-1)
+    return bool(shifted[~starts[len(starts) - len(later):]].all())
 
 
 def warn_if_too_big(n_bytes: int, what: str) -> None:
