@@ -64,6 +64,12 @@ SUITES: dict[str, Suite] = {
                      peer_settings="same", time_goal=0.5,
                      about="MinAtar (PPO 2M, DQN 250k steps; the peer is SB3 with rlfw's "
                            "settings and network), about 3 hours with its peer on 2 cores"),
+    "minatar-qlearning": Suite(tuple(Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET["dqn"])
+                                     for algo in ("c51", "rainbow")
+                                     for game in ("Breakout", "SpaceInvaders")),
+                               about="C51 and Rainbow minus noisy nets on two MinAtar games "
+                                     "at DQN's budget, read against the minatar suite's DQN "
+                                     "entries (docs/dqn.md); about 1.5 hours on 2 cores"),
     "minatar-smoke": Suite((Entry("ppo", "MinAtar/Breakout-v1", 4_096),
                             Entry("dqn", "MinAtar/Breakout-v1", 6_000)), seeds=1,
                            peer_settings="same",
