@@ -94,3 +94,29 @@ def test_c51_and_rainbow_train_resume_and_evaluate(tmp_path, capsys, algo, sampl
     assert main(["train", "--resume", str(run), "--steps", "1536", "--no-progress"]) == 0
     assert main(["eval", str(run), "--episodes", "2"]) == 0
     assert "mean return" in capsys.readouterr().out
+
+
+def _c51_preset_final_return(seed: int, steps: int) -> float:
+    """The end-of-run greedy evaluation (20 episodes) of ``rlfw train --algo c51 --env
+    CartPole-v1 --steps <steps> --seed <seed>``."""
+    from rlfw.launch.build import build_runner
+    from rlfw.launch.config import apply_overrides, preset
+    from rlfw.runners import RunSchedule
+
+    config = apply_overrides(RunConfig(algo="c51", seed=seed), preset("c51", "CartPole-v1"))
+    config.schedule = RunSchedule(n_steps=steps, eval_every=10**9, eval_episodes=20,
+                                  log_every=10**9)
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        result = runner.train()
+    assert len(result.eval_history) == 1  # the end-of-run evaluation only
+    return result.eval_return
+
+
+@pytest.mark.slow
+def test_c51_final_policy_solves_cartpole_for_three_of_three_seeds():
+    """C51 with its preset (DQN's CartPole preset, 51 atoms on [0, 100]) at 40k steps, each
+    seed's final policy (not its best) over 20 fresh episodes."""
+    from conftest import map_in_processes
+
+    finals = map_in_processes(_c51_preset_final_return, [(s, 40_000) for s in (0, 1, 2)])
+    assert all(f >= 475 for f in finals), finals
