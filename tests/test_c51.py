@@ -120,3 +120,17 @@ def test_c51_final_policy_solves_cartpole_for_three_of_three_seeds():
 
     finals = map_in_processes(_c51_preset_final_return, [(s, 40_000) for s in (0, 1, 2)])
     assert all(f >= 475 for f in finals), finals
+
+
+def test_docs_name_every_field_of_the_q_learning_configs():
+    """docs/dqn.md's options table is where a user looks a field up: a new field without
+    a line there fails here."""
+    import dataclasses
+    from pathlib import Path
+
+    from rlfw.algos.dqn.r2d1 import R2D1Config
+
+    page = (Path(__file__).parent.parent / "docs" / "dqn.md").read_text()
+    fields = {f.name for cls in (C51Config, R2D1Config) for f in dataclasses.fields(cls)}
+    missing = sorted(name for name in fields if f"`{name}`" not in page)
+    assert not missing, f"docs/dqn.md does not name {missing}"
