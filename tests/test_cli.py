@@ -22,8 +22,6 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
     (["train", "--env", "Pendulum-v1", "--algo", "ppo", "--model", "cnn"],
      "model 'cnn' needs [C, H, W] image observations, got shape (3,)"),
     (["train", "--runner", "warp"], "argument --runner: invalid choice: 'warp'"),
-    (["train", "--runner", "concurrent", "--algo", "dqn"],
-     "runner 'concurrent' with algo 'dqn' cannot work"),
     (["train", "--n-workers", "auto"], "n_workers 'auto' with sampler 'serial' cannot work"),
     (["train", "--n-workers", "many"], "takes a positive integer or 'auto', got 'many'"),
     (["train", "--algo", "ppo", "--dueling"],

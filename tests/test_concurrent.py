@@ -89,11 +89,50 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, s
     assert children() == []
 
 
-def test_concurrent_with_dqn_is_refused_naming_both():
-    config = small_config(algo="dqn")
-    config.runner = "concurrent"
-    with pytest.raises(ValueError, match="runner 'concurrent' with algo 'dqn'.*sync.*async"):
-        config.validate()
+@pytest.mark.parametrize("algo", ["dqn", "r2d1"])
+def test_replay_algorithms_keep_the_lag_at_one_repeat_bitwise_and_resume_bitwise(
+        tmp_path, monkeypatch, algo):
+    """DQN (and R2D1, whose replay also keeps the sampler's recurrent state) under the
+    concurrent runner: batch k drawn with θ_{k-1}, the same run twice bit for bit, and a
+    run stopped by Ctrl-C and resumed (replay in its checkpoint) equal to the whole one."""
+    def config():
+        out = concurrent_config(itrs=6)
+        out.algo = algo
+        out.batch_B, out.batch_T = 2, 32
+        own = out.algo_config()
+        own.learning_starts, own.save_replay, own.replay_capacity = 64, True, 1024
+        if algo == "r2d1":  # few short sequences: an LSTM update costs ~100x DQN's here
+            own.burn_in, own.learn_steps, own.period, own.n_step = 4, 8, 4, 2
+            own.batch_size, own.replay_ratio, own.rnn_size = 8, 1 / 16, 16
+        out.schedule.n_steps, out.schedule.checkpoint_every = 6 * 64, 3 * 64
+        out.schedule.eval_every = None
+        return out
+
+    seen = []
+    whole, _ = run(config(), tmp_path / "whole", seen)
+    assert [itr for itr, _ in seen] == list(range(6))
+    for itr, versions in seen:
+        assert torch.all(versions == max(itr - 1, 0)), (itr, versions.unique())
+    assert whole.algo.updates > 0
+    again, _ = run(config(), tmp_path / "again")
+    assert same_params(whole, again)
+
+    part = build_runner(config(), str(tmp_path / "part"), progress=False, stdout=False)
+    real = part.algo.optimize
+
+    def interrupt_at_4(samples, itr):
+        if itr == 4:
+            raise KeyboardInterrupt
+        return real(samples, itr)
+
+    part.algo.optimize = interrupt_at_4
+    with part:
+        assert part.train().interrupted
+    resumed = build_runner(config(), str(tmp_path / "part"), resume=True, progress=False,
+                           stdout=False)
+    with resumed:
+        resumed.train()
+    assert same_params(whole, resumed), "resumed concurrent run diverged"
 
 
 def test_a_worker_death_in_the_background_batch_surfaces_as_worker_error(tmp_path):

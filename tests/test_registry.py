@@ -80,12 +80,6 @@ def test_what_a_spec_says_replaces_lists_of_names():
     assert SAMPLERS.get("interleaved").has_workers
 
 
-def test_a_replay_algorithm_is_refused_by_the_concurrent_runner_from_the_registry():
-    config = rlfw.RunConfig(algo="dqn", runner="concurrent")
-    with pytest.raises(ValueError, match="runner 'concurrent' with algo 'dqn' cannot work"):
-        config.validate()
-
-
 def test_the_docs_table_of_samplers_is_the_registry_s():
     docs = (Path(__file__).parents[1] / "docs" / "samplers.md").read_text()
     shipped = [s for s in SAMPLERS if s.cls.__module__.startswith("rlfw.")]

@@ -7,7 +7,6 @@ import threading
 
 import torch
 
-from rlfw.algos.base import ReplayAlgorithm
 from rlfw.buffers import Samples, tree_map
 from rlfw.runners.base import Runner
 from rlfw.samplers.episodes import EpisodeInfo
@@ -39,7 +38,7 @@ class _Background:
 
 
 class ConcurrentRunner(Runner):
-    """HTS-RL's schedule for PPO and A2C, over any sampler.
+    """HTS-RL's schedule for every algorithm, over any sampler.
 
     The sampler steps a copy of the agent (the *behaviour* agent) in a background thread
     while the learner updates the agent in the main thread; each side has its own ``[T, B]``
@@ -53,7 +52,10 @@ class ConcurrentRunner(Runner):
     which weights sample which batch depends on the iteration only, never on timing. Same
     seed and configuration ⇒ bitwise-identical runs; checkpoints hold the batch in hand so
     a resumed run equals an uninterrupted one. PPO's importance ratio corrects for the lag;
-    A2C ignores it (its gradient is one update stale, as in HTS-RL's A2C).
+    A2C ignores it (its gradient is one update stale, as in HTS-RL's A2C). A replay
+    algorithm (DQN, C51, R2D1) appends batch k to its replay in the learner, then learns:
+    its behaviour policy (ε-greedy over θ_{k-1}) is one update behind, which Q-learning, off
+    policy, does not need corrected.
 
     Sampling in a thread overlaps well when the sampler's work is outside the GIL (worker
     processes of the cpu/gpu/alternating samplers, ALE's native threads); the serial sampler
@@ -71,14 +73,6 @@ class ConcurrentRunner(Runner):
         self._inflight: _Background | None = None
         self.pending: Samples | None = None      # the batch the next update learns from
         self._saved_pending: Samples | None = None
-
-    @classmethod
-    def check_algo(cls, algo_cls: type, name: str | None = None) -> None:
-        if issubclass(algo_cls, ReplayAlgorithm):
-            name = name or algo_cls.__name__.lower()
-            raise ValueError(f"runner 'concurrent' with algo {name!r} cannot work: the "
-                             "concurrent runner keeps the policy lag at one on-policy batch; "
-                             f"for {name} use runner 'sync' or 'async' (shared replay)")
 
     def _sampling_agent(self):
         return self.behaviour
