@@ -146,3 +146,22 @@ def test_a_run_that_fails_is_reported_with_its_log_and_not_counted_as_finished(t
     assert result["status"].startswith("failed (exit ") and result.get("final_return") is None
     assert "NoSuchEnv-v0" in result["log_tail"]
     assert not os.path.exists(os.path.join(job.run_dir(str(tmp_path)), "result.json"))
+
+
+def test_a_job_clears_an_interrupted_attempt_and_refuses_a_live_run(tmp_path):
+    """A suite stopped mid-run leaves a run folder behind; rerunning the suite must start
+    that run afresh (it was refused as 'already holds a run'), never a folder in use."""
+    from rlfw.bench.job import fresh_run_folder
+    from rlfw.folder_lock import FolderBusyError, FolderLock
+
+    left = tmp_path / "left" / "run"
+    left.mkdir(parents=True)
+    (left / "config.json").write_text("{}")
+    (left / "progress.csv").write_text("step\n")
+    fresh_run_folder(str(left))
+    assert not left.exists()
+    live = tmp_path / "live" / "run"
+    with FolderLock.acquire(str(live)):
+        with pytest.raises(FolderBusyError, match="in use by another rlfw run"):
+            fresh_run_folder(str(live))
+    assert live.exists()

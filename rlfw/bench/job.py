@@ -8,6 +8,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -16,6 +17,15 @@ import numpy as np
 import torch
 
 from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET, RESULT_FILE, Job
+from rlfw.folder_lock import FolderLock
+
+
+def fresh_run_folder(path: str) -> None:
+    """Clear what an interrupted attempt left in ``path`` (a benchmark run is never resumed:
+    its seconds would restart); a folder a live run holds is refused (``FolderBusyError``)."""
+    if os.path.lexists(path):
+        with FolderLock.acquire(path):
+            shutil.rmtree(path)
 
 
 def run_rlfw(job: Job, run_dir: str) -> dict:
@@ -32,6 +42,7 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     if job.wandb_group:
         config.wandb.enabled, config.wandb.group = True, job.wandb_group
     run_dir = os.path.join(run_dir, "run")
+    fresh_run_folder(run_dir)
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
         start = time.perf_counter()
         result = runner.train()
