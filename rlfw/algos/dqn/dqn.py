@@ -183,7 +183,8 @@ class DQN(ReplayAlgorithm):
         obs = samples.observation
         B = obs.shape[1]
         obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
-        dedup = self.config.frame_dedup and len(obs_shape) == 3 and obs_dtype == np.uint8
+        dedup = (self.config.frame_dedup is not False and len(obs_shape) == 3
+                 and obs_dtype == np.uint8)
         if dedup and self.config.frame_dedup is None:
             # Not told (a script; the launcher asks the env): the batch decides. Its first
             # row's past is unknown (a resumed run starts mid-episode), so it is not judged.

@@ -153,6 +153,7 @@ class FrameStorage(RowStorage):
         self.frames = self._zeros("frames", (self.T, self.B) + tuple(shape[1:]), dtype)
         self.episode_start = self._zeros("episode_start", (self.T, self.B), bool)
         self._previous_done = np.ones(self.B, bool)  # the very first row starts an episode
+        self._previous_obs: np.ndarray | None = None  # the row before the next batch
 
     def _write_observations(self, rows: np.ndarray, obs: np.ndarray) -> None:
         self.frames[rows] = obs[:, :, -1]
@@ -164,8 +165,7 @@ class FrameStorage(RowStorage):
         obs = samples.observation.numpy()
         done = (samples.terminated | samples.truncated).numpy()
         starts = np.concatenate([self._previous_done[None], done[:-1]])
-        previous = getattr(self, "_previous_obs", None)
-        if not frames_are_stacked(obs, starts, previous):
+        if not frames_are_stacked(obs, starts, self._previous_obs):
             raise ValueError(
                 f"observations of shape {tuple(obs.shape[2:])} are not a stack of frames "
                 "(each one the previous shifted by one frame, an episode's first one its "
