@@ -60,9 +60,14 @@ def test_async_dqn_holds_the_configured_replay_ratio_and_bounds_the_sampler_lead
     assert children() == []
 
 
-def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path):
+@pytest.mark.parametrize("lead", [2, 4])
+def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path, lead):
+    """``async_lead`` (``--set async_lead=4``): batch k is drawn with the weights after
+    batch k - lead, a policy lag of lead - 1 updates."""
     run_dir = str(tmp_path / "run")
-    runner = build_runner(async_config("ppo", itrs=6), run_dir, progress=False, stdout=False)
+    config = async_config("ppo", itrs=6)
+    config.async_lead = lead
+    runner = build_runner(config, run_dir, progress=False, stdout=False)
     seen = []
     real = runner.algo.optimize
 
@@ -74,10 +79,10 @@ def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path):
     with runner:
         result = runner.train()
     assert [itr for itr, _ in seen] == list(range(6)) and result.env_steps == 6 * 256
-    for itr, versions in seen:  # lead 2: batch itr has the weights after batch itr - 2
-        assert versions == [max(itr - 1, 0)], (itr, versions)
+    for itr, versions in seen:  # batch itr has the weights after batch itr - lead
+        assert versions == [max(itr - lead + 1, 0)], (itr, versions)
     lags = [float(r["train/policy_lag"]) for r in progress(run_dir)]
-    assert lags and all(lag in (0.0, 1.0) for lag in lags)
+    assert lags and lags[-1] == lead - 1 and all(0 <= lag <= lead - 1 for lag in lags), lags
 
 
 def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):

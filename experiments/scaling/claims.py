@@ -14,9 +14,10 @@ seconds (IQM over seeds with a 95% bootstrap band), and env steps and seconds un
 curve first reaches 80% of the x1 runs' final evaluation, with a 95% bootstrap CI.
 
 runners (HTS-RL: concurrent learning keeps sync's sample efficiency; stale asynchronous
-policies lose some): sync, concurrent and async runners for PPO and A2C at equal env steps,
-final evaluation IQM with CIs, curves against steps and seconds, and each one's measured
-policy lag.
+policies lose some): sync, concurrent and async runners for PPO and A2C at equal env steps
+(async at its default lead, one update stale like concurrent, and with a lead of 4, three
+updates stale), final evaluation IQM with CIs, curves against steps and seconds, and each
+one's measured policy lag.
 
 Every run is an `rlfw.bench.job` child process with one torch thread, at most two at once
 (one core each); each finished run leaves a small record under OUT/records/ that is
@@ -44,19 +45,33 @@ from rlfw.launch.config import RunConfig
 TARGET_FRACTION = 0.8  # of the x1 runs' final evaluation
 
 
+# The runner part's variants: label -> settings. The async runner's default lead of 2 gives
+# the same fixed lag of one update as the concurrent runner (and, by construction, the same
+# run); a lead of 4 gives three updates of staleness, the asynchronous case HTS-RL argues
+# against.
+RUNNER_VARIANTS = {
+    "sync": (("runner", "sync"),),
+    "concurrent": (("runner", "concurrent"),),
+    "async": (("runner", "async"),),
+    "async-lag3": (("runner", "async"), ("async_lead", "4")),
+}
+
+
 @dataclass(frozen=True)
 class Claims:
     games: tuple[str, ...]
     seeds: int
     factors: tuple[int, ...]
     steps: dict  # algo -> env steps per run (its keys: the algorithms studied)
+    runners: tuple[str, ...] = ("sync", "concurrent", "async")  # of RUNNER_VARIANTS
 
 
 SCALES = {
     "smoke": Claims(("Breakout",), 1, (1, 2), {"ppo": 4_096}),  # the pipeline, in CI
     # 2 games x 3 seeds; PPO and A2C 1M steps (~2-3 min a run here), DQN 250k (~8 min)
     "small": Claims(("Breakout", "SpaceInvaders"), 3, (1, 2, 4, 8),
-                    {"ppo": 1_000_000, "a2c": 1_000_000, "dqn": 250_000}),
+                    {"ppo": 1_000_000, "a2c": 1_000_000, "dqn": 250_000},
+                    ("sync", "concurrent", "async", "async-lag3")),
 }
 
 
@@ -88,14 +103,11 @@ def batch_jobs(claims: Claims) -> list[Job]:
             for k in claims.factors for seed in range(claims.seeds)]
 
 
-RUNNERS = ("sync", "concurrent", "async")
-
-
 def runner_jobs(claims: Claims) -> list[Job]:
     return [Job("rlfw", algo, env_id(game), claims.steps[algo], seed,
-                settings=(("runner", runner),), label=runner)
+                settings=RUNNER_VARIANTS[variant], label=variant)
             for algo in claims.steps if algo != "dqn" for game in claims.games
-            for runner in RUNNERS for seed in range(claims.seeds)]
+            for variant in claims.runners for seed in range(claims.seeds)]
 
 
 # -- statistics -------------------------------------------------------------------------
@@ -198,7 +210,7 @@ def _iqm(value) -> str:
 
 def report(part: str, scale: str, claims: Claims, results: list[dict], out: str) -> dict:
     """Per (algo, game): one row per variant, curves as PNG; README.md and results.json."""
-    labels = ([f"x{k}" for k in claims.factors] if part == "batch" else list(RUNNERS))
+    labels = ([f"x{k}" for k in claims.factors] if part == "batch" else list(claims.runners))
     data: dict = {"part": part, "scale": scale, "claims": claims.__dict__, "tables": []}
     lines = [f"# {part} claim on MinAtar, scale `{scale}`", "", (__doc__ or "").split(
         "\n\n")[2 if part == "batch" else 3].replace("\n", " "), ""]

@@ -157,9 +157,10 @@ def _build_runner(config: RunConfig, log_dir: str | None, resume: bool, progress
     algo = build_algo(config, spaces)
     sampler = build_sampler(local, env_factory, share.worker_cores)
     kind = RUNNERS.get(config.runner).cls
+    own = {arg: getattr(config, name) for arg, name in kind.config_fields.items()}
     runner = kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
                   config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
-                  ranks=ranks, trust_checkpoint=trust_checkpoint, lock=lock)
+                  ranks=ranks, trust_checkpoint=trust_checkpoint, lock=lock, **own)
     if ranks is None or ranks.is_chief:  # once everything was accepted
         if stdout:
             print(f"rlfw: {plan.describe()}")

@@ -42,6 +42,7 @@ class RunConfig:
     env: str = "CartPole-v1"
     sampler: str = "serial"
     runner: str = "sync"             # 'sync', 'concurrent' (HTS-RL, ppo/a2c) or 'async'
+    async_lead: int = 2              # async: batches the sampler may run ahead (lag lead-1)
     batch_B: int = 8                 # envs stepped per batch (the B of [T, B])
     batch_T: int = 32                # steps per env per batch
     seed: int = 0
@@ -89,7 +90,10 @@ class RunConfig:
         if RUNNERS.get(self.runner).cls.shares_replay:  # the algorithm's rule for that
             getattr(self.algo_config(), "check_shared_replay", lambda: None)()
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
-                       world_size=self.world_size)
+                       world_size=self.world_size, async_lead=self.async_lead)
+        if self.async_lead != 2 and self.runner != "async":
+            raise ValueError(f"async_lead={self.async_lead} is for runner 'async' (the batches "
+                             f"its sampler may run ahead); runner {self.runner!r} has none")
         if self.normalize_obs and algo.uses_replay:
             raise ValueError(f"normalize_obs is for ppo and a2c (continuous control); "
                              f"{self.algo} learns from raw observations: set "

@@ -4,7 +4,7 @@ the lead of either side is bounded.
 
 A replay algorithm (DQN): the sampler process appends each batch to a shared-memory replay
 and the learner does exactly the configured ``replay_ratio x T x B`` updates per batch;
-PPO/A2C: the sampler fills two shared ``[T, B]`` buffers in turn and the learner takes each
+PPO/A2C: the sampler fills ``lead`` shared ``[T, B]`` buffers in turn and the learner takes each
 batch as it completes. Either way the sampler may run at most ``lead`` batches ahead of what
 the learner has consumed (it waits for a credit), and the learner waits when no batch is
 ready, so the replay ratio holds in both directions. Policy lag, achieved replay ratio and
@@ -33,6 +33,7 @@ class AsyncRunner(Runner):
 
     samples_with_learner_agent = False
     shares_replay = True  # a replay algorithm learns from what the sampler process appends
+    config_fields = {"lead": "async_lead"}
 
     def __init__(self, algo, agent, sampler, schedule, lead: int = 2,
                  start_method: str = "spawn", **kwargs):

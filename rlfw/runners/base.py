@@ -89,6 +89,8 @@ class Runner:
     samples_with_learner_agent = True
     # True where another process appends to a replay algorithm's replay (the async runner)
     shares_replay = False
+    # constructor argument -> the RunConfig field it is built from (the async runner's lead)
+    config_fields: dict[str, str] = {}
 
     @classmethod
     def check_per_step_statistics(cls, world_size: int = 1, name: str | None = None) -> None:

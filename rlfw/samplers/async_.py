@@ -6,8 +6,8 @@ The process samples batch after batch, each after taking a credit (the learner r
 per batch consumed, so the sampler is at most ``lead`` batches ahead), with the weights the
 learner published after batch ``itr - lead``: a fixed policy lag, whatever the timing. A
 batch goes either into a shared-memory replay (under the replay's lock, so a minibatch never
-mixes a half-written batch in) or into one of two shared on-policy ``[T, B]`` buffers in
-turn; a ``batch`` message reports it (with the replay rows written so far).
+mixes a half-written batch in) or into one of ``lead`` shared on-policy ``[T, B]`` buffers
+in turn; a ``batch`` message reports it (with the replay rows written so far).
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class FreeRunningLoop:
     """The sampler process's side of the async runner: answers ``state``/``load`` like any
     worker, and ``run`` (the first batch's index) samples batch after batch, each when its
     credit comes back and with the weights it is due, into the replay storage (DQN) or the
-    double buffer, answering the learner's commands between batches until ``close``."""
+    on-policy buffers, answering the learner's commands between batches until ``close``."""
 
     def __init__(self, conn, sampler, weights: SharedWeights, credits, lead: int, writer,
                  replay_lock, buffers, parent_pid: int):
@@ -138,12 +138,12 @@ class FreeRunningLoop:
 
     def _deliver(self, samples, itr: int, version: int) -> int:
         """Batch ``itr`` into the replay storage (returns its rows written so far) or into
-        its half of the double buffer, stamped with its weights' version (returns 0)."""
+        its on-policy buffer, stamped with its weights' version (returns 0)."""
         if self.writer is not None:
             with self.replay_lock:
                 self.writer.append(samples)
                 return self.writer.rows_written
-        dest = self.buffers[itr % 2]
+        dest = self.buffers[itr % len(self.buffers)]
         tree_map(lambda d, s: d.copy_(s), dest, samples)
         dest.policy_version.fill_(version)
         return 0
@@ -192,8 +192,9 @@ class SamplerProcess:
     ``publish`` (new weights) and ``release`` (one batch consumed: a credit back).
 
     ``replay`` (for replay-based algorithms) gives the shared-memory replay for batches
-    shaped like its argument; the process appends to it. Without one, batches arrive in two
-    shared on-policy buffers. ``lead`` bounds how many batches the sampler may be ahead.
+    shaped like its argument; the process appends to it. Without one, batches arrive in
+    ``lead`` shared on-policy buffers in turn. ``lead`` bounds how many batches the sampler
+    may be ahead.
     """
 
     def __init__(self, sampler, lead: int = 2, start_method: str = "spawn",
@@ -241,7 +242,10 @@ class SamplerProcess:
             self.replay.lock = _WatchedLock(lock, self._check_alive)
             writer = self.replay.writer
         else:
-            self.buffers = [example, tree_map(lambda x: x.clone().share_memory_(), example)]
+            # one buffer per batch the sampler may hold ahead: batch k goes to buffer
+            # k % lead, whose previous batch (k - lead) the learner released first
+            self.buffers = [example] + [tree_map(lambda x: x.clone().share_memory_(), example)
+                                        for _ in range(self.lead - 1)]
         self.samples = example
         self.weights = SharedWeights(agent, ctx, self.lead)
         self.credits = ctx.Semaphore(self.lead)
@@ -297,7 +301,7 @@ class SamplerProcess:
         self.last_report = report
         if self.replay is not None:  # minibatches see this batch and none after it
             self.replay.reveal(report.rows_written)
-        samples = None if self.uses_replay else self.buffers[report.index % 2]
+        samples = None if self.uses_replay else self.buffers[report.index % len(self.buffers)]
         return samples, report.episodes
 
     def publish(self, agent, version: int) -> None:
