@@ -1,0 +1,28 @@
+"""experiments/atari_report.py: a finished run becomes a committed report whose policy
+folder holds the agent only and still evaluates with ``rlfw eval``."""
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from rlfw.checkpoint import FORMAT_KEY
+from rlfw.cli import main
+
+REPORT = str(Path(__file__).parents[1] / "experiments" / "atari_report.py")
+
+
+def test_report_keeps_only_the_agent_and_the_policy_still_evaluates(trained, tmp_path, capsys):
+    out = tmp_path / "atari"
+    done = subprocess.run([sys.executable, REPORT, str(trained), "--out", str(out), "--name",
+                           "policy", "--episodes", "2"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (ckpt,) = (out / "policy" / "checkpoints").glob("ckpt_*.pt")
+    tree = torch.load(ckpt, weights_only=True)
+    assert set(tree) - {FORMAT_KEY} == {"agent"}, set(tree)
+    assert (out / "policy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (out / "policy.md").read_text()
+    assert "512 env steps" in text and "| 256 |" in text and "| 512 |" in text
+    assert main(["eval", str(out / "policy"), "--episodes", "2"]) == 0
+    assert "over 2 episodes" in capsys.readouterr().out
