@@ -108,12 +108,16 @@ def _one_core_one_thread(cores: list[int] | None) -> None:
     torch.set_num_threads(1)
 
 
-def map_in_processes(fn: Callable, jobs: Sequence[tuple]) -> list:
+def map_in_processes(fn: Callable, jobs: Sequence[tuple], at_once: int | None = None) -> list:
     """``fn(*job)`` for every job, each in a fresh process of its own pinned to its own
     slice of the cores with one torch thread, as many at once as there are cores; results
     in job order. Learning checks run their seeds this way: a small MLP's run gains almost
     nothing from a second torch thread, so two seeds side by side take about the time of
-    one. ``fn`` must be importable (a module-level function of a test module)."""
+    one. ``fn`` must be importable (a module-level function of a test module).
+
+    ``at_once`` above the core count runs that many unpinned, sharing the cores: three
+    jobs on two cores then take about 1.5 jobs' time instead of two waves' (the runs are
+    deterministic whatever the timing, so sharing changes no result)."""
     from rlfw.launch.backends import LocalBackend
 
     def in_a_process(*job, cores):
@@ -121,7 +125,7 @@ def map_in_processes(fn: Callable, jobs: Sequence[tuple]) -> list:
                                  initializer=_one_core_one_thread, initargs=(cores,)) as pool:
             return pool.submit(fn, *job).result()
 
-    backend = LocalBackend(max(1, min(len(jobs), _usable_cores())))
+    backend = LocalBackend(at_once or max(1, min(len(jobs), _usable_cores())))
     return backend.map(in_a_process, jobs, report=lambda result: None)
 
 

@@ -118,7 +118,8 @@ def test_c51_final_policy_solves_cartpole_for_three_of_three_seeds():
     seed's final policy (not its best) over 20 fresh episodes."""
     from conftest import map_in_processes
 
-    finals = map_in_processes(_c51_preset_final_return, [(s, 30_000) for s in (0, 1, 2)])
+    finals = map_in_processes(_c51_preset_final_return, [(s, 30_000) for s in (0, 1, 2)],
+                              at_once=3)
     assert all(f >= 475 for f in finals), finals
 
 
