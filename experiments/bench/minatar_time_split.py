@@ -34,7 +34,7 @@ from rlfw.bench.suites import MINATAR_BUDGET
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent, build_runner, build_sampler
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.throughput import measure_steps_per_second
+from rlfw.samplers.throughput import measure_steps_per_second, step_envs_bare
 
 GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
 RECORDS = os.path.join("docs", "benchmarks", "minatar", "records")
@@ -44,18 +44,11 @@ def bare_rate(config: RunConfig, seconds: float) -> float:
     """Env steps/s of the preset's envs stepped in a loop, random actions, resets as due."""
     factory = config.env_factory()
     envs = [factory() for _ in range(config.batch_B)]
-    rng = np.random.default_rng(0)
     try:
         for i, env in enumerate(envs):
             env.reset(seed=i)
-        n_actions = envs[0].action_space.n
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            for env in envs:
-                _, _, terminated, truncated, _ = env.step(int(rng.integers(n_actions)))
-                if terminated or truncated:
-                    env.reset()
-            steps += len(envs)
+        start = time.perf_counter()
+        steps = step_envs_bare(envs, seconds)
         return steps / (time.perf_counter() - start)
     finally:
         for env in envs:

@@ -25,7 +25,7 @@ from rlfw.launch.build import build_runner, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 from rlfw.samplers.native_atari import rom_name
-from rlfw.samplers.throughput import measure_steps_per_second
+from rlfw.samplers.throughput import measure_steps_per_second, step_envs_bare
 
 ENV, N_ENVS, N_WORKERS, BATCH_T = "ALE/Pong-v5", 8, 2, 64
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
@@ -85,16 +85,7 @@ def _bare_process(n_envs: int, seconds: float, seed: int) -> int:
     envs = [factory(True) for _ in range(n_envs)]
     for i, env in enumerate(envs):
         env.reset(seed=seed + i)
-    rng = np.random.default_rng(seed)
-    n_actions = int(envs[0].action_space.n)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for env in envs:
-            _, _, terminated, truncated, _ = env.step(int(rng.integers(n_actions)))
-            if terminated or truncated:
-                env.reset()
-        steps += n_envs
-    return steps
+    return step_envs_bare(envs, seconds, seed)
 
 
 def bare_processes_rate(seconds: float) -> float:

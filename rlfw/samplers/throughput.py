@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 
 def measure_steps_per_second(sampler, agent, seconds: float, warmup_batches: int = 1) -> float:
     """Initialize, run ``warmup_batches`` untimed, then whole batches for about ``seconds``;
@@ -21,3 +23,19 @@ def measure_steps_per_second(sampler, agent, seconds: float, warmup_batches: int
                 return batches * per_batch / elapsed
     finally:
         sampler.close()
+
+
+def step_envs_bare(envs: list, seconds: float, seed: int = 0) -> int:
+    """The framework-free floor a sampler is measured against: step ``envs`` (already
+    reset) with uniform-random actions in a plain loop for about ``seconds``, resetting
+    each as its episode ends; returns the env steps taken."""
+    rng = np.random.default_rng(seed)
+    n_actions = int(envs[0].action_space.n)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for env in envs:
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(n_actions)))
+            if terminated or truncated:
+                env.reset()
+        steps += len(envs)
+    return steps
