@@ -91,7 +91,7 @@ class RunConfig:
             getattr(self.algo_config(), "check_shared_replay", lambda: None)()
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size, async_lead=self.async_lead)
-        if self.async_lead != 2 and self.runner != "async":
+        if self.async_lead != RunConfig.async_lead and self.runner != "async":  # not the default
             raise ValueError(f"async_lead={self.async_lead} is for runner 'async' (the batches "
                              f"its sampler may run ahead); runner {self.runner!r} has none")
         if self.normalize_obs and algo.uses_replay:
