@@ -1,12 +1,13 @@
 """The affinity plan: cores split between ranks, workers one per physical core first,
 oversubscription always warned about, the plan printed, saved and applied."""
+import dataclasses
 import json
 
 import psutil
 import pytest
 import torch
 
-from rlfw.launch.affinity import Machine, apply_affinity, plan_affinity
+from rlfw.launch.affinity import Machine, apply_affinity, busy_machine_warning, plan_affinity
 
 # 4 physical cores with 2 hyperthreads each: siblings (0, 4), (1, 5), (2, 6), (3, 7)
 SMT = Machine(usable=tuple(range(8)), physical=((0, 4), (1, 5), (2, 6), (3, 7)),
@@ -40,6 +41,17 @@ def test_more_workers_or_ranks_than_cores_is_never_silent(n_workers, ranks):
     assert "warning:" in plan.describe()
     for r in plan.ranks:  # every assignment is a usable core
         assert set(r.worker_cores) <= set(SMT.usable) and set(r.cores) <= set(SMT.usable)
+
+
+def test_learner_threads_beyond_the_idle_cores_of_a_busy_machine_are_warned_about():
+    two_cores = Machine(usable=(0, 1), physical=((0,), (1,)), logical_count=2,
+                        physical_count=2, gpus=0, load=1.0)  # another run holds one core
+    warning = busy_machine_warning(two_cores, learner_threads=2)
+    assert "1-minute load 1.0 on 2 usable cores" in warning
+    assert "2 torch threads" in warning and "OMP_NUM_THREADS=1" in warning
+    assert busy_machine_warning(two_cores, learner_threads=1) is None
+    assert busy_machine_warning(dataclasses.replace(two_cores, load=0.2), 2) is None
+    assert busy_machine_warning(dataclasses.replace(SMT, load=2.0), 4) is None  # 6 idle
 
 
 def test_plan_fits_this_machine_without_warnings():

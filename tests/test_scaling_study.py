@@ -79,3 +79,12 @@ def test_minatar_claims_smoke_runs_both_parts_keeps_records_and_rebuilds(tmp_pat
                                text=True, timeout=300)
         assert again.returncode == 0, again.stderr[-2000:]
         assert (out / "README.md").read_text() == readme
+
+
+def test_minatar_claims_rejects_an_algorithm_its_scale_does_not_study(tmp_path):
+    done = subprocess.run([sys.executable, CLAIMS, "--part", "batch", "--scale", "smoke",
+                           "--out", str(tmp_path), "--algos", "ppo,dqn"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--algos 'ppo,dqn'" in done.stderr and "studies ppo" in done.stderr
+    assert not (tmp_path / "records").exists()

@@ -4,6 +4,7 @@
     python experiments/scaling/claims.py --part runners --scale small
     python experiments/scaling/claims.py --part batch --scale smoke --out /tmp/claims
     python experiments/scaling/claims.py --part batch --report-only    # rebuild from records
+    python experiments/scaling/claims.py --part batch --algos ppo,a2c  # DQN's runs later
 
 batch (Stooke & Abbeel 2018: larger batches do not cost sample efficiency): PPO and A2C with
 the env count x1, x2, x4, x8; DQN with its minibatch x1..x8 at a k-times lower replay ratio
@@ -26,7 +27,6 @@ committed, so a study continues on another machine and `--report-only` rebuilds 
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 import os
 import sys
@@ -267,8 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-parallel", type=int, default=2)
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rebuild the report from the records")
+    parser.add_argument("--algos", help="comma-separated: run only these algorithms' jobs "
+                                        "now (the report still covers every recorded run)")
     args = parser.parse_args(argv)
     claims = SCALES[args.scale]
+    to_run = set(claims.steps) if args.algos is None else set(args.algos.split(","))
+    if not to_run <= set(claims.steps):
+        parser.error(f"--algos {args.algos!r}: the {args.scale} scale studies "
+                     f"{', '.join(claims.steps)}")
     # a smoke run checks the pipeline: it never writes into docs/
     out = args.out or (tempfile.mkdtemp(prefix="claims-smoke-") if args.scale == "smoke"
                        else os.path.join("docs", "scaling", args.scale, f"{args.part}-minatar"))
@@ -285,9 +291,11 @@ def main(argv: list[str] | None = None) -> int:
               + (result.get("status", "") if final is None else
                  f"final {final:.2f}, {result['wall_s']:.0f} s"), flush=True)
 
-    task = finished if args.report_only else run_job
-    results = LocalBackend(args.max_parallel).map(functools.partial(task, out_dir=out),
-                                                  [(j,) for j in jobs], say)
+    def task(job: Job, cores: list[int] | None = None) -> dict:
+        run = run_job if job.algo in to_run and not args.report_only else finished
+        return run(job, out_dir=out, cores=cores)
+
+    results = LocalBackend(args.max_parallel).map(task, [(j,) for j in jobs], say)
     report(args.part, args.scale, claims, results, out)
     print(f"claims: report in {os.path.join(out, 'README.md')}")
     return 0 if all(r.get("final_return") is not None for r in results) or args.report_only \

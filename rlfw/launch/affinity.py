@@ -29,6 +29,7 @@ class Machine:
     logical_count: int                       # on the whole machine
     physical_count: int
     gpus: int
+    load: float = 0.0                        # 1-minute load average when detected
 
     @classmethod
     def detect(cls) -> "Machine":
@@ -37,8 +38,9 @@ class Machine:
         except (AttributeError, NotImplementedError):  # macOS has no affinity
             usable = tuple(range(psutil.cpu_count() or 1))
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
         return cls(usable, _group_by_physical_core(usable), psutil.cpu_count() or len(usable),
-                   psutil.cpu_count(logical=False) or len(usable), gpus)
+                   psutil.cpu_count(logical=False) or len(usable), gpus, load)
 
 
 def _group_by_physical_core(usable: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
@@ -129,6 +131,21 @@ def plan_affinity(n_workers: int | None, local_world_size: int = 1, use_gpus: bo
         ranks.append(RankAffinity(r, sorted(c for g in share for c in g), len(share), workers,
                                   gpu))
     return AffinityPlan(machine, len(ranks[0].worker_cores), ranks, warnings)
+
+
+def busy_machine_warning(machine: Machine, learner_threads: int) -> str | None:
+    """Why ``learner_threads`` torch threads will be slow here, when other work (another
+    run, most often) already keeps some of the machine's usable cores busy; else None.
+
+    The threads are not cut automatically: their count can change a run's floating-point
+    results, and a run's numbers must not depend on what else the machine was doing."""
+    idle = max(1, round(len(machine.usable) - machine.load))
+    if machine.load < 0.5 or learner_threads <= idle:
+        return None
+    return (f"the machine is already busy (1-minute load {machine.load:.1f} on "
+            f"{len(machine.usable)} usable cores) and the learner has {learner_threads} torch "
+            f"threads: they will wait on each other (two runs side by side on 2 cores made "
+            f"R2D1 37x slower); start each run with OMP_NUM_THREADS={idle}")
 
 
 def _share(groups: list[tuple[int, ...]], rank: int, n_ranks: int) -> list[tuple[int, ...]]:

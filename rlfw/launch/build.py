@@ -16,7 +16,12 @@ from rlfw.distributed import RankGroup, rank_device
 from rlfw.envs import EnvFactory, EnvSpaces, is_atari
 from rlfw.files import write_json
 from rlfw.folder_lock import FolderLock
-from rlfw.launch.affinity import AffinityPlan, apply_affinity, plan_affinity
+from rlfw.launch.affinity import (
+    AffinityPlan,
+    apply_affinity,
+    busy_machine_warning,
+    plan_affinity,
+)
 from rlfw.launch.config import RunConfig
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import Runner
@@ -144,6 +149,9 @@ def _build_runner(config: RunConfig, log_dir: str | None, resume: bool, progress
     # One process alone keeps the torch threads its caller chose; ranks and pinned runs
     # take the plan's (torchrun's default of one thread per rank starves the learner).
     apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)
+    contention = busy_machine_warning(plan.machine, torch.get_num_threads())
+    if contention is not None:
+        plan.warnings.append(contention)
     seed_everything(config.seed)  # model init depends on it: the same on every rank
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
