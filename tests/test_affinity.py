@@ -2,6 +2,9 @@
 oversubscription always warned about, the plan printed, saved and applied."""
 import dataclasses
 import json
+import subprocess
+import sys
+import time
 
 import psutil
 import pytest
@@ -45,13 +48,23 @@ def test_more_workers_or_ranks_than_cores_is_never_silent(n_workers, ranks):
 
 def test_learner_threads_beyond_the_idle_cores_of_a_busy_machine_are_warned_about():
     two_cores = Machine(usable=(0, 1), physical=((0,), (1,)), logical_count=2,
-                        physical_count=2, gpus=0, load=1.0)  # another run holds one core
+                        physical_count=2, gpus=0, busy=1.0)  # another run holds one core
     warning = busy_machine_warning(two_cores, learner_threads=2)
-    assert "1-minute load 1.0 on 2 usable cores" in warning
+    assert "1 other thread(s) running on 2 usable cores" in warning
     assert "2 torch threads" in warning and "OMP_NUM_THREADS=1" in warning
     assert busy_machine_warning(two_cores, learner_threads=1) is None
-    assert busy_machine_warning(dataclasses.replace(two_cores, load=0.2), 2) is None
-    assert busy_machine_warning(dataclasses.replace(SMT, load=2.0), 4) is None  # 6 idle
+    assert busy_machine_warning(dataclasses.replace(two_cores, busy=0.0), 2) is None
+    assert busy_machine_warning(dataclasses.replace(SMT, busy=2.0), 4) is None  # 6 idle
+
+
+def test_a_process_spinning_beside_this_one_is_seen_as_busy():
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # past the interpreter's start
+        assert Machine.detect().busy >= 1
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def test_plan_fits_this_machine_without_warnings():

@@ -12,6 +12,7 @@ cores on a rank, or more ranks than physical cores on the machine, says so in
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import asdict, dataclass, field
 
 import psutil
@@ -29,7 +30,7 @@ class Machine:
     logical_count: int                       # on the whole machine
     physical_count: int
     gpus: int
-    load: float = 0.0                        # 1-minute load average when detected
+    busy: float = 0.0                        # other runnable threads when detected
 
     @classmethod
     def detect(cls) -> "Machine":
@@ -38,9 +39,23 @@ class Machine:
         except (AttributeError, NotImplementedError):  # macOS has no affinity
             usable = tuple(range(psutil.cpu_count() or 1))
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
         return cls(usable, _group_by_physical_core(usable), psutil.cpu_count() or len(usable),
-                   psutil.cpu_count(logical=False) or len(usable), gpus, load)
+                   psutil.cpu_count(logical=False) or len(usable), gpus, _runnable_others())
+
+
+def _runnable_others(samples: int = 5) -> float:
+    """Threads of other processes running or ready to run now: the median over a few reads
+    of Linux's /proc/loadavg (its running count includes the reading thread itself), 0
+    elsewhere. The load averages would still count work that ended a minute ago."""
+    counts = []
+    for _ in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, IndexError, ValueError):
+            return 0.0
+        time.sleep(0.002)
+    return float(sorted(counts)[len(counts) // 2])
 
 
 def _group_by_physical_core(usable: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
@@ -139,10 +154,10 @@ def busy_machine_warning(machine: Machine, learner_threads: int) -> str | None:
 
     The threads are not cut automatically: their count can change a run's floating-point
     results, and a run's numbers must not depend on what else the machine was doing."""
-    idle = max(1, round(len(machine.usable) - machine.load))
-    if machine.load < 0.5 or learner_threads <= idle:
+    idle = max(1, round(len(machine.usable) - machine.busy))
+    if machine.busy < 1 or learner_threads <= idle:
         return None
-    return (f"the machine is already busy (1-minute load {machine.load:.1f} on "
+    return (f"the machine is already busy ({machine.busy:.0f} other thread(s) running on "
             f"{len(machine.usable)} usable cores) and the learner has {learner_threads} torch "
             f"threads: they will wait on each other (two runs side by side on 2 cores made "
             f"R2D1 37x slower); start each run with OMP_NUM_THREADS={idle}")
