@@ -21,7 +21,14 @@ from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_base import ParallelSamplerBase
-from rlfw.samplers.workers import serve, split_slots, torch_threads, wait_for_master, worker_setup
+from rlfw.samplers.workers import (
+    CLOSED,
+    serve,
+    split_slots,
+    torch_threads,
+    wait_for_master,
+    worker_setup,
+)
 from rlfw.seeding import ACTION_NOISE
 
 
@@ -51,7 +58,8 @@ def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer
             if command == "steps":
                 episodes: list[EpisodeInfo] = []
                 for _ in range(payload):
-                    wait_for_master(act_ready, parent_pid)
+                    if not wait_for_master(act_ready, parent_pid, conn):
+                        return CLOSED
                     result = group.step(mine.action.numpy())
                     mine.reward[:] = torch.from_numpy(result.reward)
                     mine.terminated[:] = torch.from_numpy(result.terminated)

@@ -32,6 +32,7 @@ from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_base import ParallelSamplerBase
 from rlfw.samplers.workers import (
+    CLOSED,
     POLL_S,
     serve,
     split_slots,
@@ -60,7 +61,8 @@ def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
                 for t in range(payload):
                     mine.observation[t] = torch.from_numpy(group.result.next_obs)
                     requests.put((actor, t))
-                    wait_for_master(action_ready, parent_pid)
+                    if not wait_for_master(action_ready, parent_pid, conn):
+                        return CLOSED
                     result = group.step(actions.numpy())
                     mine.reward[t] = torch.from_numpy(result.reward)
                     mine.terminated[t] = torch.from_numpy(result.terminated)

@@ -42,12 +42,18 @@ def worker_setup(cpu: int | None) -> None:
         psutil.Process().cpu_affinity([cpu])
 
 
-def wait_for_master(semaphore, parent_pid: int) -> None:
-    """A worker's wait for the master's signal; exits quietly, within ``POLL_S``, when the
-    master is gone (so a worker never lingers as an orphan)."""
+def wait_for_master(semaphore, parent_pid: int, conn: Connection) -> bool:
+    """A worker's wait, inside a command, for the master's signal: True once signalled;
+    False, within ``POLL_S``, when the master sent a message instead (mid-command it can
+    only be 'close', after a failure elsewhere: the handler then returns ``CLOSED`` rather
+    than sit out the close's grace period); exits quietly when the master is gone (so a
+    worker never lingers as an orphan)."""
     while not semaphore.acquire(timeout=POLL_S):
+        if conn.poll():
+            return False
         if os.getppid() != parent_pid:
             raise SystemExit(0)
+    return True
 
 
 def _nothing() -> None:
