@@ -12,7 +12,8 @@ the env count x1, x2, x4, x8; DQN with its minibatch x1..x8 at a k-times lower r
 rate grows with the batch as sqrt(k) (rlfw's rule; the paper scaled it up with the batch and
 tuned it per size). For each size: curves of training return against env steps and against
 seconds (IQM over seeds with a 95% bootstrap band), and env steps and seconds until the
-curve first reaches 80% of the x1 runs' final evaluation, with a 95% bootstrap CI.
+curve first reaches 80% of the x1 runs' final training return (their curves' mean over the
+last twentieth of the steps), with a 95% bootstrap CI.
 
 runners (HTS-RL: concurrent learning keeps sync's sample efficiency; stale asynchronous
 policies lose some): sync, concurrent and async runners for PPO and A2C at equal env steps
@@ -42,7 +43,7 @@ from rlfw.files import write_json, write_text
 from rlfw.launch.backends import LocalBackend
 from rlfw.launch.config import RunConfig
 
-TARGET_FRACTION = 0.8  # of the x1 runs' final evaluation
+TARGET_FRACTION = 0.8  # of the x1 runs' final training return
 
 
 # The runner part's variants: label -> settings. The async runner's default lead of 2 gives
