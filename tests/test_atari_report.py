@@ -26,3 +26,17 @@ def test_report_keeps_only_the_agent_and_the_policy_still_evaluates(trained, tmp
     assert "512 env steps" in text and "| 256 |" in text and "| 512 |" in text
     assert main(["eval", str(out / "policy"), "--episodes", "2"]) == 0
     assert "over 2 episodes" in capsys.readouterr().out
+
+
+def test_every_committed_policy_loads_without_running_code_and_holds_the_agent_only():
+    """What a user downloads with the repository is input like any other: each checkpoint
+    under docs/ must load with pickles refused and carry the agent's weights alone."""
+    from rlfw.checkpoint import load_checkpoint
+
+    docs = Path(__file__).parents[1] / "docs"
+    committed = sorted(p for p in docs.rglob("*.pt") if "runs" not in p.relative_to(docs).parts)
+    assert committed, "the Pong policies are committed under docs/benchmarks/atari/"
+    for path in committed:
+        state = load_checkpoint(str(path))  # pickles refused: UnsafeCheckpointError otherwise
+        assert set(state) == {"agent"}, (path, set(state))
+        assert (path.parents[1] / "config.json").is_file(), path
