@@ -29,6 +29,7 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
         assert run["status"] == "done" and len(run["returns"]) == 20, run
         assert run["final_return"] == pytest.approx(np.mean(run["returns"]))
         assert run["env_steps"] >= run["steps"] and run["wall_s"] > 0
+        assert 0 <= run["wait_share"] < 2  # its threads' run-queue wait, per wall second
     for entry in data["entries"]:
         for fw in ("rlfw", "sb3"):
             s = entry["frameworks"][fw]

@@ -11,11 +11,11 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 
+from rlfw.bench.clock import RunClock
 from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET, RESULT_FILE, Job
 from rlfw.folder_lock import FolderLock
 
@@ -44,9 +44,8 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     run_dir = os.path.join(run_dir, "run")
     fresh_run_folder(run_dir)
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
-        start = time.perf_counter()
-        result = runner.train()
-        wall = time.perf_counter() - start
+        with RunClock() as clock:
+            result = runner.train()
     returns = evaluate_checkpoint(run_dir, EVAL_EPISODES, greedy=True,
                                   seed=EVAL_SEED_OFFSET + job.seed)
     with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
@@ -58,7 +57,8 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
                if r.get("time/elapsed_s")]
     lags = [float(r["train/policy_lag"]) for r in rows if r.get("train/policy_lag")]
     gif = agent_gif(run_dir, job.seed) if job.seed == 0 and not job.label else None
-    return {"wall_s": wall, "env_steps": result.env_steps, "returns": returns.tolist(),
+    return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
+            "env_steps": result.env_steps, "returns": returns.tolist(),
             "curve": curve, "curve_s": curve_s,
             "policy_lag": sum(lags) / len(lags) if lags else None,
             "settings": "rlfw preset (RunConfig.for_env)"
@@ -119,9 +119,8 @@ def run_sb3(job: Job, run_dir: str) -> dict:
                                 n_timesteps=job.steps, eval_freq=-1, seed=job.seed,
                                 verbose=0, device="cpu", config=config, log_interval=-2)
     model, _ = manager.setup_experiment()
-    start = time.perf_counter()
-    manager.learn(model)
-    wall = time.perf_counter() - start
+    with RunClock() as clock:
+        manager.learn(model)
     manager.save_trained_model(model)
     manager.seed = EVAL_SEED_OFFSET + job.seed
     eval_env = manager.create_envs(1, eval_env=True, no_log=True)
@@ -132,7 +131,8 @@ def run_sb3(job: Job, run_dir: str) -> dict:
     returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
                                  deterministic=True, return_episode_rewards=True)
     eval_env.close()
-    return {"wall_s": wall, "env_steps": int(model.num_timesteps),
+    return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
+            "env_steps": int(model.num_timesteps),
             "returns": [float(r) for r in returns], "curve": _monitor_curve(manager.save_path),
             "settings": f"rl-baselines3-zoo {job.algo}.yml [{key}]"}
 
@@ -165,16 +165,16 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
     envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=job.seed,
                         monitor_dir=monitors)
     model = sb3_model(config, envs, job.seed)
-    start = time.perf_counter()
-    model.learn(total_timesteps=job.steps)
-    wall = time.perf_counter() - start
+    with RunClock() as clock:
+        model.learn(total_timesteps=job.steps)
     eval_env = make_vec_env(lambda: factory(False), n_envs=1,
                             seed=EVAL_SEED_OFFSET + job.seed)
     returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
                                  deterministic=True, return_episode_rewards=True)
     envs.close()
     eval_env.close()
-    return {"wall_s": wall, "env_steps": int(model.num_timesteps),
+    return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
+            "env_steps": int(model.num_timesteps),
             "returns": [float(r) for r in returns], "curve": _monitor_curve(monitors),
             "settings": "rlfw's preset and network (rlfw.bench.same_settings)"}
 
