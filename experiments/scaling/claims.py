@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rlfw.bench.clock import timed_under_load
 from rlfw.bench.report import binned, bootstrap_band, iqm_with_ci
 from rlfw.bench.run import Job, finished, run_job
 from rlfw.files import write_json, write_text
@@ -137,15 +138,17 @@ def group_summary(runs: list[dict], target: float | None, steps: int) -> dict:
     if not done:
         return out
     finals = [r["final_return"] for r in done]
+    timed = [r for r in done if timed_under_load(r) is not True]  # seconds worth reading
     out.update(finals=finals, iqm=iqm_with_ci(finals),
-               wall_s=float(np.mean([r["wall_s"] for r in done])),
+               wall_s=_mean([r["wall_s"] for r in timed]),
+               under_load=[r["seed"] for r in done if timed_under_load(r)],
                policy_lag=_mean([r.get("policy_lag") for r in done]))
     if target is not None:
         grid = np.linspace(steps / 40, steps, 40)
         reach = [first_reach(r["curve"], target, grid) for r in done]
         seconds = [first_reach(r["curve_s"], target,
                                np.linspace(r["wall_s"] / 40, r["wall_s"] * 1.05, 40))
-                   for r in done]
+                   for r in timed]
         out.update(steps_to_target=mean_with_ci([s for s in reach if s is not None]),
                    reached=sum(s is not None for s in reach),
                    seconds_to_target=mean_with_ci([s for s in seconds if s is not None]))
@@ -158,6 +161,11 @@ def final_training_return(runs: list[dict], steps: int) -> float | None:
             if r.get("curve")]
     ends = [e for e in ends if np.isfinite(e)]
     return float(np.mean(ends)) if ends else None
+
+
+def _wall(summary: dict) -> str:
+    wall = summary.get("wall_s")
+    return "under load" if wall is None and summary.get("seeds") else f"{wall or 0:.0f}"
 
 
 def _mean(values: list) -> float | None:
@@ -241,7 +249,7 @@ def report(part: str, scale: str, claims: Claims, results: list[dict], out: str)
                     lines.append(f"| {label} | {_iqm(s.get('iqm'))} | {s.get('reached', 0)}"
                                  f"/{len(s['seeds'])} | {_ci(s.get('steps_to_target'))} | "
                                  f"{_ci(s.get('seconds_to_target'))} | "
-                                 f"{s.get('wall_s', 0):.0f} |")
+                                 f"{_wall(s)} |")
             else:
                 lines += ["| runner | final IQM [95% CI] | policy lag (updates) | wall s |",
                           "|---|---|---:|---:|"]
@@ -249,7 +257,11 @@ def report(part: str, scale: str, claims: Claims, results: list[dict], out: str)
                     lag = 0.0 if label == "sync" else s.get("policy_lag")  # by construction
                     lines.append(f"| {label} | {_iqm(s.get('iqm'))} | "
                                  f"{'–' if lag is None else f'{lag:.2f}'} | "
-                                 f"{s.get('wall_s', 0):.0f} |")
+                                 f"{_wall(s)} |")
+            loaded = {label: s["under_load"] for label, s in rows.items()
+                      if s.get("under_load")}
+            if loaded:
+                lines += ["", f"Timed under load, their seconds left out (seeds): {loaded}."]
             missing = {label: s["missing"] for label, s in rows.items() if s["missing"]}
             if missing:
                 lines += ["", f"Not finished yet (seeds): {missing}."]
