@@ -166,3 +166,36 @@ def test_a_job_clears_an_interrupted_attempt_and_refuses_a_live_run(tmp_path):
         with pytest.raises(FolderBusyError, match="in use by another rlfw run"):
             fresh_run_folder(str(live))
     assert live.exists()
+
+
+def test_a_suite_with_a_baseline_reads_the_other_suite_s_records_env_by_env(tmp_path):
+    from rlfw.bench.run import Job, run_suite, write_record
+    from rlfw.launch.backends import LocalBackend
+
+    steps = SUITES["minatar-qlearning"].entries[0].budget
+    curve = [(steps // 2, 1.0), (steps, 2.0)]
+    for seed, final in enumerate((4.0, 6.0, 8.0)):  # the minatar suite's DQN, Breakout
+        job = Job("rlfw", "dqn", "MinAtar/Breakout-v1", steps, seed, peer_settings="same")
+        write_record(job, str(tmp_path / "minatar"), {
+            **job.__dict__, "status": "done", "final_return": final, "returns": [final],
+            "wall_s": 10.0, "wait_share": 0.0, "steps_per_s": steps / 10, "curve": curve,
+            "settings": "rlfw preset"})
+    job = Job("rlfw", "c51", "MinAtar/Breakout-v1", steps, 0)
+    write_record(job, str(tmp_path / "minatar-qlearning"), {
+        **job.__dict__, "status": "done", "final_return": 9.0, "returns": [9.0],
+        "wall_s": 12.0, "wait_share": 0.0, "steps_per_s": steps / 12, "curve": curve,
+        "settings": "rlfw preset"})
+
+    data = run_suite("minatar-qlearning", str(tmp_path / "minatar-qlearning"),
+                     LocalBackend(1), say=lambda _: None, report_only=True)
+    breakout, invaders = data["comparison"]
+    assert breakout["env"] == "MinAtar/Breakout-v1"
+    assert list(breakout["algos"]) == ["dqn", "c51", "rainbow"]
+    assert breakout["algos"]["dqn"]["finals"] == [4.0, 6.0, 8.0]
+    assert breakout["algos"]["c51"]["finals"] == [9.0]
+    assert "finals" not in breakout["algos"]["rainbow"]
+    assert "finals" not in invaders["algos"]["dqn"]  # no record there: nothing invented
+    readme = (tmp_path / "minatar-qlearning" / "README.md").read_text()
+    assert "## MinAtar/Breakout-v1, 250,000 env steps: against dqn" in readme
+    assert "| dqn | 4.0, 6.0, 8.0 | 6.0 [4.0, 8.0] | 10 |" in readme
+    assert (tmp_path / "minatar-qlearning" / breakout["curve_png"]).stat().st_size > 0

@@ -56,8 +56,11 @@ def summarize(results: list[dict]) -> dict:
     return out
 
 
-def write_report(name: str, suite: Suite, results: list[dict], out_dir: str) -> dict:
-    """Write README.md, results.json and the curves into ``out_dir``; returns the data."""
+def write_report(name: str, suite: Suite, results: list[dict], out_dir: str,
+                 baseline: Sequence[dict] = ()) -> dict:
+    """Write README.md, results.json and the curves into ``out_dir``; returns the data.
+    ``baseline``: another suite's finished rlfw runs on this suite's envs (its
+    ``Suite.baseline``), read alongside this suite's algorithms env by env."""
     os.makedirs(out_dir, exist_ok=True)
     frameworks = list(dict.fromkeys(r["framework"] for r in results))
     entries = []
@@ -73,10 +76,30 @@ def write_report(name: str, suite: Suite, results: list[dict], out_dir: str) -> 
                          "gif": _agent_gif(entry, mine, out_dir)})
     data = {"suite": name, "about": suite.about, "machine": _machine(),
             "peer_differences": _peer_differences(suite), "entries": entries,
+            "comparison": _comparison(suite, results, baseline, out_dir),
             "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results]}
     write_json(os.path.join(out_dir, "results.json"), data)
     write_text(os.path.join(out_dir, "README.md"), markdown(data))
     return data
+
+
+def _comparison(suite: Suite, results: list[dict], baseline: Sequence[dict],
+                out_dir: str) -> list[dict]:
+    """Per env of a suite with a baseline: each algorithm's rlfw runs summarized (the
+    baseline's first) and their curves in one plot."""
+    if suite.baseline is None:
+        return []
+    out = []
+    for env, budget in dict.fromkeys((e.env, e.budget) for e in suite.entries):
+        runs = [r for r in [*baseline, *results] if r["framework"] == "rlfw"
+                and (r["env"], r["steps"]) == (env, budget)]
+        algos = dict.fromkeys([suite.baseline[1], *(r["algo"] for r in runs)])
+        out.append({"env": env, "steps": budget, "baseline": list(suite.baseline),
+                    "algos": {a: summarize([r for r in runs if r["algo"] == a])
+                              for a in algos},
+                    "curve_png": _plot_curves(Entry("vs", env, budget), runs, out_dir,
+                                              group="algo")})
+    return out
 
 
 def _goals(summary: dict, time_goal: float) -> dict:
@@ -110,9 +133,11 @@ def _machine() -> str:
             f"{psutil.cpu_count(logical=False)} cores, one torch thread and one core per run")
 
 
-def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
+def _plot_curves(entry: Entry, results: list[dict], out_dir: str,
+                 group: str = "framework") -> str | None:
     """Training-episode returns on a common grid of env steps (each run's episodes
-    averaged within each grid cell), mean and 95% bootstrap CI over seeds."""
+    averaged within each grid cell), mean and 95% bootstrap CI over seeds, one line per
+    value of the runs' ``group`` field."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -121,9 +146,9 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
         return None
     grid = curve_grid(entry.budget)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for fw in dict.fromkeys(r["framework"] for r in results):
+    for fw in dict.fromkeys(r[group] for r in results):
         curves = [binned(r["curve"], grid) for r in results
-                  if r["framework"] == fw and r.get("curve")]
+                  if r[group] == fw and r.get("curve")]
         if not curves:
             continue
         stack = np.array(curves)
@@ -134,8 +159,9 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str) -> str | None:
         ax.plot(grid, mean, label=f"{fw} ({len(curves)} seeds)")
         ax.fill_between(grid, low, high, alpha=0.25)
     ax.set(xlabel="env steps", ylabel="training episode return",
-           title=f"{entry.algo} {entry.env}")
-    ax.legend()
+           title=f"{entry.algo} {entry.env}" if group == "framework" else entry.env)
+    if ax.lines:  # a suite's first report may come before any run finished
+        ax.legend()
     fig.tight_layout()
     name = f"curves_{entry.name}.png"
     write_atomically(os.path.join(out_dir, name), lambda f: fig.savefig(f, dpi=90, format="png"))
@@ -211,6 +237,29 @@ def _load_notes(framework: str, summary: dict) -> list[str]:
     return notes
 
 
+def _comparison_markdown(comparison: list[dict]) -> list[str]:
+    """One table per env: the baseline's rlfw runs and this suite's algorithms."""
+    lines = []
+    for c in comparison:
+        suite, algo = c["baseline"]
+        lines += [f"## {c['env']}, {c['steps']:,} env steps: against {algo}", "",
+                  f"{algo}: the `{suite}` suite's runs (its records, "
+                  f"`docs/benchmarks/{suite}/`); the same budget, seeds and evaluation.", "",
+                  "| algorithm | per-seed final return | IQM [95% CI] | wall s |",
+                  "|---|---|---|---:|"]
+        for name, s in c["algos"].items():
+            if "finals" not in s:
+                lines.append(f"| {name} | (no finished run) | | |")
+                continue
+            lines.append(f"| {name} | {', '.join(_num(x) for x in s['finals'])} | "
+                         f"{_num(s['iqm'])} [{_num(s['iqm_low'])}, {_num(s['iqm_high'])}] | "
+                         f"{_seconds(s['wall_s'], '.0f')} |")
+        if c["curve_png"]:
+            lines += ["", f"![learning curves]({c['curve_png']})"]
+        lines.append("")
+    return lines
+
+
 def markdown(data: dict) -> str:
     lines = [f"# Benchmark suite `{data['suite']}`", "", data["about"] + ".", "",
              f"Machine: {data['machine']}. Re-run: `python -m rlfw benchmark --suite "
@@ -225,6 +274,7 @@ def markdown(data: dict) -> str:
         lines += [f"- {algo}: {d}" for algo, ds in data["peer_differences"].items()
                   for d in ds]
         lines.append("")
+    lines += _comparison_markdown(data.get("comparison", []))
     for e in data["entries"]:
         lines += [f"## {e['algo']} {e['env']}, {e['steps']:,} env steps", "",
                   "| framework | settings | per-seed final return | mean ± std | median | "

@@ -160,7 +160,20 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
     task = finished if report_only else run_job
     results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs],
                           report)
-    return write_report(name, suite, results, out_dir)
+    return write_report(name, suite, results, out_dir, baseline_runs(suite, seeds, out_dir))
+
+
+def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict]:
+    """The finished rlfw runs of ``suite.baseline`` (another suite's algorithm) on this
+    suite's envs and budgets, from that suite's folder beside ``out_dir``."""
+    if suite.baseline is None:
+        return []
+    other, algo = suite.baseline
+    folder = os.path.join(os.path.dirname(os.path.abspath(out_dir)), other)
+    envs = dict.fromkeys((e.env, e.budget) for e in suite.entries)
+    jobs = [Job("rlfw", algo, env, steps, seed, peer_settings=SUITES[other].peer_settings)
+            for env, steps in envs for seed in seeds]
+    return [r for r in (finished(j, folder) for j in jobs) if r.get("final_return") is not None]
 
 
 def check_peer_installed() -> None:

@@ -36,6 +36,8 @@ class Suite:
     about: str = ""
     peer_settings: str = "zoo"
     time_goal: float = 0.7   # rlfw's wall-clock at most this x the peer's
+    # (suite, algo): that suite's rlfw runs of algo on this suite's envs, read alongside
+    baseline: tuple[str, str] | None = None
 
 
 MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
@@ -67,6 +69,7 @@ SUITES: dict[str, Suite] = {
     "minatar-qlearning": Suite(tuple(Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET["dqn"])
                                      for algo in ("c51", "rainbow")
                                      for game in ("Breakout", "SpaceInvaders")),
+                               baseline=("minatar", "dqn"),
                                about="C51 and Rainbow minus noisy nets on two MinAtar games "
                                      "at DQN's budget, read against the minatar suite's DQN "
                                      "entries (docs/dqn.md); about 1.5 hours on 2 cores"),
