@@ -196,6 +196,9 @@ def test_a_suite_with_a_baseline_reads_the_other_suite_s_records_env_by_env(tmp_
     assert "finals" not in breakout["algos"]["rainbow"]
     assert "finals" not in invaders["algos"]["dqn"]  # no record there: nothing invented
     readme = (tmp_path / "minatar-qlearning" / "README.md").read_text()
+    assert "--suite minatar-qlearning` (finished runs" in readme  # no --peer: it has none
+    with pytest.raises(ValueError, match="SB3 implements none of c51, rainbow"):
+        run_suite("minatar-qlearning", str(tmp_path / "q"), LocalBackend(1), peer="sb3")
     assert "## MinAtar/Breakout-v1, 250,000 env steps: against dqn" in readme
     assert "| dqn | 4.0, 6.0, 8.0 | 6.0 [4.0, 8.0] | 10 |" in readme
     assert (tmp_path / "minatar-qlearning" / breakout["curve_png"]).stat().st_size > 0

@@ -75,6 +75,7 @@ def write_report(name: str, suite: Suite, results: list[dict], out_dir: str,
                          "curve_png": _plot_curves(entry, mine, out_dir),
                          "gif": _agent_gif(entry, mine, out_dir)})
     data = {"suite": name, "about": suite.about, "machine": _machine(),
+            "has_peer": suite.has_peer,
             "peer_differences": _peer_differences(suite), "entries": entries,
             "comparison": _comparison(suite, results, baseline, out_dir),
             "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results]}
@@ -263,7 +264,8 @@ def _comparison_markdown(comparison: list[dict]) -> list[str]:
 def markdown(data: dict) -> str:
     lines = [f"# Benchmark suite `{data['suite']}`", "", data["about"] + ".", "",
              f"Machine: {data['machine']}. Re-run: `python -m rlfw benchmark --suite "
-             f"{data['suite']} --peer sb3` (finished runs are skipped). Final return: the "
+             f"{data['suite']}{' --peer sb3' if data.get('has_peer', True) else ''}` "
+             f"(finished runs are skipped). Final return: the "
              f"policy at the end of training, deterministic actions, normalization statistics "
              f"frozen, 20 fresh episodes (seeds 10000+seed). IQM and its 95% CI: rliable, "
              f"stratified bootstrap over seeds. Time: training only, mean over seeds.", ""]

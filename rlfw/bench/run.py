@@ -139,6 +139,10 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
     if peer not in (None, "sb3"):
         raise ValueError(f"--peer {peer!r} is not supported; the one peer is 'sb3'")
     suite = SUITES[name]
+    if peer is not None and not suite.has_peer:
+        raise ValueError(f"suite {name!r} has no peer: SB3 implements none of "
+                         f"{', '.join(dict.fromkeys(e.algo for e in suite.entries))}; "
+                         "run it without --peer")
     seeds = list(range(suite.seeds)) if seeds is None else list(seeds)
     frameworks = ("rlfw",) if peer is None else ("rlfw", peer)
     jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None)

@@ -38,6 +38,7 @@ class Suite:
     time_goal: float = 0.7   # rlfw's wall-clock at most this x the peer's
     # (suite, algo): that suite's rlfw runs of algo on this suite's envs, read alongside
     baseline: tuple[str, str] | None = None
+    has_peer: bool = True    # False: SB3 has no implementation of these algorithms
 
 
 MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
@@ -69,7 +70,7 @@ SUITES: dict[str, Suite] = {
     "minatar-qlearning": Suite(tuple(Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET["dqn"])
                                      for algo in ("c51", "rainbow")
                                      for game in ("Breakout", "SpaceInvaders")),
-                               baseline=("minatar", "dqn"),
+                               baseline=("minatar", "dqn"), has_peer=False,
                                about="C51 and Rainbow minus noisy nets on two MinAtar games "
                                      "at DQN's budget, read against the minatar suite's DQN "
                                      "entries (docs/dqn.md); about 1.5 hours on 2 cores"),
