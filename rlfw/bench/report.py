@@ -220,6 +220,11 @@ def _num(x: float) -> str:
     return f"{x:,.1f}"
 
 
+def _iqm_cell(summary: dict) -> str:
+    return (f"{_num(summary['iqm'])} [{_num(summary['iqm_low'])}, "
+            f"{_num(summary['iqm_high'])}]")
+
+
 def _seconds(x: float | None, fmt: str) -> str:
     return "under load" if x is None else format(x, fmt)
 
@@ -253,8 +258,7 @@ def _comparison_markdown(comparison: list[dict]) -> list[str]:
                 lines.append(f"| {name} | (no finished run) | | |")
                 continue
             lines.append(f"| {name} | {', '.join(_num(x) for x in s['finals'])} | "
-                         f"{_num(s['iqm'])} [{_num(s['iqm_low'])}, {_num(s['iqm_high'])}] | "
-                         f"{_seconds(s['wall_s'], '.0f')} |")
+                         f"{_iqm_cell(s)} | {_seconds(s['wall_s'], '.0f')} |")
         if c["curve_png"]:
             lines += ["", f"![learning curves]({c['curve_png']})"]
         lines.append("")
@@ -288,8 +292,7 @@ def markdown(data: dict) -> str:
                 continue
             per_seed = ", ".join(_num(x) for x in s["finals"])
             lines.append(f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
-                         f"{_num(s['std'])} | {_num(s['median'])} | {_num(s['iqm'])} "
-                         f"[{_num(s['iqm_low'])}, {_num(s['iqm_high'])}] | "
+                         f"{_num(s['std'])} | {_num(s['median'])} | {_iqm_cell(s)} | "
                          f"{_seconds(s['wall_s'], '.0f')} | "
                          f"{_seconds(s['steps_per_s'], ',.0f')} |")
         for fw, s in e["frameworks"].items():
