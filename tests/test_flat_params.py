@@ -99,6 +99,56 @@ def test_direct_fused_adam_step_is_torch_optims_step_bit_for_bit():
     assert direct_state["param_groups"] == plain_state["param_groups"]
 
 
+def _rmsprop_run(direct: bool, eps: float, weight_decay: float, steps: int = 6):
+    """RMSprop through gradient_step on a net whose first input is always 0 (its weights'
+    gradients and running averages stay exactly 0) and whose averages are seeded with
+    subnormal values after the first step, restored from its state_dict halfway."""
+    from unittest import mock
+
+    from rlfw.algos import optim
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 3))
+    flat = FlatParameters(model.parameters())
+    opt = optim.make_optimizer(flat, "rmsprop", lr=3e-3, eps=eps)
+    opt.param_groups[0]["weight_decay"] = weight_decay
+    x, y = torch.randn(32, 5), torch.randn(32, 3)
+    x[:, 0] = 0.0
+    direct_steps = []
+
+    def direct_step(optimizer):
+        direct_steps.append(optim_direct(optimizer))
+        return direct_steps[-1]
+
+    optim_direct = optim._rmsprop_step
+    with mock.patch.object(optim, "_rmsprop_step",
+                           direct_step if direct else lambda _: False):
+        for i in range(steps):
+            if i == 1:
+                opt.state[flat.flat]["square_avg"][-8:] = 1e-39  # subnormal in float32
+            if i == steps // 2:
+                opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+                optim.set_lr(opt, 1e-3)
+            optim.gradient_step(opt, flat, ((model(x) - y) ** 2).mean(), max_grad_norm=None)
+    if direct:
+        took = eps >= optim._RMSPROP_MIN_EPS  # else torch's own step, the clamp unsafe
+        assert direct_steps == [False] + [took] * (steps - 1)
+    return flat.flat.detach().clone(), opt.state_dict()
+
+
+@pytest.mark.parametrize("eps,weight_decay", [(1e-5, 0.0), (1e-10, 1e-3), (1e-12, 0.0)])
+def test_direct_rmsprop_step_is_torch_optims_step_bit_for_bit(eps, weight_decay):
+    direct_params, direct_state = _rmsprop_run(True, eps, weight_decay)
+    plain_params, plain_state = _rmsprop_run(False, eps, weight_decay)
+    (d,), (p,) = direct_state["state"].values(), plain_state["state"].values()
+    if weight_decay == 0:  # the zero averages the clamp is for are there
+        assert (p["square_avg"] == 0).any()
+    assert torch.equal(direct_params, plain_params)
+    assert float(d["step"]) == float(p["step"]) == 6
+    assert torch.equal(d["square_avg"], p["square_avg"])
+    assert direct_state["param_groups"] == plain_state["param_groups"]
+
+
 @pytest.mark.parametrize("caller_flushes", [False, True])
 def test_the_optimizer_step_flushes_subnormal_moments_and_restores_the_callers_setting(
         caller_flushes):
