@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 from rlfw.bench.report import write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
 from rlfw.files import write_json
+from rlfw.launch.backends import job_process_setup
 
 EVAL_EPISODES = 20
 EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
@@ -85,12 +86,10 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
     os.makedirs(run_dir, exist_ok=True)
     argv = [sys.executable, "-m", "rlfw.bench.job", json.dumps(asdict(job)),
             run_dir]
-    pin = (lambda: os.sched_setaffinity(0, cores)) if cores and hasattr(
-        os, "sched_setaffinity") else None
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(os.path.join(run_dir, LOG_FILE), "w") as log:
-        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin,
-                               env=env)
+        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                               preexec_fn=job_process_setup(cores))
     if code == 0 and os.path.exists(path):
         with open(path) as f:
             result = json.load(f)

@@ -5,10 +5,48 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def job_process_setup(cores: Sequence[int] | None) -> Callable[[], None]:
+    """What a job's child process runs between fork and exec: pinned to ``cores`` (if
+    given) and, on Linux, sent SIGINT, the Ctrl-C every rlfw command stops on cleanly, when
+    the thread that started it ends. A sweep or benchmark killed in any way (SIGTERM,
+    SIGKILL, its terminal closed) so leaves no run behind, orphaned on its cores. SIGINT is
+    set back to its default first: a parent started in the background (``cmd &``) ignores
+    it, and an exec'd Python keeps an ignored SIGINT ignored."""
+    parent = os.getpid()
+    libc = _libc()
+
+    def setup() -> None:
+        if cores and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cores)
+        if libc is None:
+            return
+        # ctypes, not signal.signal: this may run in a thread other than Python's main one
+        libc.signal(signal.SIGINT, signal.SIG_DFL)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: nobody will signal us
+            os._exit(130)
+
+    return setup
+
+
+def _libc():
+    """The C library, for prctl and signal (None off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 class LocalBackend:

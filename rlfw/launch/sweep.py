@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
 from rlfw.files import write_atomically, write_json, write_text
+from rlfw.launch.backends import job_process_setup
 from rlfw.launch.config import RunConfig, config_keys, set_field
 from rlfw.runners.run_folder import RUN_FILES
 
@@ -177,9 +178,8 @@ def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
     with open(os.path.join(run_dir, LOG_FILE), "a") as log:
         log.write(f"$ {' '.join(argv)}\n")
         log.flush()
-        pin = (lambda: os.sched_setaffinity(0, cores)) if cores and hasattr(
-            os, "sched_setaffinity") else None
-        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin)
+        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
+                               preexec_fn=job_process_setup(cores))
     status = {0: "done", 130: "interrupted"}.get(code, f"failed (exit {code})")
     write_json(os.path.join(run_dir, STATUS_FILE),
                {"status": status, "returncode": code, "argv": argv,
