@@ -144,7 +144,7 @@ def _rmsprop_step(optimizer: torch.optim.Optimizer) -> bool:
     smallest normal float. torch's CPU ``sqrt`` takes ~40x longer on a zero or subnormal
     element than on a normal one, and a parameter whose gradient is always zero (a weight
     on an input channel that is never set, a dead ReLU unit) keeps a zero average: on
-    MinAtar's DQN that one ``sqrt`` was 0.9 of a 1.7 ms gradient step. The clamp changes
+    MinAtar's DQN that one ``sqrt`` cost 0.28 ms of a 1.82 ms gradient step. The clamp changes
     nothing once eps is added (see ``_RMSPROP_MIN_EPS``). False (nothing done) for any
     other case, and on the first step, which creates the state."""
     if type(optimizer) is not torch.optim.RMSprop or len(optimizer.param_groups) != 1:
