@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlfw.bench.clock import timed_under_load
+from rlfw.bench.clock import quietly_timed, timed_under_load
 from rlfw.bench.report import binned, bootstrap_band, iqm_with_ci
 from rlfw.bench.run import Job, finished, run_job
 from rlfw.files import write_json, write_text
@@ -138,7 +138,7 @@ def group_summary(runs: list[dict], target: float | None, steps: int) -> dict:
     if not done:
         return out
     finals = [r["final_return"] for r in done]
-    timed = [r for r in done if timed_under_load(r) is not True]  # seconds worth reading
+    timed = quietly_timed(done)
     out.update(finals=finals, iqm=iqm_with_ci(finals),
                wall_s=_mean([r["wall_s"] for r in timed]),
                under_load=[r["seed"] for r in done if timed_under_load(r)],

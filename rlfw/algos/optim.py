@@ -156,8 +156,7 @@ def _rmsprop_step(optimizer: torch.optim.Optimizer) -> bool:
         return False
     (param,) = group["params"]
     state = optimizer.state.get(param)
-    if not state or param.grad is None or param.dtype != torch.float32 \
-            or param.is_complex():
+    if not state or param.grad is None or param.dtype != torch.float32:
         return False
     with torch.no_grad():
         grad = param.grad

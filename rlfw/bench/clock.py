@@ -58,3 +58,9 @@ def timed_under_load(result: dict) -> bool | None:
     records written before the clock existed)."""
     share = result.get("wait_share")
     return None if share is None else share > LOADED_WAIT_SHARE
+
+
+def quietly_timed(results: list[dict]) -> list[dict]:
+    """The finished runs whose seconds are worth reading: all but those timed under load
+    (a run whose load was not recorded is kept; the reports name it)."""
+    return [r for r in results if timed_under_load(r) is not True]

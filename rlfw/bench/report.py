@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rlfw.bench.clock import LOADED_WAIT_SHARE, timed_under_load
+from rlfw.bench.clock import LOADED_WAIT_SHARE, quietly_timed, timed_under_load
 from rlfw.bench.suites import Entry, Suite, references
 from rlfw.files import write_atomically, write_json, write_text
 
@@ -43,7 +43,7 @@ def summarize(results: list[dict]) -> dict:
         return out
     finals = np.array([r["final_return"] for r in done])
     # seconds taken under load say nothing about speed: time from the other runs only
-    timed = [r for r in done if timed_under_load(r) is not True]
+    timed = quietly_timed(done)
     out.update(finals=finals.tolist(), mean=float(finals.mean()), std=float(finals.std()),
                median=float(np.median(finals)),
                wall_s=float(np.mean([r["wall_s"] for r in timed])) if timed else None,
