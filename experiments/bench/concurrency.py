@@ -1,12 +1,13 @@
 """Sync vs concurrent vs async runner, PPO on Pong and on CartPole, plus SB3 PPO on Pong, in
 one run: training env steps/s and the ratios.
 
-Pong: the Atari preset (8 envs x 128 steps, Nature CNN on CPU, 4 epochs of 256-minibatches)
-with the cpu sampler (2 workers); SB3: PPO with rl-baselines3-zoo's Atari settings (same
-sizes) on SubprocVecEnv. CartPole: the CartPole preset with the cpu sampler. Two bounds,
-both from the sync run: learn-only (steps over the learner's own time: what overlap would
-reach if sampling cost nothing) and the CPU bound (the run's CPU time, this process and its
-workers, spread perfectly over the usable cores: the most any overlap can reach here).
+Pong: the Atari preset (8 envs x 128 steps, Nature CNN on CPU, 4 epochs of 128-minibatches)
+with the cpu sampler (2 workers); SB3: PPO with rl-baselines3-zoo's Atari settings, its
+minibatch the preset's, on SubprocVecEnv. CartPole: the CartPole preset with the cpu
+sampler. Two bounds, both from the sync run: learn-only (steps over the learner's own
+time: what overlap would reach if sampling cost nothing) and the CPU bound (the run's CPU
+time, this process and its workers, spread perfectly over the usable cores: the most any
+overlap can reach here).
 
     python experiments/bench/concurrency.py [--pong-steps 8192] [--cartpole-steps 40960]
 """
@@ -16,6 +17,7 @@ import argparse
 import resource
 import time
 
+from rlfw.algos.pg.presets import ATARI_PPO
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
@@ -66,7 +68,8 @@ def sb3_pong_rate(steps: int) -> float:
     gymnasium.register_envs(ale_py)  # fork-started workers inherit the registration
     env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0, vec_env_cls=_subproc(),
                                        vec_env_kwargs={"start_method": "fork"}), n_stack=4)
-    model = PPO("CnnPolicy", env, n_steps=128, n_epochs=4, batch_size=256,
+    model = PPO("CnnPolicy", env, n_steps=128, n_epochs=4,
+                batch_size=ATARI_PPO["ppo"]["minibatch_size"],
                 learning_rate=2.5e-4, clip_range=0.1, vf_coef=0.5, ent_coef=0.01, verbose=0)
     start = time.perf_counter()
     model.learn(steps)
