@@ -61,6 +61,8 @@ def timed_under_load(result: dict) -> bool | None:
 
 
 def quietly_timed(results: list[dict]) -> list[dict]:
-    """The finished runs whose seconds are worth reading: all but those timed under load
-    (a run whose load was not recorded is kept; the reports name it)."""
-    return [r for r in results if timed_under_load(r) is not True]
+    """The finished runs whose seconds are worth reading: those recorded as timed quietly;
+    only where none was, those whose load was not recorded (records older than this
+    clock), since their seconds may include another job's. Runs timed under load never."""
+    quiet = [r for r in results if timed_under_load(r) is False]
+    return quiet or [r for r in results if timed_under_load(r) is None]

@@ -51,6 +51,7 @@ def summarize(results: list[dict]) -> dict:
                if timed else None,
                timed_under_load=[r["seed"] for r in done if timed_under_load(r)],
                load_unrecorded=[r["seed"] for r in done if timed_under_load(r) is None],
+               unrecorded_timed=any(timed_under_load(r) is None for r in timed),
                settings=done[0]["settings"])
     out["iqm"], out["iqm_low"], out["iqm_high"] = iqm_with_ci(finals)
     return out
@@ -238,8 +239,15 @@ def _load_notes(framework: str, summary: dict) -> list[str]:
                       f"load (their threads waited for a CPU more than "
                       f"{LOADED_WAIT_SHARE:.0%} of the time); their seconds are left out."]
     if summary.get("load_unrecorded"):
-        notes += ["", f"{framework}: seeds {summary['load_unrecorded']} ran before runs "
-                      f"recorded their load: their seconds may include another job's."]
+        seeds = summary["load_unrecorded"]
+        if summary.get("unrecorded_timed"):
+            notes += ["", f"{framework}: seeds {seeds} ran before runs recorded their load, "
+                          f"and no seed was recorded as timed quietly: the seconds are "
+                          f"theirs and may include another job's."]
+        else:
+            notes += ["", f"{framework}: seeds {seeds} ran before runs recorded their load; "
+                          f"their seconds are left out, since other seeds were recorded "
+                          f"as timed quietly."]
     return notes
 
 
