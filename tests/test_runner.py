@@ -49,6 +49,27 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
         "ckpt_000000000768.pt", "ckpt_000000001536.pt"]
 
 
+def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):
+    """Rows every 4 iterations, evaluations every 3 and at the end (iteration 7): the
+    evaluations at 3, 6 and 7 each land in a row at their own step with their own score,
+    never averaged with another (6 and 7 fall between the same two log rows)."""
+    import csv
+
+    config = small_config(itrs=7)
+    per_itr = config.batch_B * config.batch_T
+    config.schedule.eval_every, config.schedule.log_every = 3 * per_itr, 4 * per_itr
+    run = tmp_path / "run"
+    result = build_runner(config, str(run), progress=False, stdout=False).train()
+    assert [step for step, _ in result.eval_history] == [3 * per_itr, 6 * per_itr,
+                                                         7 * per_itr]
+    with open(run / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == [k * per_itr for k in (3, 4, 6, 7)]
+    logged = [(int(r["step"]), float(r["eval/return_mean"])) for r in rows
+              if r["eval/return_mean"] not in ("", "nan")]
+    assert logged == result.eval_history
+
+
 @pytest.mark.parametrize("sampler", ["serial", "cpu", "alternating"])
 def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch, sampler):
     from conftest import children

@@ -187,14 +187,18 @@ class Runner:
         done = itr + 1
         last = done == self.n_itr
         stop = False
-        if self.eval_every and (done % self.eval_every == 0 or last):
+        evaluated = bool(self.eval_every) and (done % self.eval_every == 0 or last)
+        if evaluated:
             with self.reporter.timing.add_time("eval"):
                 stop = self.reporter.evaluate(self.sampler, self.agent, self.result) \
                     if self.is_chief else False
             if self.ranks is not None:  # every rank stops at the same iteration
                 stop = self.ranks.broadcast(stop, "the stop decision")
         with deferred_interrupt():  # Ctrl-C after the row and the checkpoint, never inside
-            if done % self.log_every == 0 or last or stop:
+            # an evaluation gets a row of its own: the logger averages what a row collects,
+            # and two evaluations in one row (the last scheduled one and the end-of-run one)
+            # would read as one score that neither policy had
+            if done % self.log_every == 0 or last or stop or evaluated:
                 self.reporter.dump(self.result.env_steps)
             if done % self.checkpoint_every == 0 or last or stop:
                 self._save(done)
