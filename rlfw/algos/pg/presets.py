@@ -54,8 +54,9 @@ def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
 # (docs/benchmarks/atari/ppo-pong-seed0.md). Minibatches of 128 (CleanRL: 4 of 256): CleanRL
 # reaches its score after 40M frames, and this machine's budget is 10M, so each sample
 # drives twice the gradient steps; on Pong seed 0 the approx. KL per update stayed under
-# 0.004, evaluation left -20 by 2M frames instead of 4M and the run ended at 18.65 (best 19.5)
-# against 18.2 (best 18.3) with 256, in 61 minutes against 64 (docs/benchmarks/atari/).
+# 0.004, evaluation left -20 by 2M frames instead of 4M and the run ended at 18.7 (best 19.5)
+# against 18.2 (best 18.3) with 256, in 61 minutes against 64; seed 1 ended at 19.1
+# (docs/benchmarks/atari/).
 ATARI_PPO: dict[str, Any] = {"batch_B": 8, "batch_T": 128, "ppo": dict(
     learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=4, minibatch_size=128,
     clip=0.1, anneal_clip=False, value_clip=0.1, entropy_coef=0.01)}
