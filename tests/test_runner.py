@@ -1,4 +1,5 @@
 """Sync runner: run folder contents, checkpoints, bitwise resume, Ctrl-C."""
+import csv
 import errno
 import glob
 import json
@@ -53,8 +54,6 @@ def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):
     """Rows every 4 iterations, evaluations every 3 and at the end (iteration 7): the
     evaluations at 3, 6 and 7 each land in a row at their own step with their own score,
     never averaged with another (6 and 7 fall between the same two log rows)."""
-    import csv
-
     config = small_config(itrs=7)
     per_itr = config.batch_B * config.batch_T
     config.schedule.eval_every, config.schedule.log_every = 3 * per_itr, 4 * per_itr
