@@ -68,9 +68,10 @@ def sb3_pong_rate(steps: int) -> float:
     gymnasium.register_envs(ale_py)  # fork-started workers inherit the registration
     env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0, vec_env_cls=_subproc(),
                                        vec_env_kwargs={"start_method": "fork"}), n_stack=4)
-    model = PPO("CnnPolicy", env, n_steps=128, n_epochs=4,
-                batch_size=ATARI_PPO["ppo"]["minibatch_size"],
-                learning_rate=2.5e-4, clip_range=0.1, vf_coef=0.5, ent_coef=0.01, verbose=0)
+    ppo = ATARI_PPO["ppo"]
+    model = PPO("CnnPolicy", env, n_steps=ATARI_PPO["batch_T"], n_epochs=ppo["epochs"],
+                batch_size=ppo["minibatch_size"], learning_rate=ppo["learning_rate"],
+                clip_range=ppo["clip"], vf_coef=0.5, ent_coef=ppo["entropy_coef"], verbose=0)
     start = time.perf_counter()
     model.learn(steps)
     seconds = time.perf_counter() - start
