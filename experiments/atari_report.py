@@ -24,7 +24,7 @@ import numpy as np
 
 from rlfw.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from rlfw.files import write_text
-from rlfw.launch.config import RunConfig
+from rlfw.launch.config import RunConfig, changed_from_preset, set_argument
 from rlfw.launch.evaluate import evaluate_checkpoint
 
 MAX_POLICY_BYTES = 10 * 2**20
@@ -97,12 +97,14 @@ def main() -> None:
     plot(rows, frame_skip, f"{config.algo} {config.env}", os.path.join(args.out, f"{name}.png"))
     steps, seconds, evals = column(rows, "eval/return_mean")
     last = rows[-1]
+    changes = "".join(f" --set {set_argument(key, value)}"
+                      for key, value in changed_from_preset(config).items())
     total_s = float(last["time/elapsed_s"])
     lines = [
         f"# {config.algo} {config.env}, seed {config.seed}", "",
         f"`rlfw train --algo {config.algo} --env {config.env} --sampler {config.sampler} "
-        f"--runner {config.runner} --steps {config.schedule.n_steps} --seed {config.seed}` "
-        f"(the preset otherwise; `{name}/config.json` holds every setting).", "",
+        f"--runner {config.runner} --steps {config.schedule.n_steps} --seed {config.seed}"
+        f"{changes}` (`{name}/config.json` holds every setting).", "",
         f"{int(float(last['step'])):,} env steps = {int(float(last['step'])) * frame_skip:,} "
         f"frames in {total_s / 60:.1f} minutes ({float(last['step']) / total_s:,.0f} env "
         "steps/s, evaluations included).", "",

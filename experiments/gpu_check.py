@@ -100,7 +100,8 @@ def check_ppo_runners(size: Size, device: str) -> list[dict]:
     rows, rates = [], {}
     steps = size.ppo_itrs * size.batch_B * size.batch_T
     variants = [("sync", {}), ("concurrent", {}), ("async", {}),
-                ("sync", {"ppo": {"amp": "bf16"}}), ("sync", {"ppo": {"compile": True}})]
+                ("sync", {"ppo": {"amp": None}}), ("sync", {"ppo": {"amp": "bf16"}}),
+                ("sync", {"ppo": {"compile": True}})]  # amp both ways: Atari's preset is bf16
     for runner_kind, extra in variants:
         label = runner_kind + "".join(f" {k}={v}" for d in extra.values() for k, v in
                                       d.items())

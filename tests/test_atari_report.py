@@ -24,8 +24,26 @@ def test_report_keeps_only_the_agent_and_the_policy_still_evaluates(trained, tmp
     assert (out / "policy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (out / "policy.md").read_text()
     assert "512 env steps" in text and "| 256 |" in text and "| 512 |" in text
+    # the command rebuilds the run: every setting the CLI flags changed from the preset
+    assert ("--steps 512 --seed 0 --set schedule.eval_every=256 --set schedule.eval_episodes=2"
+            " --set schedule.checkpoint_every=256`") in text, text[:600]
     assert main(["eval", str(out / "policy"), "--episodes", "2"]) == 0
     assert "over 2 episodes" in capsys.readouterr().out
+
+
+def test_changed_from_preset_names_each_flag_that_rebuilds_the_run():
+    from rlfw.cli import config_from_args, make_parser
+    from rlfw.launch.config import RunConfig, changed_from_preset, set_argument
+
+    config = RunConfig.for_env("ALE/Pong-v5", "ppo", steps=2048, seed=3,
+                               ppo={"epochs": 3, "amp": None}, hidden=(32, 32))
+    changes = changed_from_preset(config)  # the Atari preset: 8 epochs under bf16
+    assert changes == {"hidden": (32, 32), "ppo.epochs": 3, "ppo.amp": None}
+    flags = [arg for k, v in changes.items() for arg in ("--set", set_argument(k, v))]
+    args = make_parser().parse_args(["train", "--algo", "ppo", "--env", "ALE/Pong-v5",
+                                     "--steps", "2048", "--seed", "3", *flags])
+    assert changes == changed_from_preset(config_from_args(args))
+    assert changed_from_preset(RunConfig.for_env("CartPole-v1", "dqn", steps=10_000)) == {}
 
 
 def test_every_committed_policy_loads_without_running_code_and_holds_the_agent_only():

@@ -26,7 +26,8 @@ def test_gpu_check_smoke_on_cpu_passes_every_row_and_writes_its_table_outside_do
     data = json.loads((tmp_path / "results.json").read_text())
     checks = [r["check"] for r in data["rows"]]
     assert checks[:3] == ["sampler serial", "sampler gpu", "sampler alternating"]
-    for expected in ("ppo sync", "ppo concurrent", "ppo async", "ppo sync amp=bf16",
+    for expected in ("ppo sync", "ppo concurrent", "ppo async", "ppo sync amp=None",
+                     "ppo sync amp=bf16",
                      "ppo sync compile=True", "dqn async", "torchrun 1 rank(s), gloo",
                      "torchrun 2 rank(s), gloo"):
         assert expected in checks, (expected, checks)

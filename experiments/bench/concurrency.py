@@ -1,9 +1,11 @@
 """Sync vs concurrent vs async runner, PPO on Pong and on CartPole, plus SB3 PPO on Pong, in
 one run: training env steps/s and the ratios.
 
-Pong: the Atari preset (8 envs x 128 steps, Nature CNN on CPU, 4 epochs of 128-minibatches)
-with the cpu sampler (2 workers); SB3: PPO with rl-baselines3-zoo's Atari settings, its
-minibatch the preset's, on SubprocVecEnv. CartPole: the CartPole preset with the cpu
+Pong: the Atari preset (8 envs x 128 steps, Nature CNN on CPU, 8 epochs of 128-minibatches)
+in float32 (the preset's bf16 autocast is off here: SB3 has none, and this compares runners
+and frameworks, not precisions) with the cpu sampler (2 workers); SB3: PPO with
+rl-baselines3-zoo's Atari settings, its epochs and minibatch the preset's, on
+SubprocVecEnv. CartPole: the CartPole preset with the cpu
 sampler. Two bounds, both from the sync run: learn-only (steps over the learner's own
 time: what overlap would reach if sampling cost nothing) and the CPU bound (the run's CPU
 time, this process and its workers, spread perfectly over the usable cores: the most any
@@ -39,6 +41,7 @@ def rlfw_rate(env: str, runner: str, steps: int,
     the run's CPU time were spread perfectly over the usable cores)."""
     config = apply_overrides(RunConfig(algo="ppo", env=env, sampler=sampler, n_workers=2,
                                        runner=runner), preset("ppo", env))
+    config.ppo.amp = None  # float32 like the SB3 peer
     config.schedule = RunSchedule(n_steps=steps, log_every=10 * steps,
                                   checkpoint_every=10 * steps, eval_every=None)
     start, cpu_start = time.perf_counter(), cpu_seconds()

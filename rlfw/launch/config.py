@@ -218,6 +218,31 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     return config
 
 
+def changed_from_preset(config: RunConfig) -> dict[str, Any]:
+    """The dotted settings where ``config`` differs from the run that ``rlfw train --algo
+    --env --steps --seed --sampler --runner`` builds with today's presets: the ``--set``
+    flags that rebuild it (a report's command must name them, and a preset that changed
+    since the run shows up here too)."""
+    reference = RunConfig.for_env(config.env, config.algo, steps=config.schedule.n_steps,
+                                  seed=config.seed, sampler=config.sampler,
+                                  runner=config.runner)
+    ours, theirs = flatten(config.to_dict()), dict(flatten(reference.to_dict()))
+    return {key: value for key, value in ours if key not in theirs or theirs[key] != value}
+
+
+def set_argument(key: str, value: Any) -> str:
+    """``key=value`` as ``--set`` parses it back (tuples comma-joined, None as none)."""
+    if value is None:
+        text = "none"
+    elif isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, (list, tuple)):
+        text = ",".join(map(str, value))
+    else:
+        text = str(value)
+    return f"{key}={text}"
+
+
 def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     """``{'ppo': {'epochs': 4}}`` -> ``[('ppo.epochs', 4)]``."""
     out = []

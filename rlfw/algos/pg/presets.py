@@ -46,20 +46,20 @@ def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
     return _partial_observability(env_id, out)
 
 
-# The PPO paper's Atari settings as CleanRL's ppo_atari runs them: 8 envs x 128 steps, 4
-# epochs, lr 2.5e-4 annealed to 0, clip 0.1 on the policy and the value, entropy 0.01,
-# Adam eps 1e-5. The paper also annealed the clip range with the learning rate; CleanRL
-# keeps it at 0.1, and so does this preset: annealed, it fell to 0.03 by 5.6M of Pong's 8M
-# frames here, the policy stopped moving (approx. KL 1e-4) and evaluation stalled at 16-17
-# (docs/benchmarks/atari/ppo-pong-seed0.md). Minibatches of 128 (CleanRL: 4 of 256): CleanRL
-# reaches its score after 40M frames, and this machine's budget is 10M, so each sample
-# drives twice the gradient steps; on Pong seed 0 the approx. KL per update stayed under
-# 0.004, evaluation left -20 by 2M frames instead of 4M and the run ended at 18.7 (best 19.5)
-# against 18.2 (best 18.3) with 256, in 61 minutes against 64; seed 1 ended at 19.1
-# (docs/benchmarks/atari/).
+# The PPO paper's Atari settings as CleanRL's ppo_atari runs them: 8 envs x 128 steps, lr
+# 2.5e-4 annealed to 0, clip 0.1 on the policy and the value, entropy 0.01, Adam eps 1e-5.
+# The paper also annealed the clip range with the learning rate; CleanRL keeps it at 0.1,
+# and so does this preset: annealed, it fell to 0.03 by 5.6M of Pong's 8M frames here, the
+# policy stopped moving (approx. KL 1e-4) and evaluation stalled at 16-17. CleanRL reaches
+# its score after 40M frames; this machine's budget is 10M, so each sample drives 8x the
+# gradient steps (8 epochs of 8 minibatches of 128 instead of 4 of 4 of 256): with 4 epochs
+# of 128, two Pong seeds ended at 18.7 and 19.1, and with 8 seed 0 evaluated 20.5 at 4M
+# frames. bf16 autocast (AMX / AVX512-BF16 CPUs and GPUs) pays for the extra epochs: the
+# learner's 100k steps took 105-110 s against fp32's 95 s for half the epochs
+# (docs/benchmarks/atari/README.md). On a CPU without bf16 units, `--set ppo.amp=none`.
 ATARI_PPO: dict[str, Any] = {"batch_B": 8, "batch_T": 128, "ppo": dict(
-    learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=4, minibatch_size=128,
-    clip=0.1, anneal_clip=False, value_clip=0.1, entropy_coef=0.01)}
+    learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=8, minibatch_size=128,
+    clip=0.1, anneal_clip=False, value_clip=0.1, entropy_coef=0.01, amp="bf16")}
 
 # PureJaxRL's / pgx's MinAtar PPO (pgx examples/minatar-ppo: lr 3e-4, 3 epochs, γ 0.99,
 # λ 0.95, clip 0.2 on the policy and the value, entropy 0.01, value 0.5, grad norm 0.5,
