@@ -43,7 +43,9 @@ def test_changed_from_preset_names_each_flag_that_rebuilds_the_run():
     args = make_parser().parse_args(["train", "--algo", "ppo", "--env", "ALE/Pong-v5",
                                      "--steps", "2048", "--seed", "3", *flags])
     assert changes == changed_from_preset(config_from_args(args))
-    assert changed_from_preset(RunConfig.for_env("CartPole-v1", "dqn", steps=10_000)) == {}
+    dqn = RunConfig.for_env("CartPole-v1", "dqn", steps=10_000)
+    dqn.c51.atoms = 21  # a registered algorithm's config, made on first use
+    assert changed_from_preset(dqn) == {"c51.atoms": 21}
 
 
 def test_every_committed_policy_loads_without_running_code_and_holds_the_agent_only():

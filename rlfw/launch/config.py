@@ -226,6 +226,9 @@ def changed_from_preset(config: RunConfig) -> dict[str, Any]:
     reference = RunConfig.for_env(config.env, config.algo, steps=config.schedule.n_steps,
                                   seed=config.seed, sampler=config.sampler,
                                   runner=config.runner)
+    for name, value in vars(config).items():  # registered algorithms' configs, made on use
+        if dataclasses.is_dataclass(value) and name not in vars(reference):
+            getattr(reference, name)
     ours, theirs = flatten(config.to_dict()), dict(flatten(reference.to_dict()))
     return {key: value for key, value in ours if key not in theirs or theirs[key] != value}
 
