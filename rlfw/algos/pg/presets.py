@@ -53,8 +53,8 @@ def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
 # policy stopped moving (approx. KL 1e-4) and evaluation stalled at 16-17. CleanRL reaches
 # its score after 40M frames; this machine's budget is 10M, so each sample drives 8x the
 # gradient steps (8 epochs of 8 minibatches of 128 instead of 4 of 4 of 256): with 4 epochs
-# of 128, two Pong seeds ended at 18.7 and 19.1, and with 8 seed 0 evaluated 20.5 at 4M
-# frames. bf16 autocast (AMX / AVX512-BF16 CPUs and GPUs) pays for the extra epochs: the
+# of 128, two Pong seeds ended at 18.7 and 19.1; with 8 both seeds learned earlier (seed 0:
+# 20.5 at 4M frames, 21.0 at the end; seed 1 plateaued lower). bf16 autocast (AMX / AVX512-BF16 CPUs and GPUs) pays for the extra epochs: the
 # learner's 100k steps took 105-110 s against fp32's 95 s for half the epochs
 # (docs/benchmarks/atari/README.md). On a CPU without bf16 units, `--set ppo.amp=none`.
 ATARI_PPO: dict[str, Any] = {"batch_B": 8, "batch_T": 128, "ppo": dict(
