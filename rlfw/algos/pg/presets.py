@@ -53,8 +53,8 @@ def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
 # policy stopped moving (approx. KL 1e-4) and evaluation stalled at 16-17. CleanRL reaches
 # its score after 40M frames; this machine's budget is 10M, so each sample drives 8x the
 # gradient steps (8 epochs of 8 minibatches of 128 instead of 4 of 4 of 256): with 4 epochs
-# of 128, two Pong seeds ended at 18.7 and 19.1; with 8 both learned earlier (17.4 and
-# 17.9 at 2M frames against -7.0 and -3.2) and ended at 21.0 and 19.6. bf16 autocast (AMX /
+# of 128, two Pong seeds ended at 18.7 and 19.1; with 8 three learned earlier (17.4, 17.9,
+# 10.5 at 2M frames against -7.0, -3.2) and ended at 21.0, 19.6, 19.3. bf16 autocast (AMX /
 # AVX512-BF16 CPUs, GPUs) pays for the extra epochs: the learner took 122 s per 100k steps
 # for 8 against float32's 100.6 s for 4 (docs/benchmarks/atari/README.md). On a CPU
 # without bf16 units, `--set ppo.amp=none`.
