@@ -38,14 +38,14 @@ def sampler_kinds(with_workers: bool = False) -> dict[str, Callable]:
 
 
 def pytest_configure(config):
-    # The markers are declared in pyproject.toml. The suite's own key for sealed env pickles
-    # (rlfw.sealing), not the user's; worker and CLI subprocesses inherit it.
     # A suite started in the background (`... &`, nohup) inherits SIGINT ignored, and Python
     # then never turns Ctrl-C into KeyboardInterrupt, here or in the CLI runs the Ctrl-C
     # tests start (an ignored signal stays ignored across exec). Handling it again here
     # gives them the signal a user's terminal would.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The markers are declared in pyproject.toml. The suite's own key for sealed env pickles
+    # (rlfw.sealing), not the user's; worker and CLI subprocesses inherit it.
     if "RLFW_KEY_FILE" not in os.environ:
         os.environ["RLFW_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="rlfw-key-"),
                                                    "pickle.key")
