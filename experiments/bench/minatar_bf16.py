@@ -8,7 +8,8 @@ suite's budget (2M steps) and seeds 0-2: rlfw's preset in float32, the same with
 ``ppo.amp=bf16``, and SB3 with rlfw's settings and network, all as the suite's jobs (their
 own process, one core, one torch thread, two at a time, interleaved so that each pair
 shares the machine alike), and prints per-seed finals and seconds, then each variant's
-median final and mean seconds over SB3's.
+median final and mean seconds over SB3's (``rlfw.bench.report.summarize``: runs that
+waited for a CPU are left out of the seconds, as in the suite's report).
 
 Its run folders and records go to ``--out`` (default under /tmp, never docs/: the suite's
 records there stay the suite's). Re-running skips finished runs. On a CPU without bf16
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-import statistics
 
+from rlfw.bench.report import summarize
 from rlfw.bench.run import Job, run_job
 from rlfw.bench.suites import MINATAR_BUDGET
 from rlfw.launch.backends import LocalBackend
@@ -64,14 +65,17 @@ def main() -> None:
     by_kind: dict[str, list[dict]] = {}
     for r in results:
         by_kind.setdefault(name(r), []).append(r)
-    sb3_s = statistics.mean(r["wall_s"] for r in by_kind["sb3"])
+    summaries = {kind: summarize(runs) for kind, runs in by_kind.items()}
+    sb3_s = summaries["sb3"].get("wall_s")
     print(f"\nppo {env}, {MINATAR_BUDGET['ppo']:,} steps, seeds {args.seeds}")
-    for kind, runs in by_kind.items():
-        finals = [r["final_return"] for r in runs]
-        wall = statistics.mean(r["wall_s"] for r in runs)
-        print(f"{kind:10s} finals {', '.join(f'{f:.1f}' for f in finals)}  median "
-              f"{statistics.median(finals):.1f}  {wall:.0f} s  / SB3 {wall / sb3_s:.2f}x")
-
+    for kind, summary in summaries.items():
+        if "finals" not in summary:
+            print(f"{kind:10s} no finished run: {summary['failed'] or summary['not_run']}")
+            continue
+        wall = summary["wall_s"]
+        ratio = f"{wall / sb3_s:.2f}x" if wall and sb3_s else "n/a (every run loaded)"
+        print(f"{kind:10s} finals {', '.join(f'{f:.1f}' for f in summary['finals'])}  "
+              f"median {summary['median']:.1f}  {wall or 0:.0f} s  / SB3 {ratio}")
 
 if __name__ == "__main__":
     main()
