@@ -162,6 +162,15 @@ ALGOS: Registry[AlgoSpec] = Registry("algorithm")
 RUNNERS: Registry[RunnerSpec] = Registry("runner")
 
 
+def _takes_n_workers(cls: type) -> bool:
+    """Whether any constructor along ``cls``'s MRO names ``n_workers`` (a subclass's
+    ``__init__(*args, **kwargs)`` forwards it to its base's)."""
+    import inspect
+
+    return any("n_workers" in inspect.signature(k.__init__).parameters
+               for k in cls.__mro__ if "__init__" in vars(k))
+
+
 def register_sampler(name: str, cls: type, *, has_workers: bool | None = None,
                      options: SamplerOptions | None = None, summary: str = "",
                      runs_env: Callable[[str], bool] | None = None, env_note: str = "",
@@ -171,9 +180,7 @@ def register_sampler(name: str, cls: type, *, has_workers: bool | None = None,
     start method) from the run's config, and its workers form ``cls.n_groups`` groups
     (an int class attribute; else one)."""
     if has_workers is None:
-        import inspect
-
-        has_workers = "n_workers" in inspect.signature(cls).parameters
+        has_workers = _takes_n_workers(cls)
     if options is None:
         options = worker_options if has_workers else no_options
     if worker_groups is None:

@@ -17,7 +17,7 @@ import torch
 
 # Extensions registered from outside rlfw (a toy sampler and algorithm): loaded before any
 # test module, so every test that ranges over the registries covers them too. Worker
-# processes inherit this path (spawn sends sys.path).
+# processes inherit this path (spawn and forkserver send sys.path).
 PLUGINS = Path(__file__).parent / "plugins"
 sys.path.insert(0, str(PLUGINS))
 PLUGIN_MODULES = [importlib.import_module(p.stem).__name__ for p in sorted(PLUGINS.glob("*.py"))]
@@ -74,13 +74,16 @@ def counting_factory():
 
 
 def children() -> list[psutil.Process]:
-    """Live child processes, except Python's own resource tracker (one per parent process,
-    started by the spawn machinery, and it exits with the parent)."""
+    """Live descendant processes, except this process's own resource tracker and forkserver
+    (started by multiprocessing, once; they exit with it). Workers forked by the forkserver
+    share its command line but are its children, not ours: they count."""
     alive = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
-                    p.cmdline()):
+            command = " ".join(p.cmdline())
+            ours = p.ppid() == os.getpid() and ("resource_tracker" in command
+                                                or "multiprocessing.forkserver" in command)
+            if p.status() != psutil.STATUS_ZOMBIE and not ours:
                 alive.append(p)
         except psutil.NoSuchProcess:
             pass

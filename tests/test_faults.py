@@ -2,6 +2,7 @@
 an uninterrupted run, damaged checkpoints, non-finite numbers."""
 import os
 import signal
+import textwrap
 import time
 
 import pytest
@@ -310,3 +311,66 @@ def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(tmp
     now = runner.agent.state_dict()
     assert all(torch.equal(bits(saved[k]), bits(now[k])) for k in saved), \
         "the non-finite update was applied"
+
+
+# A master that keeps sampling until it is killed; prints the pids of everything it started.
+MASTER = textwrap.dedent("""
+    import sys, time
+    import psutil
+    from rlfw.envs import EnvFactory
+    from rlfw.registry import SAMPLERS
+    from rlfw.samplers.async_ import SamplerProcess
+    from rlfw.testing import CountingAgent, CountingEnv
+
+    if __name__ == "__main__":
+        sys.path.insert(0, sys.argv[2])  # the suite's plugin samplers
+        for module in sys.argv[3:]:
+            __import__(module)
+        kind = sys.argv[1].removeprefix("async-")
+        sampler = SAMPLERS.get(kind).build(EnvFactory("counting", entry=CountingEnv), 8, 4,
+                                           n_workers=2)
+        agent = CountingAgent()
+        if sys.argv[1].startswith("async-"):  # its own process runs the sampler's workers
+            sampler = SamplerProcess(sampler, lead=2)
+            sampler.initialize(agent)
+            sampler.publish(agent, 0)
+        else:
+            sampler.initialize(agent)
+        sampler.obtain_samples(0)
+        time.sleep(0.5)  # the async process now runs ahead, then waits for credit
+        descendants = psutil.Process().children(recursive=True)
+        print(" ".join(str(p.pid) for p in descendants), flush=True)
+        itr = 1
+        while True:
+            if not sys.argv[1].startswith("async-"):
+                sampler.obtain_samples(itr)
+                itr += 1
+""")
+
+
+@pytest.mark.parametrize("kind", [*PARALLEL, "async-cpu"])
+def test_a_killed_master_leaves_no_process_behind(kind):
+    """Workers (forked by a forkserver, so not the master's children) and the forkserver
+    itself exit within seconds of the master's SIGKILL, whatever the workers were doing."""
+    import select
+    import subprocess
+    import sys
+
+    import psutil
+
+    from conftest import PLUGIN_MODULES, PLUGINS
+
+    master = subprocess.Popen([sys.executable, "-c", MASTER, kind, str(PLUGINS),
+                               *PLUGIN_MODULES], stdout=subprocess.PIPE, text=True)
+    try:
+        assert select.select([master.stdout], [], [], 60)[0], "the master never started"
+        pids = [int(p) for p in master.stdout.readline().split()]
+    finally:
+        master.kill()
+        master.wait(timeout=10)
+    started = [psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)]
+    assert len(started) >= 3  # the workers, the forkserver, the resource tracker
+    gone, alive = psutil.wait_procs(started, timeout=10)
+    for p in alive:
+        p.kill()
+    assert not alive, [(p.pid, p.cmdline()) for p in alive]

@@ -78,6 +78,9 @@ def test_what_a_spec_says_replaces_lists_of_names():
     assert {s.name: s.worker_groups for s in SAMPLERS if s.worker_groups > 1} == \
         {"alternating": 2}
     assert SAMPLERS.get("interleaved").has_workers
+    # queue's constructor is (*args, max_batch, ..., **kwargs): n_workers is its base's
+    assert [s.name for s in SAMPLERS if s.has_workers] == \
+        ["cpu", "gpu", "alternating", "native", "queue", "interleaved"]
 
 
 def test_the_docs_table_of_samplers_is_the_registry_s():

@@ -22,6 +22,7 @@ from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import RunSchedule
+from rlfw.samplers.workers import DEFAULT_START_METHOD
 
 __all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
            "env_family", "flatten", "preset", "schedule_for", "set_field"]
@@ -64,7 +65,7 @@ class RunConfig:
     tune_workers: bool = False       # pick n_workers by measured steps/s first (GA3C)
     tune_seconds: float = 2.0        # measuring time per tried worker count
     pin_cpus: bool = False           # pin learner and workers as the affinity plan says
-    start_method: str = "spawn"      # worker processes: 'spawn', 'forkserver' or 'fork'
+    start_method: str = DEFAULT_START_METHOD  # worker processes: 'forkserver', 'spawn', 'fork'
     world_size: int = 1              # learner ranks (set by torchrun; recorded, not chosen)
     plugins: tuple[str, ...] = ()    # modules the run imports first (--plugin; recorded)
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))

@@ -22,6 +22,7 @@ import time
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.runners.base import Runner
 from rlfw.samplers.async_ import BatchReport, SamplerProcess
+from rlfw.samplers.workers import DEFAULT_START_METHOD
 
 
 class AsyncRunner(Runner):
@@ -36,7 +37,7 @@ class AsyncRunner(Runner):
     config_fields = {"lead": "async_lead"}
 
     def __init__(self, algo, agent, sampler, schedule, lead: int = 2,
-                 start_method: str = "spawn", **kwargs):
+                 start_method: str = DEFAULT_START_METHOD, **kwargs):
         replay = None
         if isinstance(algo, ReplayAlgorithm):
             algo.check_shared_replay()

@@ -12,7 +12,6 @@ in turn; a ``batch`` message reports it (with the replay rows written so far).
 from __future__ import annotations
 
 import copy
-import os
 import time
 from contextlib import nullcontext
 from typing import Any, Callable, NamedTuple
@@ -26,10 +25,13 @@ from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.evaluation import EvalLimits
 from rlfw.samplers.workers import (
     CLOSED,
+    DEFAULT_START_METHOD,
     JOIN_S,
     POLL_S,
     WorkerError,
     WorkerPool,
+    master_gone,
+    process_context,
     serve,
     worker_setup,
 )
@@ -85,10 +87,10 @@ class FreeRunningLoop:
     on-policy buffers, answering the learner's commands between batches until ``close``."""
 
     def __init__(self, conn, sampler, weights: SharedWeights, credits, lead: int, writer,
-                 replay_lock, buffers, parent_pid: int):
+                 replay_lock, buffers):
         self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
         self.lead, self.writer, self.replay_lock = lead, writer, replay_lock
-        self.buffers, self.parent_pid = buffers, parent_pid
+        self.buffers = buffers
 
     def handle(self, command: str, payload):
         if command == "state":
@@ -131,7 +133,7 @@ class FreeRunningLoop:
         """Seconds spent waiting for the next batch's credit; None: stop."""
         waited = time.perf_counter()
         while not self.credits.acquire(timeout=POLL_S):
-            if not self.answer_waiting() or os.getppid() != self.parent_pid:
+            if not self.answer_waiting() or master_gone():
                 return None
         idle = time.perf_counter() - waited
         return idle if self.answer_waiting() else None
@@ -150,11 +152,11 @@ class FreeRunningLoop:
 
 
 def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, lead: int, writer,
-                  replay_lock, buffers, parent_pid: int) -> None:
+                  replay_lock, buffers) -> None:
     """The sampler process (see ``FreeRunningLoop``)."""
     worker_setup(None)
     loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock,
-                           buffers, parent_pid)
+                           buffers)
 
     def make_handler():
         sampler.initialize(agent)
@@ -197,7 +199,7 @@ class SamplerProcess:
     may be ahead.
     """
 
-    def __init__(self, sampler, lead: int = 2, start_method: str = "spawn",
+    def __init__(self, sampler, lead: int = 2, start_method: str = DEFAULT_START_METHOD,
                  replay: Callable[[Samples], Replay] | None = None):
         if lead < 1:
             raise ValueError(f"lead must be >= 1 batch, got {lead}")
@@ -230,7 +232,7 @@ class SamplerProcess:
         if self.pool is not None:
             raise RuntimeError("SamplerProcess is already initialized; close() it first")
         self.agent = agent
-        ctx = torch.multiprocessing.get_context(self.start_method)
+        ctx = process_context(self.start_method)
         example = allocate_samples(agent, self.sampler.observation_space(), self.batch_T,
                                    self.batch_B, shared=not self.uses_replay)
         writer = lock = None
@@ -258,8 +260,7 @@ class SamplerProcess:
             # would then overwrite the learner's weights mid-update.
             self.pool = WorkerPool(_sampler_main, [(self.sampler, copy.deepcopy(agent),
                                                     self.weights, self.credits, self.lead,
-                                                    writer, lock, self.buffers,
-                                                    os.getpid())],
+                                                    writer, lock, self.buffers)],
                                    self.start_method, label=lambda i: "sampler process",
                                    daemon=False, grace_s=JOIN_S + 2)
         except BaseException:

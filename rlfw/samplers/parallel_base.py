@@ -11,7 +11,12 @@ import gymnasium as gym
 from rlfw.agents.base import AgentState
 from rlfw.samplers.base import SamplerBase
 from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.workers import WorkerPool, default_workers, worker_cpus
+from rlfw.samplers.workers import (
+    DEFAULT_START_METHOD,
+    WorkerPool,
+    default_workers,
+    worker_cpus,
+)
 
 
 class ParallelSamplerBase(SamplerBase):
@@ -28,7 +33,7 @@ class ParallelSamplerBase(SamplerBase):
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = "spawn",
+                 pin_cpus: bool | Sequence[int] = False, start_method: str = DEFAULT_START_METHOD,
                  debug: bool = False, n_eval_workers: int = 0):
         super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
         self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)

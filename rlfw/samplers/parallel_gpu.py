@@ -7,7 +7,6 @@ other: after releasing group 0 the master already computes group 1's actions.
 """
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 import torch
@@ -23,6 +22,7 @@ from rlfw.samplers.noise import SlotNoise
 from rlfw.samplers.parallel_base import ParallelSamplerBase
 from rlfw.samplers.workers import (
     CLOSED,
+    process_context,
     serve,
     split_slots,
     torch_threads,
@@ -46,7 +46,7 @@ class StepBuffer(NamedTuple):
 
 
 def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer,
-                act_ready, step_done, parent_pid: int, cpu: int | None) -> None:
+                act_ready, step_done, cpu: int | None) -> None:
     worker_setup(cpu)
 
     def make_handler():
@@ -58,7 +58,7 @@ def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer
             if command == "steps":
                 episodes: list[EpisodeInfo] = []
                 for _ in range(payload):
-                    if not wait_for_master(act_ready, parent_pid, conn):
+                    if not wait_for_master(act_ready, conn):
                         return CLOSED
                     result = group.step(mine.action.numpy())
                     mine.reward[:] = torch.from_numpy(result.reward)
@@ -117,13 +117,13 @@ class ParallelGpuSampler(ParallelSamplerBase):
                                 agent.noise_shape, agent.noise_kind)
                       for g in range(self.n_groups)]
         self.slot_states = agent.initial_state(self.batch_B)
-        ctx = torch.multiprocessing.get_context(self.start_method)
+        ctx = process_context(self.start_method)
         n = len(self.worker_slots)
         self.act_ready = [ctx.Semaphore(0) for _ in range(n)]
         self.step_done = [ctx.Semaphore(0) for _ in range(n)]
         cpus = self.worker_cpus()
         args = [(self.env_factory, slots, self.seed, self.step_buf, self.act_ready[w],
-                 self.step_done[w], os.getpid(), cpus[w])
+                 self.step_done[w], cpus[w])
                 for w, slots in enumerate(self.worker_slots)]
         self._start_workers(_env_worker, args)
         return samples

@@ -9,7 +9,13 @@ import gymnasium as gym
 import numpy as np
 
 from rlfw.samplers.env_group import EnvGroup, StepResult
-from rlfw.samplers.workers import WorkerPool, serve, split_slots, worker_setup
+from rlfw.samplers.workers import (
+    DEFAULT_START_METHOD,
+    WorkerPool,
+    serve,
+    split_slots,
+    worker_setup,
+)
 
 
 def _group_worker(conn, env_factory, slots: range, seed: int, train: bool) -> None:
@@ -41,7 +47,7 @@ class ProcessEnvGroup:
     and same ``StepResult`` as an in-process ``EnvGroup`` of those slots."""
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], n: int, seed: int,
-                 n_workers: int, train: bool = False, start_method: str = "spawn"):
+                 n_workers: int, train: bool = False, start_method: str = DEFAULT_START_METHOD):
         self.slots = list(range(n))
         self.parts = split_slots(n, n_workers)
         self.pool = WorkerPool(_group_worker, [(env_factory, part, seed, train)

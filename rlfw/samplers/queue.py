@@ -17,7 +17,6 @@ as soon as it is ready instead of in lockstep with the slowest, is kept.
 """
 from __future__ import annotations
 
-import os
 import queue as queue_module
 
 import numpy as np
@@ -34,6 +33,7 @@ from rlfw.samplers.parallel_base import ParallelSamplerBase
 from rlfw.samplers.workers import (
     CLOSED,
     POLL_S,
+    process_context,
     serve,
     split_slots,
     torch_threads,
@@ -45,7 +45,7 @@ from rlfw.seeding import ACTION_NOISE
 
 def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
            env_action: torch.Tensor, next_obs: torch.Tensor, requests, action_ready,
-           parent_pid: int, cpu: int | None) -> None:
+           cpu: int | None) -> None:
     worker_setup(cpu)
 
     def make_handler():
@@ -61,7 +61,7 @@ def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
                 for t in range(payload):
                     mine.observation[t] = torch.from_numpy(group.result.next_obs)
                     requests.put((actor, t))
-                    if not wait_for_master(action_ready, parent_pid, conn):
+                    if not wait_for_master(action_ready, conn):
                         return CLOSED
                     result = group.step(actions.numpy())
                     mine.reward[t] = torch.from_numpy(result.reward)
@@ -124,12 +124,12 @@ class QueueSampler(ParallelSamplerBase):
         self.all_slots = range(self.batch_B)
         self.slot_states = agent.initial_state(self.batch_B)
         self.final_states: dict[tuple[int, int], torch.Tensor] = {}  # (t, slot), truncated
-        ctx = torch.multiprocessing.get_context(self.start_method)
+        ctx = process_context(self.start_method)
         self.requests = ctx.Queue()
         self.action_ready = [ctx.Semaphore(0) for _ in self.slots]
         cpus = self.worker_cpus()
         args = [(w, self.env_factory, slots, self.seed, samples, self.env_action, self.next_obs,
-                 self.requests, self.action_ready[w], os.getpid(), cpus[w])
+                 self.requests, self.action_ready[w], cpus[w])
                 for w, slots in enumerate(self.slots)]
         self._start_workers(_actor, args)
         return samples

@@ -25,6 +25,12 @@ from rlfw.checks import check_positive
 POLL_S = 0.2          # liveness check period while waiting on workers
 JOIN_S = 3.0          # grace period for workers to exit on close before they are killed
 CLOSED = "closed"     # what a handler returns when it saw 'close' itself: exit, no answer
+# Workers fork from a server that imported torch once: a spawned interpreter spends ~2 s of
+# CPU importing it per worker. Spawn where the platform has no forkserver.
+DEFAULT_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+# What that server imports before forking (never '__main__': an unguarded user script would
+# run in the server itself; each worker imports the main module as under spawn).
+FORKSERVER_PRELOAD = ["rlfw.samplers"]
 
 
 class WorkerError(RuntimeError):
@@ -42,7 +48,26 @@ def worker_setup(cpu: int | None) -> None:
         psutil.Process().cpu_affinity([cpu])
 
 
-def wait_for_master(semaphore, parent_pid: int, conn: Connection) -> bool:
+def process_context(start_method: str):
+    """torch.multiprocessing's context for ``start_method`` (checked); a forkserver gets
+    rlfw's samplers preloaded."""
+    if start_method not in mp.get_all_start_methods():
+        raise ValueError(f"start method {start_method!r} unknown; choose from "
+                         f"{mp.get_all_start_methods()}")
+    ctx = tmp.get_context(start_method)
+    if start_method == "forkserver":
+        ctx.set_forkserver_preload(FORKSERVER_PRELOAD)
+    return ctx
+
+
+def master_gone() -> bool:
+    """True in a worker whose starting process has exited. Not ``os.getppid()``: under
+    forkserver the parent is the server."""
+    parent = mp.parent_process()
+    return parent is not None and not parent.is_alive()
+
+
+def wait_for_master(semaphore, conn: Connection) -> bool:
     """A worker's wait, inside a command, for the master's signal: True once signalled;
     False, within ``POLL_S``, when the master sent a message instead (mid-command it can
     only be 'close', after a failure elsewhere: the handler then returns ``CLOSED`` rather
@@ -51,7 +76,7 @@ def wait_for_master(semaphore, parent_pid: int, conn: Connection) -> bool:
     while not semaphore.acquire(timeout=POLL_S):
         if conn.poll():
             return False
-        if os.getppid() != parent_pid:
+        if master_gone():
             raise SystemExit(0)
     return True
 
@@ -157,13 +182,10 @@ class WorkerPool:
     may need a longer ``grace_s`` to stop them on close."""
 
     def __init__(self, target: Callable, args_per_worker: Sequence[tuple],
-                 start_method: str = "spawn",
+                 start_method: str = DEFAULT_START_METHOD,
                  label: Callable[[int], str] = lambda i: f"sampler worker {i}",
                  daemon: bool = True, grace_s: float = JOIN_S):
-        if start_method not in mp.get_all_start_methods():
-            raise ValueError(f"start method {start_method!r} unknown; choose from "
-                             f"{mp.get_all_start_methods()}")
-        self.ctx = tmp.get_context(start_method)
+        self.ctx = process_context(start_method)
         self.conns: list[Connection] = []
         self.procs: list[mp.process.BaseProcess] = []
         self.labels: list[str] = []
@@ -277,8 +299,8 @@ class WorkerPool:
         hint = ""
         if self.starting and code == 1:
             hint = ("; it failed while starting (see its traceback above). Under the 'spawn' "
-                    "start method the main script must guard its entry point with "
-                    "`if __name__ == '__main__':`")
+                    "and 'forkserver' start methods the main script must guard its entry "
+                    "point with `if __name__ == '__main__':`")
         raise WorkerError(f"{label} (pid {pid}) died: {how}{hint}")
 
     def close(self) -> None:
