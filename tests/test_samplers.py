@@ -272,3 +272,15 @@ def test_noise_drawn_per_batch_equals_noise_drawn_per_step(kind, shape):
     assert batch.dtype == np.float32 and batch.shape == (16, 3) + shape
     assert np.array_equal(steps, batch)
     assert per_step.state() == per_batch.state()  # checkpoints see the same streams
+
+
+def test_an_unknown_start_method_is_named_with_the_choices():
+    from rlfw.samplers import ParallelCpuSampler
+    from rlfw.testing import CountingAgent, CountingEnv
+
+    sampler = ParallelCpuSampler(EnvFactory("c", entry=CountingEnv), 4, 2, n_workers=1,
+                                 start_method="thread")
+    with pytest.raises(ValueError, match=r"start method 'thread' unknown; choose from "
+                                         r"\[.*'forkserver'.*\]"):
+        sampler.initialize(CountingAgent())
+    sampler.close()

@@ -30,7 +30,7 @@ CLOSED = "closed"     # what a handler returns when it saw 'close' itself: exit,
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 # What that server imports before forking (never '__main__': an unguarded user script would
 # run in the server itself; each worker imports the main module as under spawn).
-FORKSERVER_PRELOAD = ["rlfw.samplers"]
+FORKSERVER_PRELOAD = ("rlfw.samplers",)
 
 
 class WorkerError(RuntimeError):
@@ -56,7 +56,7 @@ def process_context(start_method: str):
                          f"{mp.get_all_start_methods()}")
     ctx = tmp.get_context(start_method)
     if start_method == "forkserver":
-        ctx.set_forkserver_preload(FORKSERVER_PRELOAD)
+        ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
     return ctx
 
 
