@@ -7,7 +7,6 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -129,9 +128,11 @@ def map_in_processes(fn: Callable, jobs: Sequence[tuple], at_once: int | None = 
     jobs on two cores then take about 1.5 jobs' time instead of two waves' (the runs are
     deterministic whatever the timing, so sharing changes no result)."""
     from rlfw.launch.backends import LocalBackend
+    from rlfw.samplers.workers import process_context
 
     def in_a_process(*job, cores):
-        with ProcessPoolExecutor(1, mp_context=get_context("spawn"),
+        # forked from rlfw's forkserver, which imported torch once (about 1.2 s a process)
+        with ProcessPoolExecutor(1, mp_context=process_context("forkserver"),
                                  initializer=_one_core_one_thread, initargs=(cores,)) as pool:
             return pool.submit(fn, *job).result()
 

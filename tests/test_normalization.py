@@ -20,7 +20,7 @@ from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
 
-from conftest import bits, first_passing_seeds
+from conftest import bits, map_in_processes
 
 
 def trees_equal(a: dict, b: dict) -> bool:
@@ -247,9 +247,11 @@ def _pendulum_cli_final_return(folder: str, seed: int) -> float:
 
 @pytest.mark.slow
 def test_ppo_learns_pendulum_for_two_of_three_seeds(tmp_path):
-    """The preset's final policy (not the best evaluation) over 20 fresh episodes."""
-    finals = first_passing_seeds(functools.partial(_pendulum_cli_final_return, str(tmp_path)),
-                                 (0, 1, 2), lambda f: f >= -300, need=2)
+    """The preset's final policy (not the best evaluation) over 20 fresh episodes. The three
+    seeds share the two cores at once: seed 1 misses (measured -208, -513, -181), so
+    waiting on the first two before starting the third would take two runs' time, not 1.5."""
+    finals = map_in_processes(functools.partial(_pendulum_cli_final_return, str(tmp_path)),
+                              [(0,), (1,), (2,)], at_once=3)
     assert sum(f >= -300 for f in finals) >= 2, finals
 
 

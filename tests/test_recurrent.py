@@ -27,7 +27,7 @@ from rlfw.testing import (
     elementwise_recurrent_agent,
 )
 
-from conftest import children, map_in_processes, shm_entries, trees_equal
+from conftest import bits, children, map_in_processes, shm_entries, trees_equal
 
 
 @pytest.mark.parametrize("kind", list(ALL))
@@ -104,6 +104,35 @@ def test_the_learner_re_runs_the_sampled_sequences(core):
                                                samples.agent_state[0],
                                                torch.zeros_like(samples.episode_start))
     assert (unreset - samples.agent_info.value).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("core", ["lstm", "gru"])
+@pytest.mark.parametrize("steps", [1, 9])
+def test_a_core_stretch_is_nn_rnn_s_own_bits_forward_and_backward(core, steps):
+    """``RecurrentCore.forward`` calls the kernel ``nn.LSTM``/``nn.GRU`` call directly: the
+    outputs, last state and every gradient equal the module's, bit for bit."""
+    from rlfw.models.recurrent import RecurrentCore
+
+    torch.manual_seed(0)
+    rnn_core = RecurrentCore(core, 5, 8)
+    x = torch.randn(steps, 3, 5, requires_grad=True)
+    state = torch.randn(3, rnn_core.state_size, requires_grad=True)
+    out, last = rnn_core(x, state)
+    if core == "lstm":
+        h, c = state.split(8, dim=-1)
+        ref_out, (ref_h, ref_c) = rnn_core.rnn(x, (h.unsqueeze(0).contiguous(),
+                                                   c.unsqueeze(0).contiguous()))
+        ref_last = torch.cat((ref_h, ref_c), dim=-1).squeeze(0)
+    else:
+        ref_out, ref_h = rnn_core.rnn(x, state.unsqueeze(0))
+        ref_last = ref_h.squeeze(0)
+    same = [torch.equal(bits(a), bits(b)) for a, b in ((out, ref_out), (last, ref_last))]
+    assert all(same), same
+    inputs = [x, state, *rnn_core.parameters()]
+    grads = torch.autograd.grad(out.square().sum() + last.sum(), inputs)
+    ref_grads = torch.autograd.grad(ref_out.square().sum() + ref_last.sum(), inputs)
+    same = [torch.equal(bits(a), bits(b)) for a, b in zip(grads, ref_grads)]
+    assert all(same), same
 
 
 @pytest.mark.parametrize("kind", list(PARALLEL))
