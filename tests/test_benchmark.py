@@ -14,16 +14,21 @@ from rlfw.bench.run import Job, plan
 from rlfw.bench.suites import SUITES, Entry
 
 
-def benchmark(out, *flags):
+def benchmark(out, *flags, env=None):
     return subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite", "smoke",
                            "--out", str(out), *flags], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=env)
 
 
 def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(tmp_path):
-    done = benchmark(tmp_path, "--peer", "sb3", "--max-parallel", "2")
+    temp = tmp_path / "system-temp"  # the jobs' temp directory (torch keeps a cache there)
+    temp.mkdir()
+    out = tmp_path / "out"
+    done = benchmark(out, "--peer", "sb3", "--max-parallel", "2",
+                     env={**os.environ, "TMPDIR": str(temp)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    data = json.loads((tmp_path / "results.json").read_text())
+    assert not list(temp.glob("SB3-*"))  # SB3 logs in the run folder
+    data = json.loads((out / "results.json").read_text())
     assert len(data["runs"]) == 2 * 2 * 2  # entries x frameworks x seeds
     for run in data["runs"]:
         assert run["status"] == "done" and len(run["returns"]) == 20, run
@@ -35,15 +40,15 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
             s = entry["frameworks"][fw]
             assert s["seeds"] == [0, 1] and s["iqm_low"] <= s["iqm"] <= s["iqm_high"]
         assert "time_ratio" in entry["goals"]
-        assert (tmp_path / entry["curve_png"]).stat().st_size > 0
-    readme = (tmp_path / "README.md").read_text()
+        assert (out / entry["curve_png"]).stat().st_size > 0
+    readme = (out / "README.md").read_text()
     assert "## ppo CartPole-v1, 2,048 env steps" in readme
     assert "rl-baselines3-zoo ppo.yml [CartPole-v1]" in readme
     assert "500.0 ± 0.0 (rl-baselines3-zoo benchmark.md" in readme  # the published line
 
-    again = benchmark(tmp_path, "--peer", "sb3")
+    again = benchmark(out, "--peer", "sb3")
     assert again.returncode == 0 and again.stdout.count("(finished before)") == 8
-    assert json.loads((tmp_path / "results.json").read_text())["entries"] == data["entries"]
+    assert json.loads((out / "results.json").read_text())["entries"] == data["entries"]
 
 
 def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_path):

@@ -349,7 +349,7 @@ MASTER = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("kind", [*PARALLEL, "async-cpu"])
-def test_a_killed_master_leaves_no_process_behind(kind):
+def test_a_killed_master_leaves_no_process_behind(kind, tmp_path):
     """Workers (forked by a forkserver, so not the master's children) and the forkserver
     itself exit within seconds of the master's SIGKILL, whatever the workers were doing."""
     import select
@@ -360,8 +360,11 @@ def test_a_killed_master_leaves_no_process_behind(kind):
 
     from conftest import PLUGIN_MODULES, PLUGINS
 
+    # A SIGKILLed process cannot remove its multiprocessing temp folder (the forkserver's
+    # socket): it goes in this test's folder, not the machine's /tmp.
     master = subprocess.Popen([sys.executable, "-c", MASTER, kind, str(PLUGINS),
-                               *PLUGIN_MODULES], stdout=subprocess.PIPE, text=True)
+                               *PLUGIN_MODULES], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         assert select.select([master.stdout], [], [], 60)[0], "the master never started"
         pids = [int(p) for p in master.stdout.readline().split()]

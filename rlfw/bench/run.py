@@ -86,7 +86,10 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
     os.makedirs(run_dir, exist_ok=True)
     argv = [sys.executable, "-m", "rlfw.bench.job", json.dumps(asdict(job)),
             run_dir]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # SB3 gives a model without a logger of its own a fresh folder in the system's temp
+    # directory, and never removes it: SB3_LOGDIR keeps it in the run folder instead.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "SB3_LOGDIR": os.path.join(run_dir, "sb3-log")}
     with open(os.path.join(run_dir, LOG_FILE), "w") as log:
         code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                preexec_fn=job_process_setup(cores))
