@@ -131,8 +131,10 @@ def check_ranks(size: Size, device: str, work: str) -> list[dict]:
     rows = []
     for n in (1, 2):
         run_dir = os.path.join(work, f"ranks{n}")
+        # torchrun's log folder in the work dir (its default, the system's temp dir, stays)
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                f"--nproc-per-node={n}", "-m", "rlfw", "train", "--env", size.env,
+                f"--nproc-per-node={n}", "--log-dir", os.path.join(work, f"torchrun{n}"),
+                "-m", "rlfw", "train", "--env", size.env,
                 "--algo", "ppo", "--steps", str(size.rank_steps * n), "--device", device,
                 "--batch-B", str(size.batch_B), "--log-dir", run_dir, "--no-progress",
                 "--set", "schedule.eval_every=None"]

@@ -21,6 +21,15 @@ from conftest import children
 PROBE = str(Path(__file__).with_name("dist_probe.py"))
 
 
+@pytest.fixture(autouse=True)
+def temp_dir_in_tmp_path(tmp_path, monkeypatch):
+    """The launches' temp dir (TMPDIR) in the test's folder: torchrun makes a log folder
+    tree there per launch and never removes it."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+
+
 def torchrun(*args: str, nproc: int = 2) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={nproc}", *args]

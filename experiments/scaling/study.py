@@ -213,9 +213,11 @@ def torchrun(n: int, run_dir: str, flags: list[str], log: str,
              cores: list[int] | None = None) -> int:
     """``rlfw train`` on ``n`` torchrun ranks; with ``cores``, the launch is pinned to them
     (rlfw's affinity plan then splits them between the ranks)."""
+    # torchrun's own log folder beside the run: by default it makes one in the system's
+    # temp dir per launch and never removes it
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={n}", "-m", "rlfw", "train", "--log-dir", run_dir,
-            "--no-progress", *flags]
+            f"--nproc-per-node={n}", "--log-dir", run_dir + ".torchrun", "-m", "rlfw",
+            "train", "--log-dir", run_dir, "--no-progress", *flags]
     pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
     with open(log, "w") as f:
         return subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, preexec_fn=pin)
