@@ -131,7 +131,8 @@ def check_ranks(size: Size, device: str, work: str) -> list[dict]:
     rows = []
     for n in (1, 2):
         run_dir = os.path.join(work, f"ranks{n}")
-        # torchrun's log folder in the work dir (its default, the system's temp dir, stays)
+        # torchrun's log folder in the work dir: by default it makes a new one in the
+        # system's temp dir per launch and never removes it
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                 f"--nproc-per-node={n}", "--log-dir", os.path.join(work, f"torchrun{n}"),
                 "-m", "rlfw", "train", "--env", size.env,

@@ -56,6 +56,7 @@ class RecurrentCore(nn.Module):
         stretch between episode starts, up to ~60 times an R2D1 update on CartPole."""
         rnn = self.rnn
         weights = [rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0]
+        # has_biases, num_layers, dropout, train, bidirectional, batch_first
         args = (weights, True, 1, 0.0, rnn.training, False, False)
         if self.kind == "lstm":
             h, c = state.split(self.size, dim=-1)
