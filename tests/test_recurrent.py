@@ -235,9 +235,11 @@ def test_a_recurrent_run_killed_mid_episode_resumes_bitwise(tmp_path):
     whole, part = tmp_path / "whole", tmp_path / "part"
     subprocess.run([sys.executable, "-m", "rlfw", "train", *args, "--log-dir", str(whole)],
                    check=True, capture_output=True)
+    # a SIGKILLed run cannot remove its multiprocessing temp folder: keep it in tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "rlfw", "train", *args,
                              "--log-dir", str(part)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
     deadline = time.monotonic() + 120
     while not list_checkpoints(str(part)) and time.monotonic() < deadline:
         time.sleep(0.02)
