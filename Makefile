@@ -23,15 +23,21 @@ run: $(STAMP)
 
 # test-fast leaves out the learning checks (marked slow) for day-to-day work.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+# Two pytest-xdist workers, one torch thread per process: most tests keep one core busy
+# (process start-ups, small nets). The tests marked isolated assert machine-wide state
+# (/dev/shm) that a neighbour would change: they run after, alone.
+PARALLEL := OMP_NUM_THREADS=1 $(PYTEST) -n 2 --dist worksteal
 # lint first: a rule broken (pyproject.toml's [tool.ruff]) fails the suite before it runs
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test: lint
-	$(PYTEST) tests
+	$(PARALLEL) -m "not isolated" tests
+	$(PYTEST) -m isolated tests
 
 test-fast: lint
-	$(PYTEST) -m "not slow" tests
+	$(PARALLEL) -m "not slow and not isolated" tests
+	$(PYTEST) -m "isolated and not slow" tests
 
 bench: $(STAMP)
 	$(BIN)/python experiments/bench/cartpole_vs_sb3.py

@@ -20,8 +20,8 @@ extras = {
     "video": ["imageio>=2.31", "imageio-ffmpeg", "gymnasium[classic-control]"],
     # `--wandb`: Weights & Biases (works offline: WANDB_MODE=offline)
     "wandb": ["wandb>=0.17"],
-    # the suite and its linter (rules in pyproject.toml; `make lint`)
-    "test": ["pytest", "ruff"],
+    # the suite, its two workers (pytest-xdist) and its linter (rules in pyproject.toml)
+    "test": ["pytest", "pytest-xdist", "ruff"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 

@@ -20,7 +20,7 @@ from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
 
-from conftest import bits, map_in_processes
+from conftest import bits, first_passing_seeds
 
 
 def trees_equal(a: dict, b: dict) -> bool:
@@ -247,11 +247,12 @@ def _pendulum_cli_final_return(folder: str, seed: int) -> float:
 
 @pytest.mark.slow
 def test_ppo_learns_pendulum_for_two_of_three_seeds(tmp_path):
-    """The preset's final policy (not the best evaluation) over 20 fresh episodes. The three
-    seeds share the two cores at once: seed 1 misses (measured -208, -513, -181), so
-    waiting on the first two before starting the third would take two runs' time, not 1.5."""
-    finals = map_in_processes(functools.partial(_pendulum_cli_final_return, str(tmp_path)),
-                              [(0,), (1,), (2,)], at_once=3)
+    """The preset's final policy (not the best evaluation) over 20 fresh episodes, for 2 of
+    seeds 0, 1, 2 (measured -208, -513, -181). Seeds 0 and 2 run first, one per core; seed
+    1 runs only where one of them misses, so the verdict is the three seeds' whatever the
+    order."""
+    finals = first_passing_seeds(functools.partial(_pendulum_cli_final_return, str(tmp_path)),
+                                 (0, 2, 1), lambda f: f >= -300, need=2)
     assert sum(f >= -300 for f in finals) >= 2, finals
 
 

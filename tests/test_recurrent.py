@@ -330,10 +330,12 @@ def test_memory_solves_cartpole_without_velocities_and_no_memory_does_not():
     final LSTM policy (20 fresh episodes, greedy) holds >= 475 for 2 of seeds 0, 1, 2 at
     150k steps (measured on the Xeon host: 500, 486, 364; on the AMD EPYC host: 140, 500,
     490); the same run without the core stays far below (measured 40 and 43: positions
-    alone cannot tell which way the pole falls). All four runs share the two cores at once:
-    where a seed misses, that takes two runs' time where three first and the last after
-    would take 2.5."""
+    alone cannot tell which way the pole falls). Seeds 1 and 2 run first beside the
+    feed-forward run, three at once on the two cores; seed 0 runs only where one of them
+    misses, so the verdict is the three seeds' whatever the order."""
     *finals, feed_forward = map_in_processes(
-        _novel_final_return, [(0, "lstm"), (1, "lstm"), (2, "lstm"), (0, None)], at_once=4)
+        _novel_final_return, [(1, "lstm"), (2, "lstm"), (0, None)], at_once=3)
+    if sum(f >= 475 for f in finals) < 2:
+        finals += map_in_processes(_novel_final_return, [(0, "lstm")])
     assert sum(f >= 475 for f in finals) >= 2, finals
     assert feed_forward < 250, feed_forward
