@@ -267,10 +267,11 @@ def test_r2d1_final_policy_solves_cartpole_without_velocities_for_two_of_three_s
     """The preset run ``rlfw train --algo r2d1 --env rlfw/CartPoleNoVel-v1`` (120k steps):
     the final policy holds >= 475 over 20 episodes for 2 of seeds 0, 1, 2 (measured on the
     Xeon host: 500, 500, 500 at 100k and at 120k; on the AMD EPYC host, whose kernels round
-    differently: 500, 346, 496 at 120k), where feed-forward DQN with 200k steps ended at 24,
-    23 and 34 (positions alone cannot tell which way the pole falls; docs/dqn.md). Seeds 0
-    and 2 run first, one per core (both passed on both hosts); seed 1 runs only where one of
-    them misses, so the verdict is the three seeds' whatever the order."""
+    differently: 500, 346, 496 at 120k, and 267, 496, 402 at 100k), where feed-forward DQN
+    with 200k steps ended at 24, 23 and 34 (positions alone cannot tell which way the pole
+    falls; docs/dqn.md). Seeds 0 and 2 run first, one per core (both passed on both hosts at
+    120k); seed 1 runs only where one of them misses, so the verdict is the three seeds'
+    whatever the order."""
     from conftest import first_passing_seeds
 
     finals = first_passing_seeds(functools.partial(_novel_final_return, "r2d1", steps=120_000),
