@@ -103,11 +103,14 @@ def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
         envs.close()
 
 
-def test_unknown_suite_is_named_with_the_choices(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite", "mujoco-2m"],
-                          capture_output=True, text=True)
-    assert done.returncode == 2 and "invalid choice: 'mujoco-2m'" in done.stderr
-    assert "classic" in done.stderr and "smoke" in done.stderr
+def test_unknown_suite_is_named_with_the_choices(capsys):
+    from rlfw.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["benchmark", "--suite", "mujoco-2m"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "invalid choice: 'mujoco-2m'" in err
+    assert "classic" in err and "smoke" in err
 
 
 def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
