@@ -24,6 +24,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+# torch.distributed.nn (which torch._dynamo, loaded by torch.optim, imports) takes the default
+# group as a default argument when first imported: imported after the group exists, it keeps
+# the group alive, so destroy_process_group cannot stop its gloo threads; one of them that
+# then frees a finished collective's tensors during interpreter shutdown needs the GIL, is
+# killed for it, and the rank aborts ("terminate called without an active exception": seen
+# in CI, reproduced with a core dump). Imported here, before any group, it keeps None.
+import torch.distributed.nn  # noqa: F401
+
 from rlfw.seeding import derive_seed
 
 # Seeds for ranks above 0 come from their own spawn key, far from the per-slot keys.
@@ -114,14 +122,16 @@ class RankGroup:
         return seed if self.rank == 0 else derive_seed(seed, RANK_SEED_KEY, self.rank)
 
     def close(self, finished: bool = False) -> None:
-        """Leave the group. ``finished`` (this rank's run ended normally, so every rank's
-        will): first wait for the others at a barrier, so no rank tears down its gloo
-        threads while a peer is still in a collective with it (a rank aborted at exit with
-        "terminate called without an active exception" once without it)."""
+        """Leave the group and stop its threads. ``finished`` (this rank's run ended
+        normally, so every rank's will): first wait for the others at a barrier, so no rank
+        tears down its group while a peer is still in a collective with it."""
         if dist.is_initialized():
             if finished:
                 dist.barrier()
             dist.destroy_process_group()
+        # The group's worker threads stop only when its last reference goes: one left
+        # here would outlive the interpreter (see init_from_environment).
+        self.control = None
 
 
 def launched_by_torchrun() -> bool:

@@ -5,6 +5,8 @@ built by ``build_runner`` and save, per rank, what the test compares across rank
 
 ALGO: ppo or dqn on CartPole, or ppo-pendulum (observation and reward normalization on).
 """
+import json
+import os
 import sys
 
 import torch
@@ -53,7 +55,16 @@ def main(out_dir: str, algo: str, iterations: int) -> None:
                   iterations=result.iterations, env_steps=result.env_steps,
                   agent=runner.agent.state_dict())
     torch.save(record, f"{out_dir}/rank{ranks.rank}.pt")
-    ranks.close()
+    ranks.close(finished=True)
+    with open(f"{out_dir}/rank{ranks.rank}.threads.json", "w") as out:
+        json.dump(thread_names(), out)
+
+
+def thread_names() -> list[str]:
+    """The names of this process's OS threads (gloo's are ``gloo_tcp_loop`` and
+    ``pt_gloo_runloop``)."""
+    tasks = "/proc/self/task"
+    return sorted(open(f"{tasks}/{t}/comm").read().strip() for t in os.listdir(tasks))
 
 
 if __name__ == "__main__":

@@ -63,6 +63,18 @@ def test_two_ranks_stay_identical_and_apply_the_mean_gradient(algo, tmp_path):
     assert not torch.equal(r0["first_obs"], r1["first_obs"])  # no duplicated experience
 
 
+def test_leaving_the_group_stops_its_threads(tmp_path):
+    """After ``close`` no gloo thread is left: one alive during interpreter shutdown can
+    free a finished collective's tensors there, needs the GIL for it, and aborts the rank
+    ("terminate called without an active exception"). torch.optim loads torch._dynamo, whose
+    torch.distributed.nn keeps the group alive if first imported after the group exists."""
+    done = run(torchrun(PROBE, str(tmp_path), "ppo", "1"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in (0, 1):
+        names = json.loads((tmp_path / f"rank{rank}.threads.json").read_text())
+        assert not [n for n in names if "gloo" in n], (rank, names)
+
+
 # Schedules that do not depend on the run length, so a 512-step run is the first half of
 # the 1,024-step one (its checkpoint at 512 is the one an interrupted run would leave).
 def test_normalization_statistics_are_the_same_on_every_rank(tmp_path):
