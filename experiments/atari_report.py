@@ -26,6 +26,7 @@ from rlfw.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from rlfw.files import write_text
 from rlfw.launch.config import RunConfig, changed_from_preset, set_argument
 from rlfw.launch.evaluate import evaluate_checkpoint
+from rlfw.logging.plot import figure_and_axes
 
 MAX_POLICY_BYTES = 10 * 2**20
 
@@ -61,11 +62,7 @@ def export_policy(run_dir: str, dest: str) -> tuple[str, int]:
 
 
 def plot(rows: list[dict], frame_skip: int, title: str, path: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = figure_and_axes((10, 3.8), 1, 2, sharey=True)
     for key, label, style in (("eval/return_mean", "evaluation (mean of episodes)", "o-"),
                               ("rollout/return_mean", "training episodes", "-")):
         steps, seconds, value = column(rows, key)
@@ -77,7 +74,6 @@ def plot(rows: list[dict], frame_skip: int, title: str, path: str) -> None:
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
-    plt.close(fig)
 
 
 def main() -> None:

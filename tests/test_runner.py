@@ -4,6 +4,8 @@ import errno
 import glob
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -48,6 +50,23 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
     assert (run / "learning_curve.png").stat().st_size > 1000
     assert [os.path.basename(p) for p in list_checkpoints(str(run))] == [
         "ckpt_000000000768.pt", "ckpt_000000001536.pt"]
+
+
+def test_the_learning_curve_leaves_the_caller_s_matplotlib_alone(tmp_path):
+    """A notebook's backend stays its own and no pyplot figure is left open: the curve is
+    drawn on a figure of its own, without pyplot."""
+    csv_path, png = tmp_path / "progress.csv", tmp_path / "curve.png"
+    csv_path.write_text("step,rollout/return_mean,eval/return_mean\n100,1.5,\n200,2.5,3.0\n")
+    script = ("import sys, matplotlib; matplotlib.use('svg'); "
+              "from rlfw.logging.plot import plot_learning_curve; "
+              f"written = plot_learning_curve({str(csv_path)!r}, {str(png)!r}); "
+              "print(written is not None, matplotlib.get_backend(), "
+              "'matplotlib.pyplot' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "svg", "False"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):

@@ -43,6 +43,7 @@ from rlfw.bench.run import Job, finished, run_job
 from rlfw.files import write_json, write_text
 from rlfw.launch.backends import LocalBackend
 from rlfw.launch.config import RunConfig
+from rlfw.logging.plot import figure_and_axes
 
 TARGET_FRACTION = 0.8  # of the x1 runs' final training return
 
@@ -177,11 +178,7 @@ def _mean(values: list) -> float | None:
 def plot(groups: dict[str, list[dict]], steps: int, title: str, path: str) -> None:
     """Training return against env steps and against seconds: the mean over seeds with a
     95% bootstrap band (each seed's curve binned onto a common grid first)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = figure_and_axes((10, 3.8), 1, 2)
     longest = max((r["wall_s"] for runs in groups.values() for r in runs
                    if r.get("wall_s")), default=1.0)
     for label, runs in groups.items():
@@ -204,7 +201,6 @@ def plot(groups: dict[str, list[dict]], steps: int, title: str, path: str) -> No
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
-    plt.close(fig)
 
 
 def _ci(value) -> str:

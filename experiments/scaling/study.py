@@ -39,6 +39,7 @@ from rlfw.launch.backends import LocalBackend
 from rlfw.launch.build import build_agent, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.launch.sweep import Sweep, Variant
+from rlfw.logging.plot import figure_and_axes
 from rlfw.samplers.throughput import measure_steps_per_second
 
 
@@ -373,14 +374,9 @@ def tables(scale: str, results: dict) -> str:
 
 
 def plots(results: dict, out_dir: str) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     written = []
     if results.get("sampler"):
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = figure_and_axes((6, 4))
         for kind in dict.fromkeys(r["sampler"] for r in results["sampler"]):
             for w in sorted({r["workers"] for r in results["sampler"] if r["sampler"] == kind}):
                 pts = [(r["envs"], r["steps_per_s"]) for r in results["sampler"]
@@ -390,7 +386,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
         ax.legend(fontsize=7)
         written.append(_save(fig, out_dir, "sampler_scaling.png"))
     if results.get("batch"):
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        fig, axes = figure_and_axes((9, 4), 1, 2)
         for algo in dict.fromkeys(r["algo"] for r in results["batch"]):
             mine = [r for r in results["batch"] if r["algo"] == algo]
             for ax, key in zip(axes, ("steps_to_threshold", "seconds_to_threshold")):
@@ -406,7 +402,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
         fig.suptitle("(b) batch-size scaling")
         written.append(_save(fig, out_dir, "batch_scaling.png"))
     if results.get("ranks"):
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        fig, axes = figure_and_axes((9, 4), 1, 2)
         weak = [r for r in results["ranks"] if r["kind"] == "weak" and r["steps_per_s"]]
         strong = [r for r in results["ranks"] if r["kind"] == "strong"
                   and r["seconds_to_threshold"] is not None]

@@ -12,6 +12,7 @@ import numpy as np
 from rlfw.bench.clock import LOADED_WAIT_SHARE, quietly_timed, timed_under_load
 from rlfw.bench.suites import Entry, Suite, references
 from rlfw.files import write_atomically, write_json, write_text
+from rlfw.logging.plot import figure_and_axes
 
 CI_REPS = 2000   # bootstrap resamples
 
@@ -141,13 +142,10 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str,
     averaged within each grid cell), mean and 95% bootstrap CI over seeds, one line per
     value of the runs' ``group`` field."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        fig, ax = figure_and_axes((6, 4))
     except ImportError:
         return None
     grid = curve_grid(entry.budget)
-    fig, ax = plt.subplots(figsize=(6, 4))
     for fw in dict.fromkeys(r[group] for r in results):
         curves = [binned(r["curve"], grid) for r in results
                   if r[group] == fw and r.get("curve")]
@@ -167,7 +165,6 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str,
     fig.tight_layout()
     name = f"curves_{entry.name}.png"
     write_atomically(os.path.join(out_dir, name), lambda f: fig.savefig(f, dpi=90, format="png"))
-    plt.close(fig)
     return name
 
 

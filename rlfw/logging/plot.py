@@ -3,25 +3,34 @@ from __future__ import annotations
 
 import csv
 import os
+from typing import Any
 
 from rlfw.files import write_atomically
+
+
+def figure_and_axes(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1,
+                    **subplots: Any) -> tuple[Any, Any]:
+    """A matplotlib figure and its axes (``Figure.subplots``' shapes), made without pyplot:
+    no global figure registry to close, and no backend switched in the caller's process (a
+    notebook keeps its own). ``savefig`` draws it with Agg. Raises ImportError without
+    matplotlib (extra ``plot``)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **subplots)
 
 
 def plot_learning_curve(csv_path: str, png_path: str, title: str = "") -> str | None:
     """Plot rollout and eval mean returns against env steps; returns the path written, or
     None when matplotlib is missing or there is nothing to plot."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
     if not os.path.exists(csv_path):
+        return None
+    try:
+        fig, ax = figure_and_axes((7, 4))
+    except ImportError:
         return None
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
-    fig, ax = plt.subplots(figsize=(7, 4))
     plotted = False
     for key, label in (("rollout/return_mean", "training episodes"),
                        ("eval/return_mean", "evaluation")):
@@ -32,7 +41,6 @@ def plot_learning_curve(csv_path: str, png_path: str, title: str = "") -> str | 
             ax.plot(xs, ys, marker="o" if key.startswith("eval") else None, label=label)
             plotted = True
     if not plotted:
-        plt.close(fig)
         return None
     ax.set_xlabel("env steps")
     ax.set_ylabel("episode return")
@@ -41,5 +49,4 @@ def plot_learning_curve(csv_path: str, png_path: str, title: str = "") -> str | 
     ax.legend()
     fig.tight_layout()
     write_atomically(png_path, lambda f: fig.savefig(f, dpi=100, format="png"))
-    plt.close(fig)
     return png_path
