@@ -130,7 +130,7 @@ class RankGroup:
                 dist.barrier()
             dist.destroy_process_group()
         # The group's worker threads stop only when its last reference goes: one left
-        # here would outlive the interpreter (see init_from_environment).
+        # here would outlive the interpreter (see the torch.distributed.nn import).
         self.control = None
 
 
