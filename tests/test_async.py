@@ -226,7 +226,8 @@ def _async_dqn_final_return(seed: int) -> float:
     from rlfw.launch.config import preset
 
     config = async_config(seed=seed)
-    apply_overrides(config, {**preset("dqn", "CartPole-v1"), "schedule": schedule_for(50_000)})
+    apply_overrides(config, {**preset("dqn", "CartPole-v1"),  # no evaluations along the way
+                             "schedule": {**schedule_for(50_000), "eval_every": None}})
     config.runner = "async"
     with build_runner(config, None, progress=False, stdout=False) as runner:
         runner.train()

@@ -158,10 +158,12 @@ def test_concurrent_ppo_learns_cartpole_final_policy(tmp_path):
     config = concurrent_config()
     from rlfw.launch.config import apply_overrides, schedule_for
 
-    apply_overrides(config, {"schedule": {**schedule_for(150_000), "eval_episodes": 10,
+    # Only the final policy is judged: evaluations along the way (which never change the
+    # training stream) would add a third of the run's env steps.
+    apply_overrides(config, {"schedule": {**schedule_for(150_000), "eval_every": None,
                                           "checkpoint_every": 50_000}})
     runner, result = run(config, tmp_path / "run")
     final = runner.sampler.evaluate(20, greedy=True)  # the policy the user ends up with
     mean = sum(e.ret for e in final) / len(final)
     assert result.env_steps >= 150_000 - 256
-    assert mean >= 475, (mean, result.eval_history)
+    assert mean >= 475, mean

@@ -171,9 +171,10 @@ def test_two_rank_ppo_learns_cartpole(tmp_path):
     """The preset's global batch (8 envs x 32 steps, minibatch 256) split over two ranks:
     4 envs and minibatch 128 each; the final policy, not the best evaluation, is judged."""
     run_dir = tmp_path / "run"
+    # no evaluations along the way (they never change the training stream)
     done = run(torchrun("-m", "rlfw", "train", "--batch-B", "4", "--set",
-                        "ppo.minibatch_size=128", "--log-dir", str(run_dir), "--no-progress"),
-               timeout=600)
+                        "ppo.minibatch_size=128", "--set", "schedule.eval_every=none",
+                        "--log-dir", str(run_dir), "--no-progress"), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "global batch 256" in done.stdout
     judged = run([sys.executable, "-m", "rlfw", "eval", str(run_dir), "--episodes", "20"])
