@@ -368,10 +368,12 @@ def test_a_killed_master_leaves_no_process_behind(kind, tmp_path):
     try:
         assert select.select([master.stdout], [], [], 60)[0], "the master never started"
         pids = [int(p) for p in master.stdout.readline().split()]
+        # Taken while the master lives: the forkserver and the resource tracker may be gone
+        # within milliseconds of its death (as they should), before a later look finds them.
+        started = [psutil.Process(pid) for pid in pids]
     finally:
         master.kill()
         master.wait(timeout=10)
-    started = [psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)]
     assert len(started) >= 3  # the workers, the forkserver, the resource tracker
     gone, alive = psutil.wait_procs(started, timeout=10)
     for p in alive:
