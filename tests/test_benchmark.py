@@ -48,7 +48,7 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
 
     again = benchmark(out, "--peer", "sb3")
     assert again.returncode == 0 and again.stdout.count("(finished before)") == 8
-    assert json.loads((out / "results.json").read_text())["entries"] == data["entries"]
+    assert json.loads((out / "results.json").read_text()) == data
 
 
 def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_path):
@@ -67,13 +67,16 @@ def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_pa
     # (another machine, a fresh clone) the report is rebuilt from them and nothing re-runs.
     records = sorted((tmp_path / "records").rglob("*.json"))
     assert len(records) == 4 and all(p.stat().st_size < 100_000 for p in records)
+    pngs = {p.name: p.read_bytes() for p in tmp_path.glob("curves_*.png")}
+    assert len(pngs) == 2
     shutil.rmtree(tmp_path / "runs")
     again = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite",
                             "minatar-smoke", "--peer", "sb3", "--out", str(tmp_path)],
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and again.stdout.count("(finished before)") == 4
-    rebuilt = json.loads((tmp_path / "results.json").read_text())
-    assert rebuilt["entries"] == data["entries"]
+    # The same report to the byte: the one written as the runs finished was theirs too.
+    assert json.loads((tmp_path / "results.json").read_text()) == data
+    assert {name: (tmp_path / name).read_bytes() for name in pngs} == pngs
 
 
 def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
@@ -129,6 +132,40 @@ def test_a_v5_mujoco_id_reads_the_zoos_v4_block(tmp_path):
     block = yaml.safe_load(open(path))["HalfCheetah-v5"]
     assert block["learning_rate"] == pytest.approx(2.0633e-05) and block["n_steps"] == 512
     assert zoo_hyperparams_file("ppo", "CartPole-v1", str(tmp_path)) == (None, "CartPole-v1")
+
+
+def test_a_record_thins_a_long_curve_to_block_means_that_keep_the_report_s_bins():
+    """A peer's curve is one point per episode: thousands of them. The record keeps at
+    most RECORD_CURVE_POINTS, each a block's mean, so the report's binned curve (20 cells)
+    drawn from the record is the full curve's to within 0.05 on returns of std 1 (every
+    k-th episode alone would leave ~20 of them a cell, ~0.2 off)."""
+    from rlfw.bench.run import RECORD_CURVE_POINTS, thin_curve
+
+    rng = np.random.default_rng(0)
+    steps = np.sort(rng.integers(1, 2_000_000, size=5_000))
+    curve = [[int(s), float(s / 1e6 + rng.normal())] for s in steps]
+    thinned = thin_curve(curve)
+    assert len(thinned) <= RECORD_CURVE_POINTS
+    grid = np.linspace(100_000, 2_000_000, 20)
+    np.testing.assert_allclose(binned(thinned, grid), binned(curve, grid), atol=0.05)
+    assert thin_curve(curve[:RECORD_CURVE_POINTS]) == curve[:RECORD_CURVE_POINTS]
+    assert thin_curve(curve[:3], most=2) == [[np.mean(steps[:2]), np.mean(
+        [c[1] for c in curve[:2]])], curve[2]]
+
+
+def test_the_iqm_ci_depends_on_the_finals_and_seed_alone():
+    """rliable resamples from numpy's global RNG whatever random_state it is given: the CI
+    must not change with that state (a rebuilt report would move its bounds), nor leave
+    it changed."""
+    finals = [1.0, 2.0, 3.0, 10.0, 20.0]
+    np.random.seed(1)
+    first = iqm_with_ci(finals)
+    np.random.seed(2)
+    state = np.random.get_state()
+    assert iqm_with_ci(finals) == first
+    after = np.random.get_state()
+    assert all(np.array_equal(a, b) for a, b in zip(state[1:3], after[1:3]))
+    assert iqm_with_ci(finals, seed=1) != first
 
 
 def test_iqm_and_its_ci_and_the_curve_binning():

@@ -30,6 +30,7 @@ EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
 RESULT_FILE, LOG_FILE = "result.json", "job.log"
 RECORDS = "records"              # OUT/records/<entry>/<framework>-seed=<s>.json: committed
 RECORD_CURVE_POINTS = 400        # a record keeps at most this many curve points
+SKIPPED = "skipped"              # a result read from its record, not run now: never reported
 
 
 @dataclass(frozen=True)
@@ -95,37 +96,48 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
                                preexec_fn=job_process_setup(cores))
     if code == 0 and os.path.exists(path):
         with open(path) as f:
-            result = json.load(f)
-        write_record(job, out_dir, result)
-        return result
+            # Reported as its record: the report written now is the one a later
+            # --report-only rebuilds from the committed records, to the byte.
+            return write_record(job, out_dir, json.load(f))
     with open(os.path.join(run_dir, LOG_FILE), errors="replace") as f:
         tail = "".join(f.readlines()[-15:])
     return {**asdict(job), "status": f"failed (exit {code})", "log_tail": tail}
 
 
 def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
-    """A job's result from its record (or, written before records, its run folder), else
-    a ``not run`` record (no training)."""
-    for path in (job.record_path(out_dir), os.path.join(job.run_dir(out_dir), RESULT_FILE)):
-        if os.path.exists(path):
-            with open(path) as f:
-                result = json.load(f)
-            if not os.path.exists(job.record_path(out_dir)):
-                write_record(job, out_dir, result)
-            return {**result, "skipped": True}
+    """A job's record (written from its run folder's result first, for a run finished
+    before records existed) marked ``skipped``, else a ``not run`` record (no training)."""
+    record, result = job.record_path(out_dir), os.path.join(job.run_dir(out_dir), RESULT_FILE)
+    if os.path.exists(record):
+        with open(record) as f:
+            return {**json.load(f), SKIPPED: True}
+    if os.path.exists(result):
+        with open(result) as f:
+            return {**write_record(job, out_dir, json.load(f)), SKIPPED: True}
     return {**asdict(job), "status": "not run"}
 
 
-def write_record(job: Job, out_dir: str, result: dict) -> None:
-    """The run's record: its settings, per-episode final returns, seconds, steps/s and
-    the training curve (thinned to ``RECORD_CURVE_POINTS``)."""
-    thinned = {}
-    for key in ("curve", "curve_s"):
-        points = result.get(key) or []
-        thinned[key] = points[::max(1, -(-len(points) // RECORD_CURVE_POINTS))]
+def write_record(job: Job, out_dir: str, result: dict) -> dict:
+    """Write and return the run's record: its settings, per-episode final returns,
+    seconds, steps/s and the training curves (``thin_curve``)."""
+    record = {**result, **{key: thin_curve(result.get(key) or [])
+                           for key in ("curve", "curve_s")}}
     path = job.record_path(out_dir)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_json(path, {**result, **thinned})
+    write_json(path, record)
+    return record
+
+
+def thin_curve(points: Sequence, most: int = RECORD_CURVE_POINTS) -> list:
+    """``points`` ((step, return) pairs in step order) as at most ``most`` points, each
+    the mean step and mean return of a block of consecutive points. Means, not every
+    k-th point: a peer's curve of single episodes' returns, binned onto the report's
+    grid, keeps its cells' means (every k-th episode alone is far noisier)."""
+    size = -(-len(points) // most)
+    if size <= 1:
+        return [list(p) for p in points]
+    return [[sum(p[0] for p in block) / len(block), sum(p[1] for p in block) / len(block)]
+            for block in (points[i:i + size] for i in range(0, len(points), size))]
 
 
 def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
@@ -159,14 +171,15 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
         final = result.get("final_return")
         what = (result.get("status", "done") if final is None else
                 f"final {final:.1f}, {result['wall_s']:.0f} s"
-                + (" (finished before)" if result.get("skipped") else ""))
+                + (" (finished before)" if result.get(SKIPPED) else ""))
         say(f"[{done[0]}/{len(jobs)}] {result['framework']} {result['algo']} "
             f"{result['env']} seed {result['seed']}: {what}")
 
     task = finished if report_only else run_job
     results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs],
                           report)
-    return write_report(name, suite, results, out_dir, baseline_runs(suite, seeds, out_dir))
+    return write_report(name, suite, reported(results), out_dir,
+                        baseline_runs(suite, seeds, out_dir))
 
 
 def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict]:
@@ -179,7 +192,15 @@ def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict
     envs = dict.fromkeys((e.env, e.budget) for e in suite.entries)
     jobs = [Job("rlfw", algo, env, steps, seed, peer_settings=SUITES[other].peer_settings)
             for env, steps in envs for seed in seeds]
-    return [r for r in (finished(j, folder) for j in jobs) if r.get("final_return") is not None]
+    return reported([r for r in (finished(j, folder) for j in jobs)
+                     if r.get("final_return") is not None])
+
+
+def reported(results: Sequence[dict]) -> list[dict]:
+    """``results`` as a report holds them: whether a run ran now or was read from its
+    record is this invocation's news, so a rebuild writes the same report as the run that
+    finished the suite."""
+    return [{k: v for k, v in r.items() if k != SKIPPED} for r in results]
 
 
 def check_peer_installed() -> None:
