@@ -19,16 +19,26 @@ CI_REPS = 2000   # bootstrap resamples
 
 def iqm_with_ci(finals: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
     """The interquartile mean of ``finals`` (one per seed) and its 95% stratified-bootstrap
-    CI, by rliable."""
+    CI, by rliable: a function of ``finals`` and ``seed`` alone, the process's global
+    numpy RNG left as it was."""
     from rliable import library as rly
     from rliable import metrics
 
     scores = {"x": np.asarray(finals, np.float64).reshape(-1, 1)}
-    with warnings.catch_warnings():  # arch's notice about its random_state argument
-        warnings.simplefilter("ignore", FutureWarning)
-        point, interval = rly.get_interval_estimates(
-            scores, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=CI_REPS,
-            random_state=np.random.RandomState(seed))
+    # rliable's StratifiedBootstrap draws its resamples from numpy's global RNG and not
+    # from the random_state it is given (rliable 1.2), so a report's CIs depended on
+    # whatever had drawn before and a rebuild from the same records could move a bound
+    # (seen: 29.35 -> 29.48). Seeded here for the call, the caller's state put back.
+    before = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():  # arch's notice about its random_state argument
+            warnings.simplefilter("ignore", FutureWarning)
+            point, interval = rly.get_interval_estimates(
+                scores, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=CI_REPS,
+                random_state=np.random.RandomState(seed))
+    finally:
+        np.random.set_state(before)
     return float(point["x"][0]), float(interval["x"][0][0]), float(interval["x"][1][0])
 
 
