@@ -182,6 +182,24 @@ def test_report_only_runs_nothing_and_lists_what_is_not_run_yet(tmp_path):
     assert not (tmp_path / "runs").exists()
     readme = (tmp_path / "README.md").read_text()
     assert "(no finished run yet)" in readme and "rlfw: seeds [0, 1] not run yet" in readme
+    assert benchmark(tmp_path, "--report-only").returncode == 0  # nothing to lose: rebuilt
+
+
+def test_report_only_without_records_refuses_to_erase_a_report_of_finished_runs(tmp_path):
+    """A report written before runs kept records (docs/benchmarks/mujoco) cannot be rebuilt:
+    --report-only says so and leaves it, instead of overwriting it with 'not run'."""
+    from rlfw.bench.run import run_suite
+    from rlfw.launch.backends import LocalBackend
+
+    old = {"suite": "smoke", "runs": [{"framework": "rlfw", "final_return": 500.0}]}
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    (tmp_path / "README.md").write_text("the old report")
+    with pytest.raises(ValueError, match=r"no run records under .*records, but .*results"
+                                         r"\.json reports 1 finished run\(s\)"):
+        run_suite("smoke", str(tmp_path), LocalBackend(1), say=lambda _: None,
+                  report_only=True)
+    assert (tmp_path / "README.md").read_text() == "the old report"
+    assert json.loads((tmp_path / "results.json").read_text()) == old
 
 
 def test_a_run_that_fails_is_reported_with_its_log_and_not_counted_as_finished(tmp_path):

@@ -178,6 +178,8 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
     task = finished if report_only else run_job
     results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs],
                           report)
+    if report_only and not any(r.get("final_return") is not None for r in results):
+        check_no_report_lost(out_dir)
     return write_report(name, suite, reported(results), out_dir,
                         baseline_runs(suite, seeds, out_dir))
 
@@ -194,6 +196,21 @@ def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict
             for env, steps in envs for seed in seeds]
     return reported([r for r in (finished(j, folder) for j in jobs)
                      if r.get("final_return") is not None])
+
+
+def check_no_report_lost(out_dir: str) -> None:
+    """Refuse a rebuild from no records over a report of finished runs: such a report
+    predates records (or they are missing) and the rebuild would only erase it."""
+    path = os.path.join(out_dir, "results.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        runs = [r for r in json.load(f).get("runs", []) if r.get("final_return") is not None]
+    if runs:
+        raise ValueError(f"--report-only: no run records under {os.path.join(out_dir, RECORDS)}"
+                         f", but {path} reports {len(runs)} finished run(s): a rebuild would "
+                         "erase them; left as it is (its runs predate records, or the records "
+                         "are missing)")
 
 
 def reported(results: Sequence[dict]) -> list[dict]:
