@@ -446,8 +446,8 @@ def saved_config(run_dir: str, trust: bool = False, named: Sequence[str] = ()) -
     try:
         path, state, _ = load_newest_valid(run_dir, "trust" if trust else "drop")
     except (FileNotFoundError, RuntimeError):
-        raise ValueError(f"cannot resume {run_dir}: {problem}, and no checkpoint holds a "
-                         "config either") from None
+        raise ValueError(f"no run config for {run_dir}: {problem}, and no checkpoint holds "
+                         "one either") from None
     print(f"rlfw: warning: {problem}; using the config saved in {path}", file=sys.stderr)
     return _checked_config(state["config"], named, source)
 

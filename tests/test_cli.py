@@ -49,6 +49,10 @@ def test_resume_and_eval_need_a_run_folder(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["train", "--resume", str(tmp_path)])
     assert exc.value.code == 2 and "no config.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # eval's words are not resume's
+        main(["eval", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "no config.json" in err and "cannot resume" not in err
     (tmp_path / "config.json").write_text('{"algo": "ppo", "env": "CartPole-v1"}')
     with pytest.raises(SystemExit):
         main(["eval", str(tmp_path)])
