@@ -15,7 +15,14 @@ from rlfw.distributed import RankError, RankGroup, init_from_environment
 from rlfw.envs import env_module
 from rlfw.files import read_json_object
 from rlfw.launch.build import build_runner, default_log_dir
-from rlfw.launch.config import RunConfig, apply_overrides, flatten, schedule_for, set_field
+from rlfw.launch.config import (
+    RunConfig,
+    apply_overrides,
+    check_own_algo_key,
+    flatten,
+    schedule_for,
+    set_field,
+)
 from rlfw.launch.plugins import check_named, import_plugins, load_installed_plugins
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.samplers.workers import WorkerError
@@ -35,7 +42,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "--set apply on top")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="set any config field, typed from the config dataclasses (repeatable), "
-                        "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25")
+                        "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25; an "
+                        "algorithm's fields under the run's own algo (rainbow.n_step for "
+                        "--algo rainbow)")
     p.add_argument("--sampler", help=f"one of {SAMPLERS.names()} (default serial)"
                    + "".join(f"; {s.name}: {s.env_note}" for s in SAMPLERS if s.env_note))
     p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
@@ -352,6 +361,7 @@ def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
         key, sep, value = assignment.partition("=")
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
+        check_own_algo_key(config, key.strip())
         set_field(config, key.strip(), value.strip())
 
 

@@ -152,6 +152,11 @@ def test_set_assigns_typed_values_to_any_field():
     ("ppo.anneal_lr=maybe", "config key 'ppo.anneal_lr' takes true or false, got 'maybe'"),
     ("ppo", "--set takes KEY=VALUE, got 'ppo'"),
     ("ppo=1", "config key 'ppo' is a group; set one of its fields: ppo.learning_rate"),
+    # another algorithm's group: the run would ignore it, silently
+    ("a2c.gamma=0.9", "config key 'a2c.gamma' belongs to algo 'a2c', but this run trains "
+                      "'ppo' and would ignore it: set ppo.gamma instead"),
+    ("dqn.tau=0.5", "config key 'dqn.tau' belongs to algo 'dqn', but this run trains 'ppo' "
+                    "and would ignore it: algo 'ppo' has no 'tau'"),
 ])
 def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:

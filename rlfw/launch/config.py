@@ -291,6 +291,20 @@ def set_field(config: RunConfig, key: str, value: Any) -> None:
         setattr(config, group, dataclasses.replace(owner, **{name: converted}))
 
 
+def check_own_algo_key(config: RunConfig, key: str) -> None:
+    """A user's setting ``key`` (``--set``) must not name another algorithm's group: a
+    rainbow run never reads ``dqn.learning_starts``, so setting it would change nothing,
+    silently. Saved configs hold every group; only what the user sets is checked."""
+    group, _, name = key.partition(".")
+    if not name or group == config.algo or group not in ALGOS:
+        return
+    own = f"{config.algo}.{name}"
+    hint = (f"set {own} instead" if name in _field_names(config.algo_config())
+            else f"algo {config.algo!r} has no {name!r}")
+    raise ValueError(f"config key {key!r} belongs to algo {group!r}, but this run trains "
+                     f"{config.algo!r} and would ignore it: {hint}")
+
+
 def _field_names(obj: Any) -> set[str]:
     return {f.name for f in dataclasses.fields(obj)}
 
