@@ -82,6 +82,8 @@ def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     (["--grid", "ppo.epochs"], "--grid takes KEY=V1,V2,..., got 'ppo.epochs'"),
     (["--grid", "ppo.epochs=2", "--seed", "3"], "the sweep sets --log-dir, --resume, --seed"),
     (["--grid", "batch_B=0"], "batch_B must be a positive integer, got 0"),
+    (["--grid", "dqn.gamma=0.9,0.95", "--algo", "rainbow"],
+     "config key 'dqn.gamma' belongs to algo 'dqn', but this run trains 'rainbow'"),
     (["--grid", "ppo.epochs=2", "--max-parallel", "0"], "max_parallel must be >= 1, got 0"),
 ])
 def test_bad_sweep_is_refused_before_anything_starts(argv, message, tmp_path, capsys):
