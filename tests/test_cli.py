@@ -165,6 +165,15 @@ def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys
     assert not (tmp_path / "run").exists()
 
 
+def test_a_script_s_setting_of_another_algorithm_is_refused_as_the_cli_s():
+    from rlfw.launch.config import RunConfig
+
+    with pytest.raises(ValueError, match="belongs to algo 'dqn', but this run trains "
+                                         "'rainbow' .* set rainbow.n_step instead"):
+        RunConfig.for_env("CartPole-v1", "rainbow", dqn={"n_step": 5})
+    assert RunConfig.for_env("CartPole-v1", "rainbow", rainbow={"n_step": 5}).rainbow.n_step == 5
+
+
 def test_config_file_is_the_starting_point_and_flags_apply_on_top(tmp_path, capsys):
     import json
 

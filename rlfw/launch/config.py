@@ -156,6 +156,8 @@ class RunConfig:
         config = apply_overrides(cls(algo=algo, env=env), preset(algo, env))
         if steps is not None:
             apply_overrides(config, {"schedule": schedule_for(steps)})
+        for key, _ in flatten(overrides):
+            check_own_algo_key(config, key)
         return apply_overrides(config, overrides)
 
     def algo_config(self) -> Any:
