@@ -302,8 +302,16 @@ def test_a_worker_fault_with_a_recurrent_agent_surfaces_fast_with_cleanup():
 
 
 def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
-    with pytest.raises(ValueError, match="recurrent='lstm' is for ppo and a2c"):
+    with pytest.raises(ValueError, match="recurrent='lstm' is for ppo and a2c; dqn has no "
+                                         "recurrent agent \\(r2d1 is"):
         RunConfig(algo="dqn", recurrent="lstm").validate()
+    with pytest.raises(ValueError, match="r2d1 is recurrent by itself \\(its LSTM: "
+                                         "r2d1.rnn_size\\)"):
+        RunConfig(algo="r2d1", recurrent="gru").validate()
+    for core_setting in ({"rnn_critic": True}, {"rnn_size": 64}):  # would be ignored
+        with pytest.raises(ValueError, match="shape ppo's and a2c's recurrent core, and this "
+                                             "run has none: set recurrent=lstm or gru"):
+            RunConfig(**core_setting).validate()
     with pytest.raises(ValueError, match="recurrent must be one of .*'transformer'"):
         RunConfig(recurrent="transformer").validate()
     with pytest.raises(ValueError, match="ppo.compile=true is not supported with "

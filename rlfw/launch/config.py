@@ -20,7 +20,7 @@ from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
-from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
+from rlfw.registry import ALGOS, RUNNERS, SAMPLERS, AlgoSpec
 from rlfw.runners import RunSchedule
 from rlfw.samplers.workers import DEFAULT_START_METHOD
 
@@ -99,15 +99,7 @@ class RunConfig:
             raise ValueError(f"normalize_obs is for ppo and a2c (continuous control); "
                              f"{self.algo} learns from raw observations: set "
                              "normalize_obs=false")
-        if self.recurrent is not None:
-            check_core(self.recurrent)
-            if algo.uses_replay:
-                raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {self.algo} "
-                                 "has no recurrent agent: set recurrent=none")
-            check_positive(rnn_size=self.rnn_size)
-            if getattr(self.algo_config(), "compile", None):
-                raise ValueError(f"{self.algo}.compile=true is not supported with "
-                                 f"recurrent={self.recurrent!r}; use compile=false or auto")
+        self._check_recurrent(algo)
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
         self._check_obs_norm_update(sampler.cls)
@@ -125,6 +117,26 @@ class RunConfig:
             raise ValueError(f"sampler {self.sampler!r} runs {sampler.env_note}, got env "
                              f"{self.env!r}; use {_either(others)}")
         check_device(self.device)
+
+    def _check_recurrent(self, algo: AlgoSpec) -> None:
+        """The recurrent core's fields (``recurrent``, ``rnn_size``, ``rnn_critic``) against
+        the algorithm."""
+        if self.recurrent is not None:
+            check_core(self.recurrent)
+            if algo.uses_replay:
+                own = (f"{self.algo} is recurrent by itself (its LSTM: {self.algo}.rnn_size)"
+                       if hasattr(self.algo_config(), "rnn_size") else
+                       f"{self.algo} has no recurrent agent (r2d1 is the recurrent Q-learner)")
+                raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {own}: set "
+                                 "recurrent=none")
+            check_positive(rnn_size=self.rnn_size)
+            if getattr(self.algo_config(), "compile", None):
+                raise ValueError(f"{self.algo}.compile=true is not supported with "
+                                 f"recurrent={self.recurrent!r}; use compile=false or auto")
+        elif self.rnn_critic or self.rnn_size != RunConfig.rnn_size:  # not the defaults
+            raise ValueError(f"rnn_critic={self.rnn_critic} and rnn_size={self.rnn_size} shape "
+                             "ppo's and a2c's recurrent core, and this run has none: set "
+                             "recurrent=lstm or gru too, or leave them")
 
     def _check_obs_norm_update(self, sampler_cls: type) -> None:
         if self.obs_norm_update not in OBS_NORM_UPDATES:
