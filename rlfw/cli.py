@@ -18,7 +18,7 @@ from rlfw.launch.build import build_runner, default_log_dir
 from rlfw.launch.config import (
     RunConfig,
     apply_overrides,
-    check_own_algo_key,
+    check_read_key,
     flatten,
     schedule_for,
     set_field,
@@ -44,7 +44,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="set any config field, typed from the config dataclasses (repeatable), "
                         "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25; an "
                         "algorithm's fields under the run's own algo (rainbow.n_step for "
-                        "--algo rainbow)")
+                        "--algo rainbow), atari.* for ALE games only")
     p.add_argument("--sampler", help=f"one of {SAMPLERS.names()} (default serial)"
                    + "".join(f"; {s.name}: {s.env_note}" for s in SAMPLERS if s.env_note))
     p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
@@ -357,12 +357,15 @@ def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
             set_field(config, f"{config.algo}.{key}", getattr(args, flag))
     if args.compile is not None:
         config.algo_config().compile = COMPILE_MODES[args.compile]
+    keys = []
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
-        check_own_algo_key(config, key.strip())
         set_field(config, key.strip(), value.strip())
+        keys.append(key.strip())
+    for key in keys:  # once all are set: `--set algo=...` may come after its own keys
+        check_read_key(config, key)
 
 
 def _algos_with(field: str) -> str:

@@ -132,7 +132,7 @@ def test_set_assigns_typed_values_to_any_field():
     from rlfw.cli import config_from_args, make_parser
 
     args = make_parser().parse_args([
-        "train", "--set", "ppo.epochs=4", "--set", "ppo.gamma=0.95",
+        "train", "--env", "ALE/Pong-v5", "--set", "ppo.epochs=4", "--set", "ppo.gamma=0.95",
         "--set", "atari.sticky_action_prob=0.25", "--set", "hidden=32,32",
         "--set", "schedule.stop_at_return=none", "--set", "ppo.normalize_advantage=false",
         "--set", "n_workers=2"])
@@ -157,6 +157,8 @@ def test_set_assigns_typed_values_to_any_field():
                       "'ppo' and would ignore it: set ppo.gamma instead"),
     ("dqn.tau=0.5", "config key 'dqn.tau' belongs to algo 'dqn', but this run trains 'ppo' "
                     "and would ignore it: algo 'ppo' has no 'tau'"),
+    ("atari.frame_skip=2", "config key 'atari.frame_skip' is for Atari games (ALE/<Game>-v5), "
+                           "but this run's env is 'CartPole-v1', which would ignore it"),
 ])
 def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:

@@ -13,7 +13,7 @@ import torch
 
 from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
 from rlfw.checks import check_positive
-from rlfw.envs import AtariOptions, EnvFactory
+from rlfw.envs import AtariOptions, EnvFactory, is_atari
 from rlfw.files import read_json_object
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
@@ -169,7 +169,7 @@ class RunConfig:
         if steps is not None:
             apply_overrides(config, {"schedule": schedule_for(steps)})
         for key, _ in flatten(overrides):
-            check_own_algo_key(config, key)
+            check_read_key(config, key)
         return apply_overrides(config, overrides)
 
     def algo_config(self) -> Any:
@@ -305,11 +305,15 @@ def set_field(config: RunConfig, key: str, value: Any) -> None:
         setattr(config, group, dataclasses.replace(owner, **{name: converted}))
 
 
-def check_own_algo_key(config: RunConfig, key: str) -> None:
-    """A user's setting ``key`` (``--set``) must not name another algorithm's group: a
-    rainbow run never reads ``dqn.learning_starts``, so setting it would change nothing,
-    silently. Saved configs hold every group; only what the user sets is checked."""
+def check_read_key(config: RunConfig, key: str) -> None:
+    """A user's setting ``key`` (``--set``, a script's overrides) must be one the run reads:
+    a rainbow run never reads ``dqn.learning_starts``, nor a CartPole run ``atari.*``, so
+    setting them would change nothing, silently. Saved configs hold every group; only what
+    the user sets is checked."""
     group, _, name = key.partition(".")
+    if name and group == "atari" and not is_atari(config.env):
+        raise ValueError(f"config key {key!r} is for Atari games (ALE/<Game>-v5), but this "
+                         f"run's env is {config.env!r}, which would ignore it")
     if not name or group == config.algo or group not in ALGOS:
         return
     own = f"{config.algo}.{name}"
