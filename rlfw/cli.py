@@ -344,10 +344,12 @@ def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
     for flag, key in FLAG_KEYS.items():
         if getattr(args, flag) is not None:
             set_field(config, key, getattr(args, flag))
+    keys = []
     if args.n_workers == "auto":
-        config.n_workers, config.tune_workers = None, True
+        config.n_workers, config.tune_workers = None, True  # validate() checks the sampler
     elif args.n_workers is not None:
         set_field(config, "n_workers", args.n_workers)
+        keys.append("n_workers")
     for flag, key in ALGO_FLAG_KEYS.items():
         if getattr(args, flag) is not None:
             if not hasattr(config.algo_config(), key):
@@ -357,14 +359,13 @@ def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
             set_field(config, f"{config.algo}.{key}", getattr(args, flag))
     if args.compile is not None:
         config.algo_config().compile = COMPILE_MODES[args.compile]
-    keys = []
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
         set_field(config, key.strip(), value.strip())
         keys.append(key.strip())
-    for key in keys:  # once all are set: `--set algo=...` may come after its own keys
+    for key in keys:  # once all are set: `--set algo=...` may follow its own keys
         check_read_key(config, key)
 
 

@@ -132,7 +132,8 @@ def test_set_assigns_typed_values_to_any_field():
     from rlfw.cli import config_from_args, make_parser
 
     args = make_parser().parse_args([
-        "train", "--env", "ALE/Pong-v5", "--set", "ppo.epochs=4", "--set", "ppo.gamma=0.95",
+        "train", "--env", "ALE/Pong-v5", "--sampler", "cpu", "--set", "ppo.epochs=4",
+        "--set", "ppo.gamma=0.95",
         "--set", "atari.sticky_action_prob=0.25", "--set", "hidden=32,32",
         "--set", "schedule.stop_at_return=none", "--set", "ppo.normalize_advantage=false",
         "--set", "n_workers=2"])
@@ -159,6 +160,11 @@ def test_set_assigns_typed_values_to_any_field():
                     "and would ignore it: algo 'ppo' has no 'tau'"),
     ("atari.frame_skip=2", "config key 'atari.frame_skip' is for Atari games (ALE/<Game>-v5), "
                            "but this run's env is 'CartPole-v1', which would ignore it"),
+    ("n_workers=2", "config key 'n_workers' is for samplers with worker processes (cpu, gpu, "
+                    "alternating, native"),
+    ("tune_seconds=5", "config key 'tune_seconds' is the trial length of tune_workers=true"),
+    ("obs_clip=5", "config key 'obs_clip' clips normalized observations, and this run has "
+                   "normalize_obs=false"),
 ])
 def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:

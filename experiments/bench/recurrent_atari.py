@@ -24,8 +24,8 @@ ENV = "ALE/Pong-v5"
 
 
 def config_for(recurrent: str | None, sampler: str = "serial") -> RunConfig:
-    return RunConfig.for_env(ENV, algo="ppo", sampler=sampler, n_workers=2,
-                             recurrent=recurrent)
+    workers = {} if sampler == "serial" else {"n_workers": 2}  # serial has none to set
+    return RunConfig.for_env(ENV, algo="ppo", sampler=sampler, recurrent=recurrent, **workers)
 
 
 def sampling_rate(recurrent: str | None, sampler: str, seconds: float) -> float:

@@ -311,6 +311,16 @@ def check_read_key(config: RunConfig, key: str) -> None:
     setting them would change nothing, silently. Saved configs hold every group; only what
     the user sets is checked."""
     group, _, name = key.partition(".")
+    if key == "n_workers" and not SAMPLERS.get(config.sampler).has_workers:
+        raise ValueError(f"config key {key!r} is for samplers with worker processes "
+                         f"({_either(_with_workers())}); sampler {config.sampler!r} has none, "
+                         "so this run would ignore it")
+    if key == "tune_seconds" and not config.tune_workers:
+        raise ValueError("config key 'tune_seconds' is the trial length of tune_workers=true "
+                         "(--n-workers auto), which this run does not set: it would ignore it")
+    if key == "obs_clip" and not config.normalize_obs:
+        raise ValueError("config key 'obs_clip' clips normalized observations, and this run "
+                         "has normalize_obs=false: it would ignore it")
     if name and group == "atari" and not is_atari(config.env):
         raise ValueError(f"config key {key!r} is for Atari games (ALE/<Game>-v5), but this "
                          f"run's env is {config.env!r}, which would ignore it")
