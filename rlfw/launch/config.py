@@ -168,9 +168,10 @@ class RunConfig:
         config = apply_overrides(cls(algo=algo, env=env), preset(algo, env))
         if steps is not None:
             apply_overrides(config, {"schedule": schedule_for(steps)})
-        for key, _ in flatten(overrides):
+        apply_overrides(config, overrides)
+        for key, _ in flatten(overrides):  # once all are in: `sampler=` reads `n_workers=`
             check_read_key(config, key)
-        return apply_overrides(config, overrides)
+        return config
 
     def algo_config(self) -> Any:
         """The selected algorithm's config (``self.ppo`` for ppo, ...)."""
