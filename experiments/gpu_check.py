@@ -54,7 +54,8 @@ class Size:
 
 def config_for(size: Size, algo: str, device: str, **overrides) -> RunConfig:
     config = RunConfig.for_env(size.env, algo, **{"batch_B": size.batch_B, "device": device,
-                                                  "n_workers": 2, **overrides})
+                                                  **overrides})
+    config.n_workers = 2  # for the samplers with workers that the checks switch to
     config.schedule.eval_every = None
     config.schedule.log_every = 10**9
     return config

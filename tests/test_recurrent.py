@@ -200,8 +200,9 @@ def final_params(config, log_dir=None):
 def pendulum_run(sampler: str, algo: str):
     """PPO/A2C through a real sync runner on an agent whose sampled bits cannot depend on
     rows per inference call (``ElementwiseRecurrentActorCritic``)."""
+    workers = {} if sampler == "serial" else {"n_workers": 2}
     config = RunConfig.for_env("Pendulum-v1", algo=algo, steps=3 * 4 * 64, sampler=sampler,
-                               batch_B=4, batch_T=64, n_workers=2, normalize_obs=False)
+                               batch_B=4, batch_T=64, normalize_obs=False, **workers)
     config.schedule = RunSchedule(n_steps=3 * 4 * 64, eval_every=None, log_every=256)
     factory = config.env_factory()
     torch.manual_seed(0)
