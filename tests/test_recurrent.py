@@ -310,9 +310,10 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
                                          "r2d1.rnn_size\\)"):
         RunConfig(algo="r2d1", recurrent="gru").validate()
     for core_setting in ({"rnn_critic": True}, {"rnn_size": 64}):  # would be ignored
-        with pytest.raises(ValueError, match="shape ppo's and a2c's recurrent core, and this "
-                                             "run has none: set recurrent=lstm or gru"):
-            RunConfig(**core_setting).validate()
+        with pytest.raises(ValueError, match="shapes ppo's and a2c's recurrent core, and this "
+                                             "run has none .* set recurrent=lstm or gru"):
+            RunConfig.for_env("CartPole-v1", **core_setting)
+    assert RunConfig.for_env("CartPole-v1", recurrent="gru", rnn_size=64).rnn_size == 64
     with pytest.raises(ValueError, match="recurrent must be one of .*'transformer'"):
         RunConfig(recurrent="transformer").validate()
     with pytest.raises(ValueError, match="ppo.compile=true is not supported with "

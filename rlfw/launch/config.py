@@ -133,10 +133,6 @@ class RunConfig:
             if getattr(self.algo_config(), "compile", None):
                 raise ValueError(f"{self.algo}.compile=true is not supported with "
                                  f"recurrent={self.recurrent!r}; use compile=false or auto")
-        elif self.rnn_critic or self.rnn_size != RunConfig.rnn_size:  # not the defaults
-            raise ValueError(f"rnn_critic={self.rnn_critic} and rnn_size={self.rnn_size} shape "
-                             "ppo's and a2c's recurrent core, and this run has none: set "
-                             "recurrent=lstm or gru too, or leave them")
 
     def _check_obs_norm_update(self, sampler_cls: type) -> None:
         if self.obs_norm_update not in OBS_NORM_UPDATES:
@@ -319,6 +315,10 @@ def check_read_key(config: RunConfig, key: str) -> None:
     if key == "tune_seconds" and not config.tune_workers:
         raise ValueError("config key 'tune_seconds' is the trial length of tune_workers=true "
                          "(--n-workers auto), which this run does not set: it would ignore it")
+    if key in ("rnn_size", "rnn_critic") and config.recurrent is None:
+        raise ValueError(f"config key {key!r} shapes ppo's and a2c's recurrent core, and this "
+                         "run has none (recurrent=none): set recurrent=lstm or gru too, or "
+                         "leave it (r2d1's LSTM: r2d1.rnn_size)")
     if key == "obs_clip" and not config.normalize_obs:
         raise ValueError("config key 'obs_clip' clips normalized observations, and this run "
                          "has normalize_obs=false: it would ignore it")
