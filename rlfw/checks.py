@@ -11,6 +11,12 @@ def check_positive(**sizes: int) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def check_seed(seed: int) -> None:
+    """A run seed: an int numpy's and torch's generators both take, 0 to 2**32 - 1."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
+
+
 def check_config(name: str, **checks: tuple[object, bool, str]) -> None:
     """Raise ``ValueError`` for the first field whose check failed, with what is allowed."""
     for field, (value, ok, allowed) in checks.items():

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
+import gymnasium as gym
+
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.base import Agent
 from rlfw.agents.dqn_agent import DqnAgent, RecurrentDqnAgent
@@ -27,6 +29,7 @@ from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_
 from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
 from rlfw.algos.pg.presets import a2c_preset, ppo_preset
 from rlfw.envs import EnvSpaces, is_atari
+from rlfw.models.cnn import model_kind
 from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
 from rlfw.samplers import (
     AlternatingSampler,
@@ -46,6 +49,16 @@ Preset = Callable[[str, str], dict[str, Any]]
 
 
 def no_preset(env_id: str, family: str) -> dict[str, Any]:
+    return {}
+
+
+# The RunConfig fields that shape an agent's network, whose use depends on the algorithm and
+# on the env's spaces; (run config, spaces) -> {field it would not read: why}.
+MODEL_SETTINGS = ("hidden", "activation", "log_std_init", "ortho_init")
+UnreadSettings = Callable[[Any, EnvSpaces], dict[str, str]]
+
+
+def reads_every_setting(config: Any, spaces: EnvSpaces) -> dict[str, str]:
     return {}
 
 
@@ -90,9 +103,12 @@ class SamplerSpec:
 @dataclass(frozen=True)
 class AlgoSpec:
     """An algorithm: its class (built as ``algo_cls(config)``), its config dataclass,
-    ``build_agent(run_config, spaces)`` for the agent it trains, and ``preset(env_id,
+    ``build_agent(run_config, spaces)`` for the agent it trains, ``preset(env_id,
     family)``: its tuned settings for an env (overrides of ``RunConfig`` fields, its own
-    config as ``{name: {...}}``, schedule fields as ``{"schedule": {...}}``)."""
+    config as ``{name: {...}}``, schedule fields as ``{"schedule": {...}}``), and
+    ``unread_model_settings(run_config, spaces)``: the model fields (``MODEL_SETTINGS``)
+    ``build_agent`` would not read for that env, each with why (a user's setting of one is
+    refused, as it would change nothing)."""
 
     name: str
     algo_cls: type
@@ -100,6 +116,7 @@ class AlgoSpec:
     build_agent: Callable[[Any, EnvSpaces], Agent]
     summary: str = ""
     preset: Preset = no_preset
+    unread_model_settings: UnreadSettings = reads_every_setting
 
     @property
     def uses_replay(self) -> bool:
@@ -192,12 +209,16 @@ def register_sampler(name: str, cls: type, *, has_workers: bool | None = None,
 
 def register_algo(name: str, algo_cls: type, config_cls: type,
                   build_agent: Callable[[Any, EnvSpaces], Agent], *, summary: str = "",
-                  preset: Preset = no_preset, replace: bool = False) -> AlgoSpec:
+                  preset: Preset = no_preset,
+                  unread_model_settings: UnreadSettings = reads_every_setting,
+                  replace: bool = False) -> AlgoSpec:
     """Make ``algo_cls`` (an ``rlfw.algos.base.Algorithm``) available as ``algo=name``;
     ``config_cls()`` gives its default config, ``build_agent(run_config, spaces)`` the
-    agent it trains and ``preset(env_id, family)`` its tuned settings (see ``AlgoSpec``)."""
+    agent it trains, ``preset(env_id, family)`` its tuned settings and
+    ``unread_model_settings`` the model fields that agent ignores (see ``AlgoSpec``)."""
     return ALGOS.add(AlgoSpec(name, algo_cls, config_cls, build_agent,
-                              summary or _first_line(algo_cls), preset), replace)
+                              summary or _first_line(algo_cls), preset,
+                              unread_model_settings), replace)
 
 
 def register_runner(name: str, cls: type, *, summary: str = "",
@@ -230,6 +251,45 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
                                   recurrent=config.recurrent, rnn_size=config.rnn_size,
                                   rnn_critic=config.rnn_critic, ortho_init=config.ortho_init,
                                   obs_norm_update=config.obs_norm_update)
+
+
+def _image_net(config: Any, spaces: EnvSpaces) -> str | None:
+    """Why ``hidden`` and ``activation`` go unread (the network is the CNN for the
+    observations' image size), or None when the network is an MLP."""
+    obs = spaces.observation
+    if model_kind(config.model, obs.shape, obs.dtype) != "cnn":
+        return None
+    return (f"with model={config.model!r} the network for {config.env}'s "
+            f"{list(obs.shape)} images is the CNN for their size, whose layers are fixed; "
+            "hidden and activation shape MLPs (model=mlp)")
+
+
+def actor_critic_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings ``build_actor_critic`` ignores on ``spaces``' env."""
+    image = _image_net(config, spaces)
+    unread = dict.fromkeys(("hidden", "activation"), image) if image else {}
+    if not isinstance(spaces.action, gym.spaces.Box):
+        unread["log_std_init"] = (f"it is the initial log-std of Gaussian policies, and "
+                                  f"{config.env}'s actions {spaces.action} are not a Box")
+    if image or config.recurrent is not None:
+        unread["ortho_init"] = ("it is for the feed-forward MLP actor-critic; CNN and "
+                                "recurrent networks are always initialized orthogonally")
+    return unread
+
+
+def q_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings the Q-learners' agents (``build_dqn_agent``,
+    ``build_r2d1_agent``) ignore on ``spaces``' env."""
+    unread = {"activation": f"{config.algo}'s Q-network uses ReLU; activation is for ppo's "
+                            "and a2c's MLPs",
+              "log_std_init": f"{config.algo} has no Gaussian policy",
+              "ortho_init": f"{config.algo}'s Q-network has its own initialization (its "
+                            "CNN orthogonal, its MLP PyTorch's); ortho_init is for ppo's and "
+                            "a2c's MLP"}
+    image = _image_net(config, spaces)
+    if image:
+        unread["hidden"] = image
+    return unread
 
 
 def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
@@ -274,14 +334,20 @@ register_sampler("queue", QueueSampler,
                          "the master batches whatever is waiting (up to a cap) into one "
                          "forward pass and routes the actions back")
 
-register_algo("ppo", PPO, PPOConfig, build_actor_critic, preset=ppo_preset)
-register_algo("a2c", A2C, A2CConfig, build_actor_critic, preset=a2c_preset)
-register_algo("dqn", DQN, DQNConfig, build_dqn_agent, preset=dqn_preset)
-register_algo("c51", C51, C51Config, build_dqn_agent, preset=c51_preset)
+register_algo("ppo", PPO, PPOConfig, build_actor_critic, preset=ppo_preset,
+              unread_model_settings=actor_critic_unread)
+register_algo("a2c", A2C, A2CConfig, build_actor_critic, preset=a2c_preset,
+              unread_model_settings=actor_critic_unread)
+register_algo("dqn", DQN, DQNConfig, build_dqn_agent, preset=dqn_preset,
+              unread_model_settings=q_network_unread)
+register_algo("c51", C51, C51Config, build_dqn_agent, preset=c51_preset,
+              unread_model_settings=q_network_unread)
 register_algo("rainbow", C51, C51Config, build_dqn_agent, preset=rainbow_preset,
+              unread_model_settings=q_network_unread,
               summary="Rainbow minus noisy nets: C51 with 3-step double-Q targets, a dueling "
                       "head and prioritized replay (rlfw/algos/dqn/presets.py)")
-register_algo("r2d1", R2D1, R2D1Config, build_r2d1_agent, preset=r2d1_preset)
+register_algo("r2d1", R2D1, R2D1Config, build_r2d1_agent, preset=r2d1_preset,
+              unread_model_settings=q_network_unread)
 
 register_runner("sync", SyncRunner, summary="sample, then learn; no policy lag, bitwise "
                                              "deterministic with every sampler")

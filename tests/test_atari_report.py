@@ -36,9 +36,9 @@ def test_changed_from_preset_names_each_flag_that_rebuilds_the_run():
     from rlfw.launch.config import RunConfig, changed_from_preset, set_argument
 
     config = RunConfig.for_env("ALE/Pong-v5", "ppo", steps=2048, seed=3,
-                               ppo={"epochs": 3, "amp": None}, hidden=(32, 32))
+                               ppo={"epochs": 3, "amp": None}, model="mlp", hidden=(32, 32))
     changes = changed_from_preset(config)  # the Atari preset: 8 epochs under bf16
-    assert changes == {"hidden": (32, 32), "ppo.epochs": 3, "ppo.amp": None}
+    assert changes == {"model": "mlp", "hidden": (32, 32), "ppo.epochs": 3, "ppo.amp": None}
     flags = [arg for k, v in changes.items() for arg in ("--set", set_argument(k, v))]
     args = make_parser().parse_args(["train", "--algo", "ppo", "--env", "ALE/Pong-v5",
                                      "--steps", "2048", "--seed", "3", *flags])

@@ -134,7 +134,7 @@ def test_set_assigns_typed_values_to_any_field():
     args = make_parser().parse_args([
         "train", "--env", "ALE/Pong-v5", "--sampler", "cpu", "--set", "ppo.epochs=4",
         "--set", "ppo.gamma=0.95",
-        "--set", "atari.sticky_action_prob=0.25", "--set", "hidden=32,32",
+        "--set", "atari.sticky_action_prob=0.25", "--set", "model=mlp", "--set", "hidden=32,32",
         "--set", "schedule.stop_at_return=none", "--set", "ppo.normalize_advantage=false",
         "--set", "n_workers=2"])
     config = config_from_args(args)
@@ -171,6 +171,63 @@ def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys
         main(["train", "--set", assignment, "--log-dir", str(tmp_path / "run")])
     assert exc.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--set", "log_std_init=-1"],
+     "config key 'log_std_init' would be ignored by this run (ppo on CartPole-v1): it is the "
+     "initial log-std of Gaussian policies, and CartPole-v1's actions Discrete(2) are not a Box"),
+    (["--env", "MinAtar/Breakout-v1", "--set", "hidden=256"],
+     "config key 'hidden' would be ignored by this run (ppo on MinAtar/Breakout-v1): with "
+     "model='auto' the network for MinAtar/Breakout-v1's [4, 10, 10] images is the CNN for "
+     "their size, whose layers are fixed; hidden and activation shape MLPs (model=mlp)"),
+    (["--algo", "r2d1", "--env", "MinAtar/Breakout-v1", "--set", "activation=relu"],
+     "config key 'activation' would be ignored by this run (r2d1 on MinAtar/Breakout-v1): "
+     "r2d1's Q-network uses ReLU"),
+    (["--algo", "dqn", "--set", "activation=tanh"], "dqn's Q-network uses ReLU; activation is "
+                                                     "for ppo's and a2c's MLPs"),
+    (["--algo", "c51", "--set", "ortho_init=false"], "config key 'ortho_init' would be ignored "
+                                                     "by this run (c51 on CartPole-v1)"),
+    (["--set", "recurrent=gru", "--set", "ortho_init=false"],
+     "it is for the feed-forward MLP actor-critic; CNN and recurrent networks are always "
+     "initialized orthogonally"),
+    (["--set", "hidden=64,0"], "hidden must list positive layer widths (or be empty: no hidden "
+                               "layer), got [64, 0]"),
+    (["--seed", "-1"], "seed must be an integer from 0 to 2**32 - 1, got -1"),
+    (["--algo", "dqn", "--set", "model=conv"], "model 'conv' unknown; choose from ('auto', "
+                                               "'mlp', 'cnn')"),
+])
+def test_model_settings_the_network_would_not_read_are_refused(argv, message, capsys,
+                                                                tmp_path):
+    """Whether a network setting is read depends on the algorithm and on the env's spaces
+    (an image gets the fixed CNN, a Discrete action no Gaussian): one the run would ignore,
+    or a bad value, is an error before anything starts."""
+    with pytest.raises(SystemExit) as exc:
+        main(["train", *argv, "--log-dir", str(tmp_path / "run")])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["--env", "Pendulum-v1", "--set", "log_std_init=-1"],
+    ["--env", "MinAtar/Breakout-v1", "--model", "mlp", "--set", "hidden=32",
+     "--set", "activation=relu", "--set", "ortho_init=false"],
+    ["--algo", "dqn", "--set", "hidden=32"],
+    ["--algo", "r2d1", "--set", "hidden=32"],
+])
+def test_model_settings_are_taken_where_the_network_reads_them(argv):
+    from rlfw.cli import config_from_args, make_parser
+    from rlfw.envs import EnvSpaces
+    from rlfw.registry import ALGOS
+
+    config = config_from_args(make_parser().parse_args(["train", *argv]))
+    agent = ALGOS.get(config.algo).build_agent(config, EnvSpaces.of(config.env_factory()))
+    weights = agent.model.state_dict()
+    if config.log_std_init:
+        (log_std,) = [w for name, w in weights.items() if name.endswith("log_std")]
+        assert log_std.eq(-1.0).all()
+    if config.hidden == (32,):
+        assert any(w.shape[0] == 32 for w in weights.values() if w.ndim == 2), weights.keys()
 
 
 def test_a_script_s_setting_of_another_algorithm_is_refused_as_the_cli_s():

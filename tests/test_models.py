@@ -1,7 +1,7 @@
 """Models: actor-critic MLP structure, CNN input handling."""
 import torch
 
-from rlfw.models import MlpActorCritic, NatureCNN
+from rlfw.models import CnnActorCritic, MlpActorCritic, NatureCNN
 
 
 def test_mlp_actor_critic_has_separate_policy_and_value_networks():
@@ -37,3 +37,12 @@ def test_nature_cnn_channels_last_computes_the_same_function():
     frames = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
     # Other kernels sum in another order: equal up to float32 rounding.
     assert torch.allclose(nhwc(frames), nchw(frames), rtol=1e-4, atol=1e-5)
+
+
+def test_the_cnn_actor_critic_starts_its_gaussian_at_log_std_init():
+    """Continuous actions from images: the CNN actor-critic honours ``log_std_init`` as the
+    MLP and recurrent ones do."""
+    net = CnnActorCritic((4, 10, 10), 2, gaussian_dim=2, log_std_init=-1.5)
+    params, _ = net(torch.zeros(3, 4, 10, 10, dtype=torch.uint8))
+    assert torch.equal(net.log_std.data, torch.full((2,), -1.5))
+    assert torch.equal(params[:, 2:], torch.full((3, 2), -1.5))

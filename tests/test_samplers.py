@@ -284,3 +284,20 @@ def test_an_unknown_start_method_is_named_with_the_choices():
                                          r"\[.*'forkserver'.*\]"):
         sampler.initialize(CountingAgent())
     sampler.close()
+
+
+def test_the_run_s_start_method_starts_evaluation_workers_and_the_async_sampler_process():
+    """``start_method`` is every process a run starts: a sampler's workers, evaluation
+    workers (any sampler kind) and the async runner's sampler process; a run that starts
+    none refuses the setting (tests/test_cli.py)."""
+    from rlfw.launch.build import build_runner
+    from rlfw.launch.config import RunConfig
+
+    config = RunConfig.for_env("CartPole-v1", "ppo", steps=512, runner="async",
+                               n_eval_workers=1, start_method="spawn")
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        assert runner.sampler.start_method == "spawn"  # the async runner's sampler process
+        serial = runner.sampler.sampler
+        serial.initialize(runner.agent)
+        assert len(serial.evaluate(1)) == 1
+        assert serial.evaluations()._evaluator.group.pool.ctx.get_start_method() == "spawn"

@@ -13,10 +13,9 @@ from rlfw.agents.distributions import Categorical, DiagGaussian
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
+from rlfw.models.cnn import model_kind
 from rlfw.models.normalize import NormalizedModel
 from rlfw.models.recurrent import RecurrentActorCritic, check_core
-
-MODELS = ("auto", "mlp", "cnn")
 
 
 def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
@@ -56,15 +55,12 @@ class ActorCriticAgent(ModelAgent):
         hidden layers, or the CNN) and the heads; ``rnn_critic`` gives the value head its
         own features and core. ``ortho_init=False`` (MLP only) keeps PyTorch's default
         initialization instead of orthogonal weights (SB3's ``ortho_init=False``)."""
-        if model not in MODELS:
-            raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
         check_core(recurrent)
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
         if not isinstance(obs_space, gym.spaces.Box):
             raise ValueError(f"observation space {obs_space} is not supported: use a Box")
-        is_image = len(obs_space.shape) == 3 and obs_space.dtype == np.uint8
-        kind = ("cnn" if is_image else "mlp") if model == "auto" else model
+        kind = model_kind(model, obs_space.shape, obs_space.dtype)
         gaussian_dim = dist.dim if isinstance(dist, DiagGaussian) else 0
         if not ortho_init and (recurrent is not None or kind == "cnn"):
             raise ValueError(f"ortho_init=False is for the MLP actor-critic; model {kind!r}"
@@ -75,7 +71,7 @@ class ActorCriticAgent(ModelAgent):
                 obs_space.shape, dist.n_params, recurrent, rnn_size, hidden, activation,
                 gaussian_dim, log_std_init, image=kind == "cnn", separate_critic=rnn_critic)
         elif kind == "cnn":
-            net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim)
+            net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim, log_std_init)
         else:
             net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
                                  log_std_init, ortho_init)

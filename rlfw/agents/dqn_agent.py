@@ -11,6 +11,7 @@ from torch import nn
 from rlfw.agents.base import AgentStep, ModelAgent
 from rlfw.buffers import QInfo
 from rlfw.envs.spaces import EnvSpaces
+from rlfw.models.cnn import model_kind
 from rlfw.models.q_network import QNetwork
 
 
@@ -124,8 +125,7 @@ class RecurrentDqnAgent(DqnAgent):
             raise ValueError(f"action space {spaces.action} is not supported by r2d1: it "
                              "needs a Discrete action space")
         obs = spaces.observation
-        image = len(obs.shape) == 3 and obs.dtype == np.uint8 if model == "auto" \
-            else model == "cnn"
+        image = model_kind(model, obs.shape, obs.dtype) == "cnn"
         q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 

@@ -13,7 +13,7 @@ import torch
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
 from rlfw.distributed import RankGroup, rank_device
-from rlfw.envs import EnvFactory, EnvSpaces, is_atari
+from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.files import write_json
 from rlfw.folder_lock import FolderLock
 from rlfw.launch.affinity import (
@@ -26,7 +26,6 @@ from rlfw.launch.config import RunConfig
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runners import Runner
 from rlfw.runners.run_folder import claim_run_folder
-from rlfw.samplers.workers import default_workers
 from rlfw.seeding import seed_everything
 
 __all__ = ["affinity_plan", "build_agent", "build_algo", "build_runner", "build_sampler",
@@ -58,13 +57,13 @@ def build_sampler(config: RunConfig, env_factory: EnvFactory,
     """The sampler named by ``config.sampler``; every kind fills the same ``Samples``.
     ``worker_cores`` (an affinity plan's) are where ``pin_cpus`` puts the workers."""
     spec = SAMPLERS.get(config.sampler)
-    eval_workers = config.n_eval_workers
-    if eval_workers is None:  # Atari envs cost more than a pipe round trip; CartPole does not
-        eval_workers = default_workers(config.n_eval_envs) if is_atari(config.env) \
-            else 0
+    eval_workers = config.eval_worker_count()
+    options = spec.options(config, worker_cores)
+    if eval_workers:  # their processes start as the run says, whatever the sampler kind
+        options.setdefault("start_method", config.start_method)
     return spec.cls(env_factory, batch_T=config.batch_T, batch_B=config.batch_B,
                     seed=config.seed, n_eval_envs=config.n_eval_envs,
-                    n_eval_workers=eval_workers, **spec.options(config, worker_cores))
+                    n_eval_workers=eval_workers, **options)
 
 
 def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str | None,

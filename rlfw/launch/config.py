@@ -12,17 +12,18 @@ from typing import Any
 import torch
 
 from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
-from rlfw.checks import check_positive
-from rlfw.envs import AtariOptions, EnvFactory, is_atari
+from rlfw.checks import check_positive, check_seed
+from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.files import read_json_object
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
+from rlfw.models.cnn import MODELS
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
-from rlfw.registry import ALGOS, RUNNERS, SAMPLERS, AlgoSpec
+from rlfw.registry import ALGOS, MODEL_SETTINGS, RUNNERS, SAMPLERS, AlgoSpec
 from rlfw.runners import RunSchedule
-from rlfw.samplers.workers import DEFAULT_START_METHOD
+from rlfw.samplers.workers import DEFAULT_START_METHOD, default_workers
 
 __all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
            "env_family", "flatten", "preset", "schedule_for", "set_field"]
@@ -92,6 +93,13 @@ class RunConfig:
             getattr(self.algo_config(), "check_shared_replay", lambda: None)()
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size, async_lead=self.async_lead)
+        check_seed(self.seed)
+        if self.model not in MODELS:
+            raise ValueError(f"model {self.model!r} unknown; choose from {MODELS}")
+        for width in self.hidden:
+            if isinstance(width, bool) or not isinstance(width, int) or width <= 0:
+                raise ValueError(f"hidden must list positive layer widths (or be empty: no "
+                                 f"hidden layer), got {list(self.hidden)}")
         if self.async_lead != RunConfig.async_lead and self.runner != "async":  # not the default
             raise ValueError(f"async_lead={self.async_lead} is for runner 'async' (the batches "
                              f"its sampler may run ahead); runner {self.runner!r} has none")
@@ -168,6 +176,21 @@ class RunConfig:
         for key, _ in flatten(overrides):  # once all are in: `sampler=` reads `n_workers=`
             check_read_key(config, key)
         return config
+
+    def eval_worker_count(self) -> int:
+        """Evaluation env processes: ``n_eval_workers``, or by default one per usable core
+        (up to the eval envs) on Atari, whose envs cost more than a pipe round trip, and
+        none elsewhere (CartPole's do not)."""
+        if self.n_eval_workers is not None:
+            return self.n_eval_workers
+        return default_workers(self.n_eval_envs) if is_atari(self.env) else 0
+
+    def starts_processes(self) -> bool:
+        """Whether this run starts processes with ``start_method``: the sampler's workers,
+        the async runner's sampler process, or evaluation workers."""
+        return ("start_method" in SAMPLERS.get(self.sampler).options(self, None)
+                or "start_method" in RUNNERS.get(self.runner).cls.config_fields.values()
+                or self.eval_worker_count() > 0)
 
     def algo_config(self) -> Any:
         """The selected algorithm's config (``self.ppo`` for ppo, ...)."""
@@ -308,10 +331,16 @@ def check_read_key(config: RunConfig, key: str) -> None:
     setting them would change nothing, silently. Saved configs hold every group; only what
     the user sets is checked."""
     group, _, name = key.partition(".")
+    if key in MODEL_SETTINGS:
+        _check_model_setting_read(config, key)
     if key == "n_workers" and not SAMPLERS.get(config.sampler).has_workers:
         raise ValueError(f"config key {key!r} is for samplers with worker processes "
                          f"({_either(_with_workers())}); sampler {config.sampler!r} has none, "
                          "so this run would ignore it")
+    if key == "start_method" and not config.starts_processes():
+        raise ValueError(f"config key 'start_method' is how worker processes start, and this "
+                         f"run starts none (sampler {config.sampler!r}, runner "
+                         f"{config.runner!r}, no evaluation workers): it would ignore it")
     if key == "tune_seconds" and not config.tune_workers:
         raise ValueError("config key 'tune_seconds' is the trial length of tune_workers=true "
                          "(--n-workers auto), which this run does not set: it would ignore it")
@@ -332,6 +361,16 @@ def check_read_key(config: RunConfig, key: str) -> None:
             else f"algo {config.algo!r} has no {name!r}")
     raise ValueError(f"config key {key!r} belongs to algo {group!r}, but this run trains "
                      f"{config.algo!r} and would ignore it: {hint}")
+
+
+def _check_model_setting_read(config: RunConfig, key: str) -> None:
+    """``key`` (one of ``MODEL_SETTINGS``) must shape the network this algorithm builds for
+    this env; whether it does depends on the env's spaces, so this makes one env to see."""
+    spaces = EnvSpaces.of(config.env_factory())
+    why = ALGOS.get(config.algo).unread_model_settings(config, spaces).get(key)
+    if why:
+        raise ValueError(f"config key {key!r} would be ignored by this run ({config.algo} on "
+                         f"{config.env}): {why}")
 
 
 def _field_names(obj: Any) -> set[str]:

@@ -45,12 +45,13 @@ class CnnActorCritic(nn.Module):
     policy head and a value head (PPO Atari setup)."""
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0,
-                 channels_last: bool = True):
+                 log_std_init: float = 0.0, channels_last: bool = True):
         super().__init__()
         self.torso = image_torso(tuple(obs_shape), channels_last=channels_last)
         self.pi = orthogonal_init(nn.Linear(self.torso.out_dim, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(self.torso.out_dim, 1), 1.0)
-        self.log_std = nn.Parameter(torch.zeros(gaussian_dim)) if gaussian_dim else None
+        self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
+            if gaussian_dim else None
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.torso(obs)

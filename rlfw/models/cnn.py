@@ -1,6 +1,9 @@
 """The Nature-DQN convolutional torso (Mnih et al., 2015)."""
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
 import torch
 from torch import nn
 
@@ -62,6 +65,20 @@ class SmallCNN(nn.Module):
         lead = frames.shape[:-3]
         x = frames.reshape(-1, *frames.shape[-3:]).float().mul_(1.0 / 255.0)
         return self.fc(self.convs(x)).reshape(*lead, -1)
+
+
+# The network kinds a run may ask for: 'auto' picks by the observations (``model_kind``).
+MODELS = ("auto", "mlp", "cnn")
+
+
+def model_kind(model: str, obs_shape: Sequence[int], obs_dtype: np.dtype) -> str:
+    """'cnn' or 'mlp': ``model`` itself, or for 'auto' a CNN for uint8 ``[C, H, W]``
+    images and an MLP for anything else."""
+    if model not in MODELS:
+        raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
+    if model != "auto":
+        return model
+    return "cnn" if len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8 else "mlp"
 
 
 def image_torso(obs_shape: tuple[int, ...], channels_last: bool = True) -> nn.Module:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlfw.models.cnn import image_torso
+from rlfw.models.cnn import image_torso, model_kind
 from rlfw.models.mlp import MLP, flatten_obs
 
 
@@ -57,8 +57,7 @@ class QNetwork(nn.Module):
                  model: str = "auto", atoms: int = 1, v_min: float = -10.0,
                  v_max: float = 10.0):
         super().__init__()
-        is_image = len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8
-        kind = ("cnn" if is_image else "mlp") if model == "auto" else model
+        kind = model_kind(model, obs_shape, obs_dtype)
         if kind == "cnn":
             self.torso: nn.Module = image_torso(tuple(obs_shape))
             self.obs_ndim = 3

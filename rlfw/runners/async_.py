@@ -34,7 +34,7 @@ class AsyncRunner(Runner):
 
     samples_with_learner_agent = False
     shares_replay = True  # a replay algorithm learns from what the sampler process appends
-    config_fields = {"lead": "async_lead"}
+    config_fields = {"lead": "async_lead", "start_method": "start_method"}
 
     def __init__(self, algo, agent, sampler, schedule, lead: int = 2,
                  start_method: str = DEFAULT_START_METHOD, **kwargs):

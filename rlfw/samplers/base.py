@@ -16,6 +16,7 @@ from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.checks import NonFiniteError, check_positive
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.evaluation import EvalLimits, EvaluationSeries
+from rlfw.samplers.workers import DEFAULT_START_METHOD
 
 
 @runtime_checkable
@@ -90,7 +91,8 @@ def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:
 class SamplerBase:
     """Sizes, the initialize-first checks, evaluation on separate envs, state merging and
     closing, for every sampler kind. ``n_eval_workers > 0`` steps the evaluation envs in
-    that many processes of their own (worth it for Atari; classic control is faster here).
+    that many processes of their own (worth it for Atari; classic control is faster here),
+    started by ``start_method`` (multiprocessing's; a kind's own workers start so too).
     ``sees_whole_rows``: the kind runs the policy on each step's full ``[B]`` row in one
     place, so it can show that row to an agent with per-step statistics."""
 
@@ -98,12 +100,13 @@ class SamplerBase:
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
                  seed: int = 0, n_eval_envs: int = 4, debug: bool = False,
-                 n_eval_workers: int = 0):
+                 n_eval_workers: int = 0, start_method: str = DEFAULT_START_METHOD):
         check_positive(batch_T=batch_T, batch_B=batch_B, n_eval_envs=n_eval_envs)
         if isinstance(n_eval_workers, bool) or not isinstance(n_eval_workers, int) \
                 or n_eval_workers < 0:
             raise ValueError(f"n_eval_workers must be an integer >= 0, got {n_eval_workers!r}")
         self.n_eval_workers = n_eval_workers
+        self.start_method = start_method
         self.env_factory = env_factory
         self.eval_env_factory = env_factory  # a kind may evaluate on a variant (native)
         self.batch_T, self.batch_B = batch_T, batch_B
@@ -166,7 +169,8 @@ class SamplerBase:
         """This sampler's evaluation series (its envs are built on the first evaluation)."""
         if self._evaluations is None:
             self._evaluations = EvaluationSeries(self.eval_env_factory, self.n_eval_envs,
-                                                 self.seed, self.n_eval_workers)
+                                                 self.seed, self.n_eval_workers,
+                                                 self.start_method)
         return self._evaluations
 
     def state_dict(self) -> dict:

@@ -12,7 +12,7 @@ from rlfw.checks import check_positive
 from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.workers import torch_threads
+from rlfw.samplers.workers import DEFAULT_START_METHOD, torch_threads
 from rlfw.seeding import EVAL_NOISE
 
 
@@ -42,13 +42,13 @@ class Evaluator:
     """
 
     def __init__(self, env_factory: Callable[[bool], gym.Env], n_envs: int, seed: int,
-                 n_workers: int = 0):
+                 n_workers: int = 0, start_method: str = DEFAULT_START_METHOD):
         check_positive(n_eval_envs=n_envs)
         if n_workers:  # envs in their own processes; the master only runs inference
             from rlfw.samplers.process_env_group import ProcessEnvGroup
 
             self.group: EnvGroup | ProcessEnvGroup = ProcessEnvGroup(
-                env_factory, n_envs, seed, min(n_workers, n_envs))
+                env_factory, n_envs, seed, min(n_workers, n_envs), start_method=start_method)
         else:
             self.group = EnvGroup(env_factory, range(n_envs), seed, train=False)
         self.seed = seed
@@ -122,9 +122,10 @@ class EvaluationSeries:
     workers cost nothing until asked for), and call k plays reseeded round k, so a resumed
     run evaluates as an uninterrupted one when ``calls`` is restored from its checkpoint."""
 
-    def __init__(self, env_factory, n_envs: int, seed: int, n_workers: int = 0):
+    def __init__(self, env_factory, n_envs: int, seed: int, n_workers: int = 0,
+                 start_method: str = DEFAULT_START_METHOD):
         self.env_factory, self.n_envs = env_factory, n_envs
-        self.seed, self.n_workers = seed, n_workers
+        self.seed, self.n_workers, self.start_method = seed, n_workers, start_method
         self.calls = 0
         self._evaluator: Evaluator | None = None
 
@@ -132,7 +133,7 @@ class EvaluationSeries:
             limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
         if self._evaluator is None:
             self._evaluator = Evaluator(self.env_factory, self.n_envs, self.seed,
-                                        self.n_workers)
+                                        self.n_workers, self.start_method)
         episodes = self._evaluator.run(agent, n_episodes, greedy, self.calls, limits)
         self.calls += 1
         return episodes

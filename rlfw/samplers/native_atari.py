@@ -28,7 +28,7 @@ from rlfw.samplers.base import SamplerBase, allocate_samples
 from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.workers import default_workers, torch_threads
+from rlfw.samplers.workers import DEFAULT_START_METHOD, default_workers, torch_threads
 from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
 
 
@@ -63,11 +63,13 @@ class NativeAtariSampler(SamplerBase):
     two threads: one group's forward pass overlaps the other's stepping); ``n_threads``
     native threads in all (default: one per usable core), split between the groups, at
     least one each. Samples depend on ``n_groups`` only through the rounding of the batched
-    forward pass (its batch size)."""
+    forward pass (its batch size). ``start_method`` starts its evaluation workers' processes
+    (``n_eval_workers``); the games' threads are ale-py's."""
 
     def __init__(self, env_factory: EnvFactory, batch_T: int, batch_B: int, seed: int = 0,
                  n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False,
-                 n_eval_workers: int = 0, n_groups: int | None = None):
+                 n_eval_workers: int = 0, n_groups: int | None = None,
+                 start_method: str = DEFAULT_START_METHOD):
         if not isinstance(env_factory, EnvFactory) or not is_atari(env_factory.env_id):
             got = getattr(env_factory, "env_id", env_factory)
             raise ValueError(f"the native sampler runs ALE games only ('ALE/<Game>-v5'), "
@@ -75,7 +77,8 @@ class NativeAtariSampler(SamplerBase):
         if n_groups is not None and not (isinstance(n_groups, int) and 1 <= n_groups <= batch_B):
             raise ValueError(f"n_groups must be an int from 1 to batch_B={batch_B}, "
                              f"got {n_groups!r}")
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers,
+                         start_method)
         self.n_threads = n_threads
         self.n_groups = n_groups
         self.groups: list[_Group] = []

@@ -35,10 +35,10 @@ class ParallelSamplerBase(SamplerBase):
                  seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
                  pin_cpus: bool | Sequence[int] = False, start_method: str = DEFAULT_START_METHOD,
                  debug: bool = False, n_eval_workers: int = 0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers)
+        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers,
+                         start_method)
         self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
         self.pin_cpus = pin_cpus
-        self.start_method = start_method
         self.pool: WorkerPool | None = None
         self.noise: list[SlotNoise] = []
         # Kinds that run inference in the master keep every slot's recurrent state here.
