@@ -17,6 +17,17 @@ def check_seed(seed: int) -> None:
         raise ValueError(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
 
 
+def check_seeds(seeds) -> list[int]:
+    """The seeds of a study (a sweep's, a benchmark's), each a run seed, none twice: a
+    repeated seed is the same run counted twice in its statistics."""
+    seeds = list(seeds)
+    for seed in seeds:
+        check_seed(seed)
+    if not seeds or len(set(seeds)) < len(seeds):
+        raise ValueError(f"seeds must be one or more different seeds, got {seeds}")
+    return seeds
+
+
 def check_config(name: str, **checks: tuple[object, bool, str]) -> None:
     """Raise ``ValueError`` for the first field whose check failed, with what is allowed."""
     for field, (value, ok, allowed) in checks.items():

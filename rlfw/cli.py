@@ -205,7 +205,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", default=None,
                    help="Ray cluster to join ('auto', 'ray://head:10001'); default: start a "
                         "local Ray instance")
-    p.add_argument("--cpus-per-run", type=float, default=1.0,
+    p.add_argument("--cpus-per-run", type=float, default=None,
                    help="ray: CPUs each variant reserves (default 1)")
 
 
@@ -253,10 +253,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from rlfw.bench.run import run_suite
-    from rlfw.launch.backends import LocalBackend, RayBackend
 
-    backend = (RayBackend(args.ray_address, 1.0, args.max_parallel) if args.backend == "ray"
-               else LocalBackend(args.max_parallel))
+    backend = _backend(args)
     out = args.out or os.path.join("docs", "benchmarks", args.suite)
     data = run_suite(args.suite, out, backend, peer=args.peer, seeds=args.seeds,
                      report_only=args.report_only, wandb=args.wandb)
@@ -266,8 +264,24 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
+def _backend(args: argparse.Namespace):
+    """The backend ``--backend`` names, with its own options (a Ray option without
+    ``--backend ray`` is an error: the local backend would ignore it)."""
     from rlfw.launch.backends import LocalBackend, RayBackend
+
+    ray_options = {"--ray-address": args.ray_address,
+                   "--cpus-per-run": getattr(args, "cpus_per_run", None)}
+    if args.backend == "ray":
+        cpus = ray_options["--cpus-per-run"]
+        return RayBackend(args.ray_address, 1.0 if cpus is None else cpus, args.max_parallel)
+    given = [flag for flag, value in ray_options.items() if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} is for --backend ray; this {args.command} runs "
+                         "on the local backend, which would ignore it")
+    return LocalBackend(args.max_parallel)
+
+
+def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     from rlfw.launch.sweep import (
         Sweep,
         check_train_flags,
@@ -282,10 +296,7 @@ def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
         argv = ["train", *train_flags, *[a for k, v in variant.settings
                                          for a in ("--set", f"{k}={v}")]]
         config_from_args(make_parser().parse_args(argv)).validate()
-    if args.backend == "ray":
-        backend = RayBackend(args.ray_address, args.cpus_per_run, args.max_parallel)
-    else:
-        backend = LocalBackend(args.max_parallel)
+    backend = _backend(args)
     sweep = Sweep(args.runs_dir, variants, train_flags)
     print(f"rlfw sweep: {len(variants)} variant(s) -> {args.runs_dir} ({args.backend}, "
           f"{args.max_parallel} at once)")

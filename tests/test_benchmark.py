@@ -116,6 +116,21 @@ def test_unknown_suite_is_named_with_the_choices(capsys):
     assert "classic" in err and "smoke" in err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--seeds", "0", "0"], "seeds must be one or more different seeds, got [0, 0]"),
+    (["--seeds", "-2"], "seed must be an integer from 0 to 2**32 - 1, got -2"),
+    (["--ray-address", "auto"], "--ray-address is for --backend ray; this benchmark runs on "
+                                "the local backend, which would ignore it"),
+])
+def test_bad_benchmark_flags_are_refused_before_anything_runs(argv, message, tmp_path, capsys):
+    from rlfw.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["benchmark", "--suite", "smoke", "--out", str(tmp_path / "out"), *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
     jobs = plan(SUITES["classic"], ("rlfw", "sb3"), [0, 1, 2])
     assert len(jobs) == 5 * 2 * 3

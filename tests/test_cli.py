@@ -69,6 +69,12 @@ def test_train_then_resume_then_eval(tmp_path, capsys):
     assert main(["eval", run, "--episodes", "3"]) == 0
     out = capsys.readouterr().out
     assert "mean return" in out and "over 3 episodes" in out
+    for flags, message in ((["--episodes", "0"], "episodes must be a positive integer, got 0"),
+                           (["--seed", "-1"], "seed must be an integer from 0 to 2**32 - 1, "
+                                              "got -1")):
+        with pytest.raises(SystemExit) as exc:
+            main(["eval", run, *flags])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_module_entry_point_help_documents_flags():

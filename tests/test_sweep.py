@@ -31,6 +31,9 @@ def test_grid_expands_keys_aliases_and_seeds():
     assert [v.seed for v in variants[:2]] == [0, 1]
     assert variants[0].name == "ppo.epochs=4,batch_B=8,seed=0"
     assert len({v.name for v in variants}) == 8
+    # a tuple value keeps its commas inside brackets
+    widths = expand(parse_grid(["hidden=[64,64],[256]"]), [0])
+    assert [v.settings for v in widths] == [(("hidden", "[64,64]"),), (("hidden", "[256]"),)]
 
 
 def test_two_by_two_grid_is_reported_row_by_row_and_rerun_skips_it(tmp_path):
@@ -85,6 +88,16 @@ def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     (["--grid", "dqn.gamma=0.9,0.95", "--algo", "rainbow"],
      "config key 'dqn.gamma' belongs to algo 'dqn', but this run trains 'rainbow'"),
     (["--grid", "ppo.epochs=2", "--max-parallel", "0"], "max_parallel must be >= 1, got 0"),
+    # a seed or a grid point twice is one run counted twice in the summary
+    (["--grid", "ppo.epochs=2", "--seeds", "0", "1", "0"],
+     "seeds must be one or more different seeds, got [0, 1, 0]"),
+    (["--grid", "ppo.epochs=2", "--seeds", "-1"], "seed must be an integer from 0 to 2**32 - 1"),
+    (["--grid", "ppo.epochs=2,4,2"], "grid key 'ppo.epochs' repeats a value: ['2', '4', '2']"),
+    (["--grid", "ppo.epochs=2", "--grid", "ppo.epochs=4"],
+     "grid key 'ppo.epochs' is given twice; list all its values in one --grid ppo.epochs=V1,V2"),
+    (["--grid", "ppo.epochs=2", "--ray-address", "auto"],
+     "--ray-address is for --backend ray; this sweep runs on the local backend"),
+    (["--grid", "ppo.epochs=2", "--cpus-per-run", "2"], "--cpus-per-run is for --backend ray"),
 ])
 def test_bad_sweep_is_refused_before_anything_starts(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:

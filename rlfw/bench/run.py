@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from rlfw.bench.report import write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
+from rlfw.checks import check_seeds
 from rlfw.files import write_json
 from rlfw.launch.backends import job_process_setup
 
@@ -157,7 +158,7 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
         raise ValueError(f"suite {name!r} has no peer: SB3 implements none of "
                          f"{', '.join(dict.fromkeys(e.algo for e in suite.entries))}; "
                          "run it without --peer")
-    seeds = list(range(suite.seeds)) if seeds is None else list(seeds)
+    seeds = list(range(suite.seeds)) if seeds is None else check_seeds(seeds)
     frameworks = ("rlfw",) if peer is None else ("rlfw", peer)
     jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None)
     if peer is not None:

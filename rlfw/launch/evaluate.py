@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from rlfw.checkpoint import BEST, checkpoint_dir, load_newest_valid
+from rlfw.checks import check_positive, check_seed
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent
 from rlfw.launch.config import RunConfig
@@ -42,6 +43,8 @@ def evaluate_checkpoint(run_dir: str, n_episodes: int, greedy: bool | None = Non
     the newest good checkpoint); ``greedy=None`` evaluates as the run did. ``config``: the
     run's, checked by the caller (default: its ``config.json``). ``video_dir``: play them
     on one rendering env and write a video of each there (``rlfw.launch.video``)."""
+    check_positive(episodes=n_episodes)  # the name of rlfw eval's flag
+    check_seed(seed)
     config = config or RunConfig.load(run_dir)
     greedy = config.schedule.eval_greedy if greedy is None else greedy
     _, state = load_for_evaluation(run_dir, best, trust)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 from rlfw.checkpoint import list_checkpoints
+from rlfw.checks import check_seeds
 from rlfw.files import write_atomically, write_json, write_text
 from rlfw.launch.backends import job_process_setup
 from rlfw.launch.config import RunConfig, config_keys, set_field
@@ -96,7 +97,13 @@ def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
         if key not in valid:
             raise ValueError(f"grid key {key!r} is not a config field; valid keys: "
                              f"{', '.join(valid)}")
-        choices = [v.strip() for v in values.split(",") if v.strip()]
+        if key in dict(grid):
+            raise ValueError(f"grid key {key!r} is given twice; list all its values in one "
+                             f"--grid {key}=V1,V2")
+        # commas inside brackets are a tuple value's: hidden=[64,64],[256,256]
+        choices = [v.strip() for v in re.split(r",(?![^\[]*\])", values) if v.strip()]
+        if len(set(choices)) < len(choices):
+            raise ValueError(f"grid key {key!r} repeats a value: {choices}")
         for value in choices:
             set_field(RunConfig(), key, value)  # a bad value names the key and the type
         grid.append((key, choices))
@@ -105,6 +112,7 @@ def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 def expand(grid: Sequence[tuple[str, list[str]]], seeds: Sequence[int]) -> list[Variant]:
     """Every grid point x seed, in a stable order (seeds innermost)."""
+    check_seeds(seeds)
     keys = [k for k, _ in grid]
     points = itertools.product(*(values for _, values in grid))
     return [Variant(tuple(zip(keys, point)), seed) for point in points for seed in seeds]
