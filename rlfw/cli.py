@@ -589,12 +589,18 @@ def cmd_bench_sampler(args: argparse.Namespace) -> int:
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
     config = RunConfig(env=args.env, sampler=args.sampler, batch_B=args.batch_B,
                        batch_T=args.batch_T, n_workers=args.n_workers)
+    if args.n_workers is not None:
+        check_read_key(config, "n_workers")
     config.validate()
     env_factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(env_factory).action)
-    rate = measure_steps_per_second(build_sampler(config, env_factory), agent, args.seconds)
+    sampler = build_sampler(config, env_factory)
+    workers = getattr(sampler, "n_workers", None) or args.n_workers or "default"
+    shape = (f"{args.batch_B} envs, {workers} workers" if SAMPLERS.get(args.sampler).has_workers
+             else f"{args.batch_B} envs in this process")
+    rate = measure_steps_per_second(sampler, agent, args.seconds)
     print(f"{args.sampler} sampler on {args.env}: {rate:,.0f} env steps/s "
-          f"({args.batch_B} envs, {args.n_workers or 'default'} workers, T={args.batch_T})")
+          f"({shape}, T={args.batch_T})")
     return 0
 
 

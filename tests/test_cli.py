@@ -7,6 +7,7 @@ import pytest
 from rlfw.checkpoint import load_checkpoint
 from rlfw.cli import main
 from rlfw.registry import ALGOS
+from rlfw.samplers.workers import default_workers
 
 FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-progress"]
 
@@ -127,10 +128,17 @@ def test_bench_sampler_prints_steps_per_second(capsys):
     assert main(["bench-sampler", "--env", "CartPole-v1", "--sampler", "serial", "--n-envs", "4",
                  "--seconds", "0.5"]) == 0
     out = capsys.readouterr().out
-    assert "serial sampler on CartPole-v1:" in out and "env steps/s" in out
+    assert "serial sampler on CartPole-v1:" in out and "(4 envs in this process, T=64)" in out
+    assert main(["bench-sampler", "--env", "CartPole-v1", "--sampler", "cpu", "--n-envs", "4",
+                 "--seconds", "0.5"]) == 0  # the workers it really started, not 'default'
+    assert f"(4 envs, {default_workers(4)} workers, T=64)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["bench-sampler", "--seconds", "0"])
     assert "--seconds must be > 0, got 0.0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the serial sampler has no workers to count
+        main(["bench-sampler", "--sampler", "serial", "--n-workers", "4"])
+    assert "config key 'n_workers' is for samplers with worker processes" in \
+        capsys.readouterr().err
 
 
 # -- every setting reachable, runs extendable, the best policy kept --------------------
