@@ -84,6 +84,23 @@ def test_sticky_actions_are_configurable():
     env.close()
 
 
+@pytest.mark.parametrize("options,message", [
+    ({"frame_skip": 0}, "atari.frame_skip must be a positive integer, got 0"),
+    ({"frame_stack": 0}, "atari.frame_stack must be a positive integer, got 0"),
+    ({"screen_size": -84}, "atari.screen_size must be a positive integer, got -84"),
+    ({"max_episode_frames": 0}, "atari.max_episode_frames must be a positive integer, got 0"),
+    ({"noop_max": -1}, "atari.noop_max must be an integer >= 0, got -1"),
+    ({"sticky_action_prob": 1.5}, "atari.sticky_action_prob must be in [0, 1) (the chance an "
+                                  "action repeats the last one), got 1.5"),
+])
+def test_bad_atari_options_are_named_before_a_game_starts(options, message):
+    factory = EnvFactory("ALE/Pong-v5", atari=AtariOptions(**options))
+    with pytest.raises(ValueError) as err:
+        factory.validate()
+    assert str(err.value) == message
+    EnvFactory("ALE/Pong-v5", atari=AtariOptions(noop_max=0, sticky_action_prob=0.25)).validate()
+
+
 def test_mujoco_engine_warnings_print_once_and_leave_no_log_file(tmp_path):
     """MuJoCo's default handler prints its model-compiler notice for every env made and
     appends it to MUJOCO_LOG.TXT in the working folder; rlfw routes it to ``warnings``."""

@@ -11,6 +11,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlfw.checks import check_positive
+
 
 @dataclass(frozen=True)
 class AtariOptions:
@@ -24,6 +26,18 @@ class AtariOptions:
     episodic_life: bool = True     # training envs only: a lost life ends the *training* episode
     clip_reward: bool = True       # training envs only: reward -> sign(reward)
     max_episode_frames: int = 108_000  # emulator frames (30 min of play), as in ALE v5
+
+    def validate(self) -> None:
+        """Each knob within what the preprocessing can do, the bad one named
+        (``atari.<field>``, as ``--set`` spells it)."""
+        check_positive(**{f"atari.{name}": getattr(self, name) for name in
+                          ("frame_skip", "screen_size", "frame_stack", "max_episode_frames")})
+        if isinstance(self.noop_max, bool) or not isinstance(self.noop_max, int) \
+                or self.noop_max < 0:
+            raise ValueError(f"atari.noop_max must be an integer >= 0, got {self.noop_max!r}")
+        if not 0.0 <= self.sticky_action_prob < 1.0:
+            raise ValueError(f"atari.sticky_action_prob must be in [0, 1) (the chance an "
+                             f"action repeats the last one), got {self.sticky_action_prob!r}")
 
 
 class EpisodicLife(gym.Wrapper):

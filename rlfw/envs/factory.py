@@ -148,6 +148,8 @@ class EnvFactory:
         return gym.wrappers.RecordEpisodeStatistics(_float32_observations(make(**kwargs)))
 
     def validate(self) -> None:
+        if is_atari(self.env_id):
+            self.atari.validate()
         if self.entry is None:
             check_env_available(self.env_id)
             check_env_id(self.env_id)
