@@ -210,12 +210,18 @@ def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys
     (["--seed", "-1"], "seed must be an integer from 0 to 2**32 - 1, got -1"),
     (["--algo", "dqn", "--set", "model=conv"], "model 'conv' unknown; choose from ('auto', "
                                                "'mlp', 'cnn')"),
+    # what acts at evaluations, with evaluation off
+    (["--set", "schedule.eval_every=none", "--stop-at-return", "100"],
+     "stop_at_return is checked at evaluations, and eval_every is None (evaluation off): set "
+     "eval_every, or stop_at_return=none"),
+    (["--set", "schedule.eval_every=none", "--video-every", "1000"],
+     "video_every records at evaluations, and eval_every is None"),
 ])
-def test_model_settings_the_network_would_not_read_are_refused(argv, message, capsys,
-                                                                tmp_path):
+def test_settings_the_run_would_not_read_are_refused(argv, message, capsys, tmp_path):
     """Whether a network setting is read depends on the algorithm and on the env's spaces
-    (an image gets the fixed CNN, a Discrete action no Gaussian): one the run would ignore,
-    or a bad value, is an error before anything starts."""
+    (an image gets the fixed CNN, a Discrete action no Gaussian), a schedule's on whether
+    there are evaluations: one the run would ignore, or a bad value, is an error before
+    anything starts."""
     with pytest.raises(SystemExit) as exc:
         main(["train", *argv, "--log-dir", str(tmp_path / "run")])
     assert exc.value.code == 2 and message in capsys.readouterr().err

@@ -37,9 +37,11 @@ class RunSchedule:
             check_positive(eval_every=self.eval_every)
         if self.video_every is not None:
             check_positive(video_every=self.video_every)
-            if self.eval_every is None:
-                raise ValueError("video_every records at evaluations, and eval_every is None "
-                                 "(evaluation off): set eval_every, or video_every=none")
+        # both act at evaluations: with evaluation off they would never act
+        for name, what in (("video_every", "records"), ("stop_at_return", "is checked")):
+            if getattr(self, name) is not None and self.eval_every is None:
+                raise ValueError(f"{name} {what} at evaluations, and eval_every is None "
+                                 f"(evaluation off): set eval_every, or {name}=none")
         self.eval_limits().validate()
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) \
                 or self.max_restarts < 0:
