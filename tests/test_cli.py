@@ -179,6 +179,9 @@ def test_set_assigns_typed_values_to_any_field():
     ("tune_seconds=5", "config key 'tune_seconds' is the trial length of tune_workers=true"),
     ("obs_clip=5", "config key 'obs_clip' clips normalized observations, and this run has "
                    "normalize_obs=false"),
+    ("ppo.reward_clip=5", "config key 'ppo.reward_clip' is read only with "
+                          "ppo.normalize_reward=true, which this run does not set"),
+    ("ppo.optimizer_eps=0", "PPOConfig.optimizer_eps = 0.0 is invalid: must be > 0"),
 ])
 def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
@@ -210,6 +213,14 @@ def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys
     (["--seed", "-1"], "seed must be an integer from 0 to 2**32 - 1, got -1"),
     (["--algo", "dqn", "--set", "model=conv"], "model 'conv' unknown; choose from ('auto', "
                                                "'mlp', 'cnn')"),
+    (["--algo", "dqn", "--set", "dqn.priority_beta=0.5"],
+     "config key 'dqn.priority_beta' is read only with dqn.prioritized=true"),
+    (["--algo", "rainbow", "--set", "rainbow.priority_beta=1.5"],
+     "DQNConfig.priority_beta = 1.5 is invalid: must be in [0, 1]"),
+    (["--algo", "dqn", "--set", "dqn.epsilon_final=2"],
+     "DQNConfig.epsilon_final = 2.0 is invalid: must be in [0, 1]"),
+    (["--algo", "dqn", "--set", "dqn.huber_delta=0"],
+     "DQNConfig.huber_delta = 0.0 is invalid: must be > 0"),
     # what acts at evaluations, with evaluation off
     (["--set", "schedule.eval_every=none", "--stop-at-return", "100"],
      "stop_at_return is checked at evaluations, and eval_every is None (evaluation off): set "

@@ -354,6 +354,10 @@ def check_read_key(config: RunConfig, key: str) -> None:
     if name and group == "atari" and not is_atari(config.env):
         raise ValueError(f"config key {key!r} is for Atari games (ALE/<Game>-v5), but this "
                          f"run's env is {config.env!r}, which would ignore it")
+    switch = _READ_ONLY_WITH.get(name)
+    if group == config.algo and switch and not getattr(config.algo_config(), switch, True):
+        raise ValueError(f"config key {key!r} is read only with {group}.{switch}=true, which "
+                         "this run does not set: it would ignore it")
     if not name or group == config.algo or group not in ALGOS:
         return
     own = f"{config.algo}.{name}"
@@ -361,6 +365,11 @@ def check_read_key(config: RunConfig, key: str) -> None:
             else f"algo {config.algo!r} has no {name!r}")
     raise ValueError(f"config key {key!r} belongs to algo {group!r}, but this run trains "
                      f"{config.algo!r} and would ignore it: {hint}")
+
+
+# An algorithm's field that is read only when another of its fields is on.
+_READ_ONLY_WITH = {"priority_alpha": "prioritized", "priority_beta": "prioritized",
+                   "reward_clip": "normalize_reward"}
 
 
 def _check_model_setting_read(config: RunConfig, key: str) -> None:

@@ -105,6 +105,16 @@ class DQNConfig:
             exploration_fraction=(self.exploration_fraction,
                                   0 <= self.exploration_fraction <= 1, "must be in [0, 1]"),
             eval_epsilon=(self.eval_epsilon, 0 <= self.eval_epsilon <= 1, "must be in [0, 1]"),
+            epsilon_start=(self.epsilon_start, 0 <= self.epsilon_start <= 1, "must be in [0, 1]"),
+            epsilon_final=(self.epsilon_final, 0 <= self.epsilon_final <= 1, "must be in [0, 1]"),
+            optimizer_eps=(self.optimizer_eps, self.optimizer_eps > 0, "must be > 0"),
+            huber_delta=(self.huber_delta, self.huber_delta > 0, "must be > 0"),
+            max_grad_norm=(self.max_grad_norm,
+                           self.max_grad_norm is None or self.max_grad_norm > 0, "None or > 0"),
+            priority_alpha=(self.priority_alpha, self.priority_alpha >= 0,
+                            "must be >= 0 (0: uniform sampling)"),
+            priority_beta=(self.priority_beta, 0 <= self.priority_beta <= 1,
+                           "must be in [0, 1]"),
             compile=check_compile(self.compile),
         )
 

@@ -25,6 +25,8 @@ def common_checks(config) -> dict[str, tuple[object, bool, str]]:
         max_grad_norm=(c.max_grad_norm, c.max_grad_norm is None or c.max_grad_norm > 0,
                        "None or > 0"),
         reward_clip=(c.reward_clip, c.reward_clip > 0, "must be > 0"),
+        optimizer_eps=(c.optimizer_eps, c.optimizer_eps > 0, "must be > 0"),
+        value_coef=(c.value_coef, c.value_coef >= 0, "must be >= 0"),
     )
 
 
