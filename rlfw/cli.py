@@ -25,6 +25,7 @@ from rlfw.launch.config import (
 )
 from rlfw.launch.plugins import check_named, import_plugins, load_installed_plugins
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
+from rlfw.runners.run_folder import check_run_folder
 from rlfw.samplers.workers import WorkerError
 
 
@@ -492,6 +493,7 @@ def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bo
         config = RunConfig.from_dict(saved)
     chief = ranks is None or ranks.is_chief
     where = "" if ranks is None else f"rank {ranks.rank}: "
+    runner = None
     try:
         runner = build_runner(config, log_dir, resume=resume, progress=not args.no_progress,
                               ranks=ranks, trust_checkpoint=args.trust_checkpoint)
@@ -499,6 +501,13 @@ def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bo
             _say_what_runs(config, log_dir, ranks)
         with runner:
             result = runner.train()
+    except ValueError as err:
+        if runner is None:  # refused while building: nothing was written
+            raise
+        print(f"rlfw: error: {where}{err}", file=sys.stderr)  # e.g. W&B would not start
+        if chief:
+            print(f"rlfw: {_checkpoint_note(log_dir)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl-C while starting (the loop itself returns normally)
         print(f"rlfw: {where}interrupted while starting"
               + (f"; {_checkpoint_note(log_dir)}" if chief else ""), file=sys.stderr)
@@ -552,14 +561,25 @@ def _elastic_resume_dir(args: argparse.Namespace) -> str | None:
 
 
 def _checkpoint_note(log_dir: str) -> str:
+    """What the run folder holds for the user's next step: a checkpoint to resume, or, if
+    none was written, how to start again (a fresh run refuses a folder holding a run)."""
     try:
         found = list_checkpoints(log_dir)
     except OSError:
         found = []
-    if not found:
-        return f"no checkpoint was written in {log_dir}; start the run again"
-    return (f"newest checkpoint {found[-1]}; resume with: python -m rlfw train --resume "
-            f"{log_dir}")
+    if found:
+        return (f"newest checkpoint {found[-1]}; resume with: python -m rlfw train --resume "
+                f"{log_dir}")
+    try:
+        check_run_folder(log_dir, resume=False)
+    except (ValueError, OSError):
+        saved = os.path.join(log_dir, "config.json")
+        fresh = (f"in a new folder (python -m rlfw train --config {saved} --log-dir "
+                 "NEW_DIR), or " if os.path.isfile(saved) else "")
+        return (f"no checkpoint was written in {log_dir}, so there is nothing to resume; "
+                f"start the run again {fresh}delete {log_dir} and run the same command")
+    return f"no checkpoint was written in {log_dir}; the same command starts the run again"
+
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

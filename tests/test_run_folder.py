@@ -202,9 +202,42 @@ def test_ctrl_c_while_starting_is_one_line_and_claims_no_checkpoint(tmp_path, ca
     assert main([*TRAIN, "--log-dir", str(tmp_path / "run")]) == 130
     err = capsys.readouterr().err
     assert err.strip() == (f"rlfw: interrupted while starting; no checkpoint was written in "
-                           f"{tmp_path / 'run'}; start the run again")
+                           f"{tmp_path / 'run'}; the same command starts the run again")
     monkeypatch.undo()
     assert main([*TRAIN, "--log-dir", str(tmp_path / "run")]) == 0  # the folder is free
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_says_how_to_start_again(tmp_path, capsys,
+                                                                              monkeypatch):
+    """A run folder with a config and no checkpoint can be neither resumed nor reused by a
+    fresh run: the advice names the way that works, and it does. W&B that will not start
+    (no login) is such a failure, one clean error line."""
+    import wandb
+
+    def no_login(*args, **kwargs):
+        raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
+
+    monkeypatch.setattr(wandb, "init", no_login)
+    run = tmp_path / "run"
+    assert main([*TRAIN, "--log-dir", str(run), "--wandb"]) == 2
+    err = capsys.readouterr().err
+    assert ("rlfw: error: --wandb could not start a W&B run (UsageError: No API key configured. "
+            "Use `wandb login` to log in): log in (`wandb login`), or log offline with "
+            "WANDB_MODE=offline") in err
+    advice = (f"rlfw: no checkpoint was written in {run}, so there is nothing to resume; start "
+              f"the run again in a new folder (python -m rlfw train --config "
+              f"{run / 'config.json'} --log-dir NEW_DIR), or delete {run} and run the same "
+              "command")
+    assert advice in err and "Traceback" not in err
+    # what does not work: resuming it, or reusing the folder
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 1
+    assert advice in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*TRAIN, "--log-dir", str(run)])
+    assert "already holds a run (config.json)" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main(["train", "--config", str(run / "config.json"), "--set", "wandb.enabled=false",
+                 "--log-dir", str(tmp_path / "again"), "--no-progress"]) == 0
 
 
 def test_the_lock_file_is_left_but_never_a_symlink(tmp_path):
