@@ -183,6 +183,39 @@ def test_the_iqm_ci_depends_on_the_finals_and_seed_alone():
     assert iqm_with_ci(finals, seed=1) != first
 
 
+@pytest.mark.parametrize("change,message", [
+    ({"final_return": "high"}, "final_return must be a number, got 'high'"),
+    ({"curve": [[2048, "x"]]}, "curve must be a list of [step, return] pairs"),
+    ({"returns": None}, "returns must be a list of numbers, got None"),
+    ({"policy_lag": "one"}, "policy_lag must be a number or null, got 'one'"),
+    ({"seed": 1}, "says seed=1, but it is the place of rlfw ppo on CartPole-v1, seed 0, 2048 "
+                  "steps: a record of another run"),
+    ("{not json", "is not valid JSON"),
+    ([1, 2], "holds list, not an object"),
+])
+def test_a_broken_or_misplaced_record_is_named_not_counted(change, message, tmp_path):
+    """Records travel between machines and through git: one that is not a run's record
+    fails the report with its file and field, before anything is counted."""
+    from rlfw.bench.run import finished
+
+    job = Job("rlfw", "ppo", "CartPole-v1", 2048, 0)
+    record = {"framework": "rlfw", "algo": "ppo", "env": "CartPole-v1", "seed": 0,
+              "steps": 2048, "status": "done", "final_return": 500.0, "returns": [500.0],
+              "curve": [[2048, 480.5]], "curve_s": [[3.5, 480.5]], "wall_s": 3.5,
+              "steps_per_s": 585.1, "policy_lag": None, "env_steps": 2048}
+    path = job.record_path(str(tmp_path))
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        json.dump(record, f)
+    assert finished(job, str(tmp_path))["final_return"] == 500.0
+    with open(path, "w") as f:
+        f.write(change if isinstance(change, str) else
+                json.dumps(change if isinstance(change, list) else {**record, **change}))
+    with pytest.raises(ValueError) as err:
+        finished(job, str(tmp_path))
+    assert str(err.value).startswith(f"run record {path}") and message in str(err.value)
+
+
 def test_iqm_and_its_ci_and_the_curve_binning():
     iqm, low, high = iqm_with_ci([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 100.0])
     assert iqm == pytest.approx(3.5)  # the middle half: 2, 3, 4, 5

@@ -110,12 +110,62 @@ def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict
     before records existed) marked ``skipped``, else a ``not run`` record (no training)."""
     record, result = job.record_path(out_dir), os.path.join(job.run_dir(out_dir), RESULT_FILE)
     if os.path.exists(record):
-        with open(record) as f:
-            return {**json.load(f), SKIPPED: True}
+        return {**read_record(record, job), SKIPPED: True}
     if os.path.exists(result):
         with open(result) as f:
             return {**write_record(job, out_dir, json.load(f)), SKIPPED: True}
     return {**asdict(job), "status": "not run"}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_curve(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(map(_is_number, p)) for p in value)
+
+
+# A record's fields and what each must hold; the optional ones may also be null.
+_RECORD_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "framework": (lambda v: isinstance(v, str), "text"),
+    "status": (lambda v: isinstance(v, str), "text"),
+    "final_return": (_is_number, "a number"),
+    "returns": (lambda v: isinstance(v, list) and all(map(_is_number, v)), "a list of numbers"),
+    "curve": (_is_curve, "a list of [step, return] pairs"),
+    "curve_s": (_is_curve, "a list of [seconds, return] pairs"),
+    "wall_s": (_is_number, "a number"),
+    "steps_per_s": (_is_number, "a number"),
+}
+_OPTIONAL_RECORD_FIELDS = {"wait_share": (_is_number, "a number"),
+                           "policy_lag": (_is_number, "a number"),
+                           "gif": (lambda v: isinstance(v, str), "text")}
+
+
+def read_record(path: str, job: Job) -> dict:
+    """The committed record of ``job``'s run, checked before a report counts it: records
+    travel between machines and through git, so a broken, hand-edited or misplaced one
+    is an error naming the file and the field, not a wrong table or a traceback."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"run record {path} is not valid JSON: {err}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"run record {path} holds {type(record).__name__}, not an object")
+    for key in ("framework", "algo", "env", "seed", "steps"):
+        if record.get(key) != getattr(job, key):
+            raise ValueError(f"run record {path} says {key}={record.get(key)!r}, but it is "
+                             f"the place of {job.framework} {job.algo} on {job.env}, seed "
+                             f"{job.seed}, {job.steps} steps: a record of another run")
+    checks = [(k, *c, False) for k, c in _RECORD_FIELDS.items()]
+    checks += [(k, *c, True) for k, c in _OPTIONAL_RECORD_FIELDS.items()]
+    for key, ok, what, optional in checks:
+        value = record.get(key)
+        if not ((optional and value is None) or ok(value)):
+            raise ValueError(f"run record {path}: {key} must be {what}"
+                             + (" or null" if optional else "") + f", got {value!r}"[:200])
+    return record
 
 
 def write_record(job: Job, out_dir: str, result: dict) -> dict:
