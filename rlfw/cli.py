@@ -480,9 +480,9 @@ def saved_config(run_dir: str, trust: bool = False, named: Sequence[str] = ()) -
 
 def _checked_config(data: dict, named: Sequence[str], source: str) -> RunConfig:
     """The config in ``data`` once the modules it needs are known to be named."""
-    plugins = data.get("plugins", ())
-    check_named(str(data.get("env", RunConfig.env)),
-                plugins if isinstance(plugins, (list, tuple)) else (), named, source)
+    # read as the config will read it (text is a comma list), so no spelling slips past
+    plugins = RunConfig.from_dict({"plugins": data.get("plugins", ())}).plugins
+    check_named(str(data.get("env", RunConfig.env)), plugins, named, source)
     return RunConfig.from_dict(data)
 
 

@@ -170,6 +170,20 @@ def test_an_env_id_from_a_run_folder_never_imports_its_module(run, tmp_path):
     assert (tmp_path / "imported").exists()
 
 
+@pytest.mark.parametrize("plugins", [["myplug"], "myplug", "other,myplug"])
+def test_a_run_s_plugins_must_be_named_however_its_config_spells_them(run, plugins, capsys):
+    """The config reads text as a comma list: the check that the user named the run's
+    modules reads it the same way, so no spelling of ``plugins`` slips past it."""
+    import json
+
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "plugins": plugins}))
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", str(run), "--episodes", "1"])
+    assert exc.value.code == 2 and "imported (it was trained with --plugin" in \
+        capsys.readouterr().err
+
+
 def test_env_id_with_a_module_from_the_command_line_is_the_users_choice(tmp_path):
     (tmp_path / "mymod.py").write_text(EVIL_MODULE)
     done = rlfw("train", "--env", "mymod:CartPole-v1", "--steps", "256", "--no-progress",
