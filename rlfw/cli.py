@@ -581,7 +581,6 @@ def _checkpoint_note(log_dir: str) -> str:
     return f"no checkpoint was written in {log_dir}; the same command starts the run again"
 
 
-
 def cmd_eval(args: argparse.Namespace) -> int:
     from rlfw.launch.evaluate import evaluate_checkpoint
 
