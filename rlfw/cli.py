@@ -282,6 +282,34 @@ def _backend(args: argparse.Namespace):
     return LocalBackend(args.max_parallel)
 
 
+def _check_grid_against_flags(keys: Sequence[str], train_flags: Sequence[str]) -> None:
+    """A grid key the train flags set too would be set twice per variant, the grid's
+    value silently winning: refused, as is ``seed`` (the sweep's own: ``--seeds``)."""
+    if "seed" in keys:
+        raise ValueError("grid key 'seed' is the sweep's own: give the seeds with --seeds "
+                         "(e.g. --seeds 0 1 2)")
+    args = make_parser().parse_args(["train", *train_flags])
+    flags = {key: f"--{flag.replace('_', '-')}" for flag, key in FLAG_KEYS.items()
+             if getattr(args, flag) is not None}
+    for key in ("algo", "env"):
+        if getattr(args, key) is not None:
+            flags[key] = f"--{key}"
+    if args.steps is not None:
+        flags["schedule.n_steps"] = "--steps"
+    if args.n_workers is not None:
+        flags["n_workers"] = "--n-workers"
+    for flag, field in {**ALGO_FLAG_KEYS, "compile": "compile"}.items():  # whichever algo
+        if getattr(args, flag) is not None:
+            flags.update({f"{algo}.{field}": f"--{flag.replace('_', '-')}"
+                          for algo in ALGOS.names()})
+    for assignment in args.set:
+        flags[assignment.partition("=")[0].strip()] = f"--set {assignment}"
+    for key in keys:
+        if key in flags:
+            raise ValueError(f"grid key {key!r} is also set by the train flags ({flags[key]}); "
+                             "set it in one place")
+
+
 def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     from rlfw.launch.sweep import (
         Sweep,
@@ -292,7 +320,9 @@ def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     )
 
     check_train_flags(train_flags)
-    variants = expand(parse_grid(args.grid), args.seeds)
+    grid = parse_grid(args.grid)
+    _check_grid_against_flags([key for key, _ in grid], train_flags)
+    variants = expand(grid, args.seeds)
     for variant in variants:  # every variant's config is valid before anything starts
         argv = ["train", *train_flags, *[a for k, v in variant.settings
                                          for a in ("--set", f"{k}={v}")]]

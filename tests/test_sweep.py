@@ -98,6 +98,16 @@ def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     (["--grid", "ppo.epochs=2", "--ray-address", "auto"],
      "--ray-address is for --backend ray; this sweep runs on the local backend"),
     (["--grid", "ppo.epochs=2", "--cpus-per-run", "2"], "--cpus-per-run is for --backend ray"),
+    # a key the grid and the train flags both set: the grid's value would silently win
+    (["--grid", "seed=1,2"], "grid key 'seed' is the sweep's own: give the seeds with --seeds"),
+    (["--grid", "schedule.n_steps=600,700", "--steps", "1000"],
+     "grid key 'schedule.n_steps' is also set by the train flags (--steps); set it in one place"),
+    (["--grid", "ppo.epochs=2,4", "--set", "ppo.epochs=4"],
+     "grid key 'ppo.epochs' is also set by the train flags (--set ppo.epochs=4)"),
+    (["--grid", "ppo.learning_rate=1e-3,1e-4", "--lr", "3e-4"],
+     "grid key 'ppo.learning_rate' is also set by the train flags (--lr)"),
+    (["--grid", "n_envs=4,8", "--n-envs", "16"],
+     "grid key 'batch_B' is also set by the train flags (--batch-B)"),
 ])
 def test_bad_sweep_is_refused_before_anything_starts(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
