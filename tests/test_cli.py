@@ -182,6 +182,8 @@ def test_set_assigns_typed_values_to_any_field():
     ("ppo.reward_clip=5", "config key 'ppo.reward_clip' is read only with "
                           "ppo.normalize_reward=true, which this run does not set"),
     ("ppo.optimizer_eps=0", "PPOConfig.optimizer_eps = 0.0 is invalid: must be > 0"),
+    ("world_size=2", "config key 'world_size' is recorded, not chosen: the ranks are "
+                     "torchrun's (torchrun --nproc-per-node N -m rlfw train ...)"),
 ])
 def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:

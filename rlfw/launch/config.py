@@ -331,6 +331,10 @@ def check_read_key(config: RunConfig, key: str) -> None:
     setting them would change nothing, silently. Saved configs hold every group; only what
     the user sets is checked."""
     group, _, name = key.partition(".")
+    if key == "world_size":
+        raise ValueError("config key 'world_size' is recorded, not chosen: the ranks are "
+                         "torchrun's (torchrun --nproc-per-node N -m rlfw train ...), and a "
+                         "plain launch trains one")
     if key in MODEL_SETTINGS:
         _check_model_setting_read(config, key)
     if key == "n_workers" and not SAMPLERS.get(config.sampler).has_workers:
