@@ -182,6 +182,8 @@ def test_set_assigns_typed_values_to_any_field():
     ("ppo.reward_clip=5", "config key 'ppo.reward_clip' is read only with "
                           "ppo.normalize_reward=true, which this run does not set"),
     ("ppo.optimizer_eps=0", "PPOConfig.optimizer_eps = 0.0 is invalid: must be > 0"),
+    ("n_eval_workers=8", "n_eval_workers=8 exceeds n_eval_envs=4: each evaluation worker "
+                         "steps at least one env, so this run would start only 4"),
     ("world_size=2", "config key 'world_size' is recorded, not chosen: the ranks are "
                      "torchrun's (torchrun --nproc-per-node N -m rlfw train ...)"),
 ])

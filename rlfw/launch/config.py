@@ -337,6 +337,10 @@ def check_read_key(config: RunConfig, key: str) -> None:
                          "plain launch trains one")
     if key in MODEL_SETTINGS:
         _check_model_setting_read(config, key)
+    if key == "n_eval_workers" and (config.n_eval_workers or 0) > config.n_eval_envs:
+        raise ValueError(f"n_eval_workers={config.n_eval_workers} exceeds n_eval_envs="
+                         f"{config.n_eval_envs}: each evaluation worker steps at least one "
+                         f"env, so this run would start only {config.n_eval_envs}")
     if key == "n_workers" and not SAMPLERS.get(config.sampler).has_workers:
         raise ValueError(f"config key {key!r} is for samplers with worker processes "
                          f"({_either(_with_workers())}); sampler {config.sampler!r} has none, "
