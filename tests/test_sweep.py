@@ -10,8 +10,9 @@ import pytest
 from rlfw.cli import main
 from rlfw.launch.sweep import expand, parse_grid
 
-TINY = ["--steps", "256", "--eval-every", "256", "--eval-episodes", "1", "--batch-B", "4"]
-GRID = ["--grid", "ppo.epochs=2,4", "--grid", "n_envs=4,8"]
+TINY = ["--steps", "256", "--eval-every", "256", "--eval-episodes", "1"]
+GRID = ["--grid", "ppo.epochs=2,4", "--grid", "n_envs=4,8"]  # so no --batch-B beside it
+SMALL = [*TINY, "--batch-B", "4"]
 
 
 def sweep(runs_dir, *args: str) -> subprocess.CompletedProcess:
@@ -65,7 +66,7 @@ def test_two_by_two_grid_is_reported_row_by_row_and_rerun_skips_it(tmp_path):
 def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     runs = tmp_path / "sweep"
     # an absurd learning rate makes the first update non-finite: that run exits 1
-    done = sweep(runs, "--grid", "ppo.learning_rate=1e38,0.001", "--max-parallel", "2", *TINY)
+    done = sweep(runs, "--grid", "ppo.learning_rate=1e38,0.001", "--max-parallel", "2", *SMALL)
     assert done.returncode == 1
     table = rows(runs)
     bad, good = table["ppo.learning_rate=1e38,seed=0"], table["ppo.learning_rate=0.001,seed=0"]
@@ -73,7 +74,7 @@ def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     assert "non-finite loss" in bad["log_tail"]
     assert "| ppo.learning_rate=1e38,seed=0 | failed (exit 1) |" in done.stdout
     assert "last lines of its log" in done.stdout and "non-finite loss" in done.stdout
-    again = sweep(runs, "--grid", "ppo.learning_rate=1e38,0.001", *TINY)
+    again = sweep(runs, "--grid", "ppo.learning_rate=1e38,0.001", *SMALL)
     assert rows(runs)["ppo.learning_rate=1e38,seed=0"]["status"] == "failed (exit 1)"
     assert rows(runs)["ppo.learning_rate=0.001,seed=0"]["status"] == "skipped (done)"
     assert again.returncode == 1
@@ -125,9 +126,9 @@ def test_ray_backend_runs_the_same_grid_with_the_same_results(tmp_path):
     local, ray = tmp_path / "local", tmp_path / "ray"
     # two variants are enough to show each row is its own run; seed 1 is not the default
     grid = ["--grid", "ppo.epochs=2,4", "--seeds", "1"]
-    done = sweep(local, *grid, "--max-parallel", "2", *TINY)
+    done = sweep(local, *grid, "--max-parallel", "2", *SMALL)
     assert done.returncode == 0, done.stderr[-3000:]
-    done = sweep(ray, *grid, "--max-parallel", "2", "--backend", "ray", *TINY)
+    done = sweep(ray, *grid, "--max-parallel", "2", "--backend", "ray", *SMALL)
     assert done.returncode == 0, done.stderr[-3000:]
     by_ray, by_local = rows(ray), rows(local)
     assert set(by_ray) == set(by_local) == {"ppo.epochs=2,seed=1", "ppo.epochs=4,seed=1"}
