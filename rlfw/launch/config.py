@@ -18,7 +18,7 @@ from rlfw.files import read_json_object
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
-from rlfw.models.cnn import MODELS
+from rlfw.models.cnn import check_model
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
 from rlfw.registry import ALGOS, MODEL_SETTINGS, RUNNERS, SAMPLERS, AlgoSpec
@@ -94,8 +94,7 @@ class RunConfig:
         check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
                        world_size=self.world_size, async_lead=self.async_lead)
         check_seed(self.seed)
-        if self.model not in MODELS:
-            raise ValueError(f"model {self.model!r} unknown; choose from {MODELS}")
+        check_model(self.model)
         for width in self.hidden:
             if isinstance(width, bool) or not isinstance(width, int) or width <= 0:
                 raise ValueError(f"hidden must list positive layer widths (or be empty: no "

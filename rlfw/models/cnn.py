@@ -71,11 +71,15 @@ class SmallCNN(nn.Module):
 MODELS = ("auto", "mlp", "cnn")
 
 
+def check_model(model: str) -> None:
+    if model not in MODELS:
+        raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
+
+
 def model_kind(model: str, obs_shape: Sequence[int], obs_dtype: np.dtype) -> str:
     """'cnn' or 'mlp': ``model`` itself, or for 'auto' a CNN for uint8 ``[C, H, W]``
     images and an MLP for anything else."""
-    if model not in MODELS:
-        raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
+    check_model(model)
     if model != "auto":
         return model
     return "cnn" if len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8 else "mlp"
