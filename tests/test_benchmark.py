@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from rlfw.bench.job import zoo_hyperparams_file
-from rlfw.bench.report import binned, iqm_with_ci
-from rlfw.bench.run import Job, plan
+from rlfw.bench.report import binned, iqm_with_ci, markdown, summarize
+from rlfw.bench.run import Job, job_settings, plan
 from rlfw.bench.suites import SUITES, Entry
 
 
@@ -67,6 +67,10 @@ def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_pa
     # (another machine, a fresh clone) the report is rebuilt from them and nothing re-runs.
     records = sorted((tmp_path / "records").rglob("*.json"))
     assert len(records) == 4 and all(p.stat().st_size < 100_000 for p in records)
+    for run in data["runs"]:  # both frameworks ran rlfw's settings: each record holds them
+        job = Job(run["framework"], run["algo"], run["env"], run["steps"], run["seed"],
+                  peer_settings="same")
+        assert run["config"] == job_settings(job) and run["config"][f"{run['algo']}.gamma"]
     pngs = {p.name: p.read_bytes() for p in tmp_path.glob("curves_*.png")}
     assert len(pngs) == 2
     shutil.rmtree(tmp_path / "runs")
@@ -214,6 +218,60 @@ def test_a_broken_or_misplaced_record_is_named_not_counted(change, message, tmp_
     with pytest.raises(ValueError) as err:
         finished(job, str(tmp_path))
     assert str(err.value).startswith(f"run record {path}") and message in str(err.value)
+
+
+def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
+    """A record holds the settings it ran with: once a preset or a default changes, its
+    numbers are not the job's any more, and the report refuses it, naming the setting,
+    rather than give them as today's. A key only one side knows (a field added or removed
+    since) is not compared."""
+    from rlfw.bench.run import finished
+
+    job = Job("rlfw", "ppo", "CartPole-v1", 2048, 0)
+    today = job_settings(job)
+    assert today["ppo.value_coef"] == 0.5 and today["batch_B"] == 8
+    assert not any(key.startswith(("dqn.", "a2c.", "atari.", "wandb.")) for key in today)
+    record = {"framework": "rlfw", "algo": "ppo", "env": "CartPole-v1", "seed": 0,
+              "steps": 2048, "status": "done", "final_return": 500.0, "returns": [500.0],
+              "curve": [[2048, 480.5]], "curve_s": [[3.5, 480.5]], "wall_s": 3.5,
+              "steps_per_s": 585.1, "env_steps": 2048}
+    path = job.record_path(str(tmp_path))
+    os.makedirs(os.path.dirname(path))
+
+    def read(config):
+        with open(path, "w") as f:
+            json.dump({**record, "config": config}, f)
+        return finished(job, str(tmp_path))
+
+    assert read({**today, "ppo.retired_option": 3})["final_return"] == 500.0
+    with pytest.raises(ValueError) as err:
+        read({**today, "ppo.value_coef": 0.25, "batch_B": 16})
+    assert str(err.value).startswith(f"run record {path} ran with batch_B=16 where today's "
+                                     "is 8; ppo.value_coef=0.25 where today's is 0.5: its "
+                                     "numbers are not those of today's settings. Delete the "
+                                     "record")
+    with pytest.raises(ValueError, match="config must be an object of dotted keys"):
+        read("rlfw preset")
+
+
+def test_a_report_names_the_seeds_whose_records_predate_their_settings():
+    """Records written before they held their settings cannot be checked: the report says
+    which; the SB3 peer on rl-zoo's settings holds none by design (the zoo's file)."""
+    base = {"algo": "ppo", "env": "CartPole-v1", "steps": 2048, "status": "done",
+            "final_return": 500.0, "wall_s": 3.5, "steps_per_s": 585.1, "settings": "preset"}
+    rlfw = [{**base, "framework": "rlfw", "seed": 0},
+            {**base, "framework": "rlfw", "seed": 1, "config": {"ppo.epochs": 20}}]
+    zoo = [{**base, "framework": "sb3", "seed": s, "peer_settings": "zoo"} for s in (0, 1)]
+    same = [{**base, "framework": "sb3", "seed": 2, "peer_settings": "same"}]
+    assert summarize(rlfw)["settings_unrecorded"] == [0]
+    assert summarize(zoo)["settings_unrecorded"] == []
+    assert summarize(same)["settings_unrecorded"] == [2]
+    entry = {"algo": "ppo", "env": "CartPole-v1", "steps": 2048, "references": [],
+             "frameworks": {"rlfw": summarize(rlfw)}, "goals": {}, "curve_png": None,
+             "gif": None}
+    text = markdown({"suite": "s", "about": "a", "machine": "m", "entries": [entry]})
+    assert ("rlfw: seeds [0] were recorded before records held their settings: not checked "
+            "against today's.") in text
 
 
 def test_iqm_and_its_ci_and_the_curve_binning():

@@ -16,7 +16,15 @@ import numpy as np
 import torch
 
 from rlfw.bench.clock import RunClock
-from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET, RESULT_FILE, Job
+from rlfw.bench.run import (
+    EVAL_EPISODES,
+    EVAL_SEED_OFFSET,
+    RESULT_FILE,
+    SETTINGS_FIELD,
+    Job,
+    job_config,
+    job_settings,
+)
 from rlfw.folder_lock import FolderLock
 
 
@@ -32,15 +40,9 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     """rlfw's preset, exactly as ``rlfw train --algo A --env E --steps N --seed S`` builds
     it, without evaluations during training (SB3 runs none either)."""
     from rlfw.launch.build import build_runner
-    from rlfw.launch.config import RunConfig, set_field
     from rlfw.launch.evaluate import evaluate_checkpoint
 
-    config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
-    config.schedule.eval_every = None
-    for key, value in job.settings:  # a study's variant
-        set_field(config, key, value)
-    if job.wandb_group:
-        config.wandb.enabled, config.wandb.group = True, job.wandb_group
+    config = job_config(job)
     run_dir = os.path.join(run_dir, "run")
     fresh_run_folder(run_dir)
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
@@ -62,7 +64,8 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
             "curve": curve, "curve_s": curve_s,
             "policy_lag": sum(lags) / len(lags) if lags else None,
             "settings": "rlfw preset (RunConfig.for_env)"
-                        + "".join(f", {k}={v}" for k, v in job.settings), "gif": gif}
+                        + "".join(f", {k}={v}" for k, v in job.settings), "gif": gif,
+            SETTINGS_FIELD: job_settings(job)}
 
 
 def agent_gif(run_dir: str, seed: int) -> str | None:
@@ -157,9 +160,8 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
     from stable_baselines3.common.evaluation import evaluate_policy
 
     from rlfw.bench.same_settings import sb3_model
-    from rlfw.launch.config import RunConfig
 
-    config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
+    config = job_config(job)
     factory = config.env_factory()
     monitors = os.path.join(run_dir, "monitor")
     envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=job.seed,
@@ -176,7 +178,8 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
     return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
             "env_steps": int(model.num_timesteps),
             "returns": [float(r) for r in returns], "curve": _monitor_curve(monitors),
-            "settings": "rlfw's preset and network (rlfw.bench.same_settings)"}
+            "settings": "rlfw's preset and network (rlfw.bench.same_settings)",
+            SETTINGS_FIELD: job_settings(job)}
 
 
 RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}

@@ -15,6 +15,7 @@ from rlfw.files import write_atomically, write_json, write_text
 from rlfw.logging.plot import figure_and_axes
 
 CI_REPS = 2000   # bootstrap resamples
+SETTINGS_FIELD = "config"  # a record's settings: flat dotted keys (run.job_settings)
 
 
 def iqm_with_ci(finals: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
@@ -63,9 +64,17 @@ def summarize(results: list[dict]) -> dict:
                timed_under_load=[r["seed"] for r in done if timed_under_load(r)],
                load_unrecorded=[r["seed"] for r in done if timed_under_load(r) is None],
                unrecorded_timed=any(timed_under_load(r) is None for r in timed),
+               settings_unrecorded=[r["seed"] for r in done if _settings_unrecorded(r)],
                settings=done[0]["settings"])
     out["iqm"], out["iqm_low"], out["iqm_high"] = iqm_with_ci(finals)
     return out
+
+
+def _settings_unrecorded(record: dict) -> bool:
+    """A run of rlfw's settings whose record predates records holding them (the SB3 peer
+    on rl-zoo's settings holds none: its settings are the installed zoo's file)."""
+    on_rlfw_settings = record["framework"] == "rlfw" or record.get("peer_settings") == "same"
+    return on_rlfw_settings and record.get(SETTINGS_FIELD) is None
 
 
 def write_report(name: str, suite: Suite, results: list[dict], out_dir: str,
@@ -237,9 +246,9 @@ def _seconds(x: float | None, fmt: str) -> str:
     return "under load" if x is None else format(x, fmt)
 
 
-def _load_notes(framework: str, summary: dict) -> list[str]:
+def _record_notes(framework: str, summary: dict) -> list[str]:
     """Which seeds' seconds the table leaves out (timed under load) or cannot vouch for
-    (their record predates the run-queue measure)."""
+    (their record predates the run-queue measure), and whose settings it cannot check."""
     notes = []
     if summary.get("timed_under_load"):
         notes += ["", f"{framework}: seeds {summary['timed_under_load']} were timed under "
@@ -255,6 +264,9 @@ def _load_notes(framework: str, summary: dict) -> list[str]:
             notes += ["", f"{framework}: seeds {seeds} ran before runs recorded their load; "
                           f"their seconds are left out, since other seeds were recorded "
                           f"as timed quietly."]
+    if summary.get("settings_unrecorded"):
+        notes += ["", f"{framework}: seeds {summary['settings_unrecorded']} were recorded "
+                      "before records held their settings: not checked against today's."]
     return notes
 
 
@@ -311,7 +323,7 @@ def markdown(data: dict) -> str:
                          f"{_seconds(s['wall_s'], '.0f')} | "
                          f"{_seconds(s['steps_per_s'], ',.0f')} |")
         for fw, s in e["frameworks"].items():
-            lines += _load_notes(fw, s)
+            lines += _record_notes(fw, s)
             if s["not_run"]:
                 lines += ["", f"{fw}: seeds {s['not_run']} not run yet (the session's time "
                               "ran out; `rlfw benchmark` again runs them)."]

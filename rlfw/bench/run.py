@@ -18,9 +18,9 @@ import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from rlfw.bench.report import write_report
+from rlfw.bench.report import SETTINGS_FIELD, write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
 from rlfw.checks import check_seeds
 from rlfw.files import write_json
@@ -67,6 +67,39 @@ class Job:
         committed; the records are, so a suite continues on another machine)."""
         return os.path.join(out_dir, RECORDS, self._name(),
                             f"{self.framework}-seed={self.seed}.json")
+
+
+def job_config(job: Job) -> Any:
+    """The ``RunConfig`` that ``job`` trains with (rlfw's run, and the SB3 peer's on
+    rlfw's settings): the preset as ``rlfw train`` builds it, without evaluations during
+    training (SB3 runs none either), a study variant's settings on top."""
+    from rlfw.launch.config import RunConfig, set_field
+
+    config = RunConfig.for_env(job.env, job.algo, job.steps, seed=job.seed)
+    config.schedule.eval_every = None
+    for key, value in job.settings:
+        set_field(config, key, value)
+    if job.wandb_group:
+        config.wandb.enabled, config.wandb.group = True, job.wandb_group
+    return config
+
+
+def job_settings(job: Job) -> dict[str, Any] | None:
+    """The settings a record of ``job`` holds: the config's keys the run reads, flat and
+    dotted, as JSON gives them back. Left out: other algorithms' groups, Atari's options
+    off Atari, and W&B's fields (where a run logs changes nothing it learns). None for
+    the SB3 peer on rl-zoo's settings (the installed zoo's file, not rlfw's)."""
+    from rlfw.envs import is_atari
+    from rlfw.launch.config import flatten
+    from rlfw.registry import ALGOS
+
+    if job.framework != "rlfw" and job.peer_settings != "same":
+        return None
+    unread = {"wandb", *(name for name in ALGOS.names() if name != job.algo)}
+    if not is_atari(job.env):
+        unread.add("atari")
+    plain = json.loads(json.dumps(job_config(job).to_dict()))
+    return {key: value for key, value in flatten(plain) if key.split(".")[0] not in unread}
 
 
 def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
@@ -165,7 +198,30 @@ def read_record(path: str, job: Job) -> dict:
         if not ((optional and value is None) or ok(value)):
             raise ValueError(f"run record {path}: {key} must be {what}"
                              + (" or null" if optional else "") + f", got {value!r}"[:200])
+    _check_recorded_settings(path, record, job)
     return record
+
+
+def _check_recorded_settings(path: str, record: dict, job: Job) -> None:
+    """Refuse a record whose settings differ from what ``job`` runs today (a preset or a
+    default changed since it ran): a report would give its numbers as today's settings'.
+    A key only one side knows (a field added or removed since) is not compared; a record
+    written before records held their settings has none to compare."""
+    recorded = record.get(SETTINGS_FIELD)
+    if recorded is None:
+        return
+    if not isinstance(recorded, dict):
+        raise ValueError(f"run record {path}: {SETTINGS_FIELD} must be an object of dotted "
+                         f"keys and values, got {recorded!r}"[:300])
+    today = job_settings(job) or {}
+    changed = [key for key in recorded if key in today and recorded[key] != today[key]]
+    if changed:
+        listed = "; ".join(f"{key}={recorded[key]!r} where today's is {today[key]!r}"
+                           for key in changed[:4])
+        more = f" (and {len(changed) - 4} more)" if len(changed) > 4 else ""
+        raise ValueError(f"run record {path} ran with {listed}{more}: its numbers are not "
+                         "those of today's settings. Delete the record (and its run folder) to run "
+                         "it again, or report it from the commit it ran at")
 
 
 def write_record(job: Job, out_dir: str, result: dict) -> dict:
