@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from rlfw.bench.job import zoo_hyperparams_file
 from rlfw.bench.report import binned, iqm_with_ci, markdown, summarize
 from rlfw.bench.run import Job, job_settings, plan
 from rlfw.bench.suites import SUITES, Entry
+from rlfw.bench.zoo import zoo_hyperparams_file, zoo_settings
 
 
 def benchmark(out, *flags, env=None):
@@ -35,6 +35,10 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
         assert run["final_return"] == pytest.approx(np.mean(run["returns"]))
         assert run["env_steps"] >= run["steps"] and run["wall_s"] > 0
         assert 0 <= run["wait_share"] < 2  # its threads' run-queue wait, per wall second
+        job = Job(run["framework"], run["algo"], run["env"], run["steps"], run["seed"])
+        assert run["config"] == job_settings(job)  # the settings it ran with
+    sb3 = [r for r in data["runs"] if r["framework"] == "sb3" and r["algo"] == "ppo"]
+    assert {r["config"]["zoo.n_epochs"] for r in sb3} == {20}  # the zoo's CartPole block
     for entry in data["entries"]:
         for fw in ("rlfw", "sb3"):
             s = entry["frameworks"][fw]
@@ -151,6 +155,9 @@ def test_a_v5_mujoco_id_reads_the_zoos_v4_block(tmp_path):
     block = yaml.safe_load(open(path))["HalfCheetah-v5"]
     assert block["learning_rate"] == pytest.approx(2.0633e-05) and block["n_steps"] == 512
     assert zoo_hyperparams_file("ppo", "CartPole-v1", str(tmp_path)) == (None, "CartPole-v1")
+    assert zoo_settings("ppo", "HalfCheetah-v5") == block  # what its record holds
+    assert zoo_settings("ppo", "ALE/Pong-v5")["n_epochs"] == 4  # the zoo's atari block
+    assert zoo_settings("ppo", "MinAtar/Breakout-v1") is None
 
 
 def test_a_record_thins_a_long_curve_to_block_means_that_keep_the_report_s_bins():
@@ -252,20 +259,24 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
                                      "record")
     with pytest.raises(ValueError, match="config must be an object of dotted keys"):
         read("rlfw preset")
+    # the SB3 peer's record holds the zoo's block: a zoo whose settings moved is caught too
+    peer = Job("sb3", "ppo", "CartPole-v1", 2048, 0)
+    peer_record = {**record, "framework": "sb3", "config": {"zoo.n_epochs": 10}}
+    path = peer.record_path(str(tmp_path))
+    with open(path, "w") as f:
+        json.dump(peer_record, f)
+    with pytest.raises(ValueError, match="ran with zoo.n_epochs=10 where today's is 20"):
+        finished(peer, str(tmp_path))
 
 
 def test_a_report_names_the_seeds_whose_records_predate_their_settings():
     """Records written before they held their settings cannot be checked: the report says
-    which; the SB3 peer on rl-zoo's settings holds none by design (the zoo's file)."""
+    which."""
     base = {"algo": "ppo", "env": "CartPole-v1", "steps": 2048, "status": "done",
             "final_return": 500.0, "wall_s": 3.5, "steps_per_s": 585.1, "settings": "preset"}
     rlfw = [{**base, "framework": "rlfw", "seed": 0},
             {**base, "framework": "rlfw", "seed": 1, "config": {"ppo.epochs": 20}}]
-    zoo = [{**base, "framework": "sb3", "seed": s, "peer_settings": "zoo"} for s in (0, 1)]
-    same = [{**base, "framework": "sb3", "seed": 2, "peer_settings": "same"}]
     assert summarize(rlfw)["settings_unrecorded"] == [0]
-    assert summarize(zoo)["settings_unrecorded"] == []
-    assert summarize(same)["settings_unrecorded"] == [2]
     entry = {"algo": "ppo", "env": "CartPole-v1", "steps": 2048, "references": [],
              "frameworks": {"rlfw": summarize(rlfw)}, "goals": {}, "curve_png": None,
              "gif": None}

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -25,6 +24,7 @@ from rlfw.bench.run import (
     job_config,
     job_settings,
 )
+from rlfw.bench.zoo import zoo_hyperparams_file
 from rlfw.folder_lock import FolderLock
 
 
@@ -84,28 +84,6 @@ def agent_gif(run_dir: str, seed: int) -> str | None:
     return found[0] if found else None
 
 
-def zoo_hyperparams_file(algo: str, env_id: str, out_dir: str) -> tuple[str | None, str]:
-    """The zoo's hyperparameter file for ``algo``, and which of its keys ``env_id`` uses.
-    The zoo tunes MuJoCo on -v4 ids: a -v5 id gets its -v4 block, through a one-entry
-    file that holds exactly that block (read from the installed zoo, not copied by hand).
-    Returns (None, key) when the zoo's own file has the id (or its family default)."""
-    import rl_zoo3
-    import yaml
-
-    path = os.path.join(os.path.dirname(rl_zoo3.__file__), "hyperparams", f"{algo}.yml")
-    with open(path) as f:
-        table = yaml.safe_load(f)
-    if env_id in table or not env_id.endswith("-v5"):
-        return None, env_id if env_id in table else "atari/default"
-    v4 = env_id[:-3] + "-v4"
-    if v4 not in table:
-        return None, "default"
-    fd, own = tempfile.mkstemp(suffix=".yml", dir=out_dir)
-    with os.fdopen(fd, "w") as f:
-        yaml.safe_dump({env_id: table[v4]}, f)
-    return own, v4
-
-
 def run_sb3(job: Job, run_dir: str) -> dict:
     """stable-baselines3 through rl-baselines3-zoo's ExperimentManager (its wrappers,
     normalization, schedules and policy settings for the env), without evaluations during
@@ -137,7 +115,8 @@ def run_sb3(job: Job, run_dir: str) -> dict:
     return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
             "env_steps": int(model.num_timesteps),
             "returns": [float(r) for r in returns], "curve": _monitor_curve(manager.save_path),
-            "settings": f"rl-baselines3-zoo {job.algo}.yml [{key}]"}
+            "settings": f"rl-baselines3-zoo {job.algo}.yml [{key}]",
+            SETTINGS_FIELD: job_settings(job)}
 
 
 def _monitor_curve(folder: str) -> list[tuple[int, float]]:

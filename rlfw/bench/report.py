@@ -64,17 +64,12 @@ def summarize(results: list[dict]) -> dict:
                timed_under_load=[r["seed"] for r in done if timed_under_load(r)],
                load_unrecorded=[r["seed"] for r in done if timed_under_load(r) is None],
                unrecorded_timed=any(timed_under_load(r) is None for r in timed),
-               settings_unrecorded=[r["seed"] for r in done if _settings_unrecorded(r)],
+               settings_unrecorded=[r["seed"] for r in done if r.get(SETTINGS_FIELD) is None],
                settings=done[0]["settings"])
     out["iqm"], out["iqm_low"], out["iqm_high"] = iqm_with_ci(finals)
     return out
 
 
-def _settings_unrecorded(record: dict) -> bool:
-    """A run of rlfw's settings whose record predates records holding them (the SB3 peer
-    on rl-zoo's settings holds none: its settings are the installed zoo's file)."""
-    on_rlfw_settings = record["framework"] == "rlfw" or record.get("peer_settings") == "same"
-    return on_rlfw_settings and record.get(SETTINGS_FIELD) is None
 
 
 def write_report(name: str, suite: Suite, results: list[dict], out_dir: str,

@@ -87,19 +87,35 @@ def job_config(job: Job) -> Any:
 def job_settings(job: Job) -> dict[str, Any] | None:
     """The settings a record of ``job`` holds: the config's keys the run reads, flat and
     dotted, as JSON gives them back. Left out: other algorithms' groups, Atari's options
-    off Atari, and W&B's fields (where a run logs changes nothing it learns). None for
-    the SB3 peer on rl-zoo's settings (the installed zoo's file, not rlfw's)."""
+    off Atari, and W&B's fields (where a run logs changes nothing it learns). The SB3
+    peer on rl-zoo's settings: the zoo's block for the env (``zoo.<key>``), or None where
+    the zoo is not installed here to say."""
     from rlfw.envs import is_atari
     from rlfw.launch.config import flatten
     from rlfw.registry import ALGOS
 
     if job.framework != "rlfw" and job.peer_settings != "same":
-        return None
+        return _zoo_job_settings(job)
     unread = {"wandb", *(name for name in ALGOS.names() if name != job.algo)}
     if not is_atari(job.env):
         unread.add("atari")
     plain = json.loads(json.dumps(job_config(job).to_dict()))
     return {key: value for key, value in flatten(plain) if key.split(".")[0] not in unread}
+
+
+def _zoo_job_settings(job: Job) -> dict[str, Any] | None:
+    from rlfw.bench.zoo import zoo_settings
+    from rlfw.launch.config import flatten
+
+    try:
+        block = zoo_settings(job.algo, job.env)
+    except ImportError:  # rl_zoo3 (extra [bench]) not installed: nothing to compare with
+        return None
+    if block is None:
+        return None
+    # the budget is the job's own (``steps``), not the zoo's
+    ran = {key: value for key, value in block.items() if key != "n_timesteps"}
+    return dict(flatten(json.loads(json.dumps({"zoo": ran}))))
 
 
 def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
