@@ -192,6 +192,7 @@ def test_presets_follow_the_action_space_and_the_family():
     humanoid = preset("ppo", "Humanoid-v5")
     assert humanoid["batch_T"] == 2048 and humanoid["ppo"]["learning_rate"] == 3e-4
     assert humanoid["ppo"]["anneal_lr"] and "ortho_init" not in humanoid
+    assert humanoid["ppo"]["value_coef"] == 0.25  # CleanRL's 0.5 on half the squared error
     assert "normalize_obs" not in cartpole
     assert preset("a2c", "MountainCarContinuous-v0")["a2c"]["normalize_reward"]
 

@@ -23,7 +23,7 @@ class A2CConfig:
     optimizer_eps: float = 1e-5
     gamma: float = 0.99
     gae_lambda: float = 1.0        # 1.0 = plain n-step returns
-    value_coef: float = 0.5
+    value_coef: float = 0.5  # on the plain squared error, as PPO's (SB3's form)
     entropy_coef: float = 0.0
     max_grad_norm: float | None = 0.5
     normalize_reward: bool = False    # scale by the discounted return's running std

@@ -32,6 +32,8 @@ class PPOConfig:
     clip: float = 0.2              # surrogate clip range ε
     anneal_clip: bool = False      # linear decay of ε with the LR schedule's fraction
     value_clip: float | None = None  # clip value updates to ±this around the old value
+    # on the plain squared error, SB3's form; CleanRL and PureJaxRL halve the error first,
+    # so their vf_coef 0.5 is 0.25 here
     value_coef: float = 0.5
     entropy_coef: float = 0.0
     max_grad_norm: float | None = 0.5

@@ -57,10 +57,13 @@ def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
 # 10.5 at 2M frames against -7.0, -3.2) and ended at 21.0, 19.6, 19.3. bf16 autocast (AMX /
 # AVX512-BF16 CPUs, GPUs) pays for the extra epochs: the learner took 122 s per 100k steps
 # for 8 against float32's 100.6 s for 4 (docs/benchmarks/atari/README.md). On a CPU
-# without bf16 units, `--set ppo.amp=none`.
+# without bf16 units, `--set ppo.amp=none`. The value loss weighs 0.5, rl-zoo's Atari
+# vf_coef in the same form (twice CleanRL's, whose vf_coef 0.5 takes half the squared
+# error): every Pong run above had it.
 ATARI_PPO: dict[str, Any] = {"batch_B": 8, "batch_T": 128, "ppo": dict(
     learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=8, minibatch_size=128,
-    clip=0.1, anneal_clip=False, value_clip=0.1, entropy_coef=0.01, amp="bf16")}
+    clip=0.1, anneal_clip=False, value_clip=0.1, value_coef=0.5, entropy_coef=0.01,
+    amp="bf16")}
 
 # PureJaxRL's / pgx's MinAtar PPO (pgx examples/minatar-ppo: lr 3e-4, 3 epochs, γ 0.99,
 # λ 0.95, clip 0.2 on the policy and the value, entropy 0.01, value 0.5, grad norm 0.5,
@@ -128,10 +131,11 @@ def _continuous(algo: str, family: str) -> dict[str, Any]:
     rewards scaled by the discounted return's running std (VecNormalize's defaults)."""
     common = {"normalize_obs": True, "hidden": (64, 64)}
     if algo == "ppo" and family == "mujoco":  # CleanRL ppo_continuous_action
+        # value 0.25: CleanRL's vf_coef 0.5 on half the squared error
         return {**common, "batch_B": 1, "batch_T": 2048, "ppo": dict(
             learning_rate=3e-4, anneal_lr=True, gamma=0.99, gae_lambda=0.95, epochs=10,
             minibatch_size=64, clip=0.2, value_clip=0.2, entropy_coef=0.0,
-            max_grad_norm=0.5, normalize_reward=True)}
+            value_coef=0.25, max_grad_norm=0.5, normalize_reward=True)}
     if algo == "ppo":  # zoo Pendulum-v1 (without gSDE)
         # Adam eps 1e-8, not PPO's default 1e-5: 3 seeds at 200k ended -227/-165/-158 with
         # it and -206/-540/-580 with 1e-5 (docs/results.md).
