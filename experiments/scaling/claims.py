@@ -78,6 +78,12 @@ SCALES = {
 }
 
 
+# Settings every run of an algorithm takes on top of its preset: the study ran PPO with
+# the value loss weighing 0.5, the MinAtar preset's until 2026-12-05 (now pgx's 0.25);
+# pinned, so a run added later is the same experiment as the committed ones.
+STUDY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {"ppo": (("ppo.value_coef", "0.5"),)}
+
+
 def env_id(game: str) -> str:
     return f"MinAtar/{game}-v1"
 
@@ -101,14 +107,16 @@ def batch_settings(algo: str, env: str, k: int) -> tuple[tuple[str, str], ...]:
 
 def batch_jobs(claims: Claims) -> list[Job]:
     return [Job("rlfw", algo, env_id(game), claims.steps[algo], seed,
-                settings=batch_settings(algo, env_id(game), k), label=f"x{k}")
+                settings=STUDY_SETTINGS.get(algo, ()) + batch_settings(algo, env_id(game), k),
+                label=f"x{k}")
             for algo in claims.steps for game in claims.games
             for k in claims.factors for seed in range(claims.seeds)]
 
 
 def runner_jobs(claims: Claims) -> list[Job]:
     return [Job("rlfw", algo, env_id(game), claims.steps[algo], seed,
-                settings=RUNNER_VARIANTS[variant], label=variant)
+                settings=STUDY_SETTINGS.get(algo, ()) + RUNNER_VARIANTS[variant],
+                label=variant)
             for algo in claims.steps if algo != "dqn" for game in claims.games
             for variant in claims.runners for seed in range(claims.seeds)]
 

@@ -66,13 +66,15 @@ ATARI_PPO: dict[str, Any] = {"batch_B": 8, "batch_T": 128, "ppo": dict(
     amp="bf16")}
 
 # PureJaxRL's / pgx's MinAtar PPO (pgx examples/minatar-ppo: lr 3e-4, 3 epochs, γ 0.99,
-# λ 0.95, clip 0.2 on the policy and the value, entropy 0.01, value 0.5, grad norm 0.5,
-# advantages normalized per minibatch, Adam eps 1e-5, no annealing), its batch scaled from
-# 4096 envs x 128 steps to what 2 cores step: 16 envs x 128 steps, 8 minibatches of 256.
+# λ 0.95, clip 0.2 on the policy and the value, entropy 0.01, grad norm 0.5, advantages
+# normalized per minibatch, Adam eps 1e-5, no annealing), its batch scaled from 4096 envs
+# x 128 steps to what 2 cores step: 16 envs x 128 steps, 8 minibatches of 256. Value 0.25:
+# pgx's vf_coef 0.5 on half the squared error (until 2026-12-05 this preset had 0.5, and
+# the scaling study's MinAtar PPO runs did; docs/results.md).
 MINATAR_PPO: dict[str, Any] = {"batch_B": 16, "batch_T": 128, "ppo": dict(
     learning_rate=3e-4, anneal_lr=False, optimizer_eps=1e-5, gamma=0.99, gae_lambda=0.95,
     epochs=3, minibatch_size=256, clip=0.2, anneal_clip=False, value_clip=0.2,
-    entropy_coef=0.01, value_coef=0.5, max_grad_norm=0.5, normalize_advantage=True)}
+    entropy_coef=0.01, value_coef=0.25, max_grad_norm=0.5, normalize_advantage=True)}
 
 
 def _partial_observability(env_id: str, out: dict[str, Any]) -> dict[str, Any]:
