@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlfw.bench.clock import quietly_timed, timed_under_load
-from rlfw.bench.report import binned, bootstrap_band, iqm_with_ci
+from rlfw.bench.report import SETTINGS_FIELD, binned, bootstrap_band, iqm_with_ci
 from rlfw.bench.run import Job, finished, run_job
 from rlfw.files import write_json, write_text
 from rlfw.launch.backends import LocalBackend
@@ -227,6 +227,16 @@ def report(part: str, scale: str, claims: Claims, results: list[dict], out: str)
     data: dict = {"part": part, "scale": scale, "claims": claims.__dict__, "tables": []}
     lines = [f"# {part} claim on MinAtar, scale `{scale}`", "", (__doc__ or "").split(
         "\n\n")[2 if part == "batch" else 3].replace("\n", " "), ""]
+    pinned = "; ".join(f"{algo}: " + ", ".join(f"{k}={v}" for k, v in STUDY_SETTINGS[algo])
+                       for algo in claims.steps if algo in STUDY_SETTINGS)
+    if pinned:
+        lines += [f"Every run takes these settings on top of its preset ({pinned}): the "
+                  "values the study's committed runs had (`STUDY_SETTINGS`).", ""]
+    done = [r for r in results if r.get("final_return") is not None]
+    unchecked = sum(r.get(SETTINGS_FIELD) is None for r in done)
+    if unchecked:
+        lines += [f"{unchecked} of the {len(done)} finished runs were recorded before records "
+                  "held their settings: not checked against today's.", ""]
     for algo in claims.steps:
         for game in claims.games:
             mine = [r for r in results if r["algo"] == algo and r["env"] == env_id(game)]

@@ -18,13 +18,16 @@ import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from rlfw.bench.report import SETTINGS_FIELD, write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
 from rlfw.checks import check_seeds
 from rlfw.files import write_json
 from rlfw.launch.backends import job_process_setup
+
+if TYPE_CHECKING:  # imported where used: it loads every algorithm
+    from rlfw.launch.config import RunConfig
 
 EVAL_EPISODES = 20
 EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
@@ -69,7 +72,7 @@ class Job:
                             f"{self.framework}-seed={self.seed}.json")
 
 
-def job_config(job: Job) -> Any:
+def job_config(job: Job) -> RunConfig:
     """The ``RunConfig`` that ``job`` trains with (rlfw's run, and the SB3 peer's on
     rlfw's settings): the preset as ``rlfw train`` builds it, without evaluations during
     training (SB3 runs none either), a study variant's settings on top."""
@@ -220,7 +223,7 @@ def read_record(path: str, job: Job) -> dict:
 
 def _check_recorded_settings(path: str, record: dict, job: Job) -> None:
     """Refuse a record whose settings differ from what ``job`` runs today (a preset or a
-    default changed since it ran): a report would give its numbers as today's settings'.
+    default changed since it ran): a report would give its numbers as today's settings.
     A key only one side knows (a field added or removed since) is not compared; a record
     written before records held their settings has none to compare."""
     recorded = record.get(SETTINGS_FIELD)
