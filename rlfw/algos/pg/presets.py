@@ -140,7 +140,8 @@ def _continuous(algo: str, family: str) -> dict[str, Any]:
             value_coef=0.25, max_grad_norm=0.5, normalize_reward=True)}
     if algo == "ppo":  # zoo Pendulum-v1 (without gSDE)
         # Adam eps 1e-8, not PPO's default 1e-5: 3 seeds at 200k ended -227/-165/-158 with
-        # it and -206/-540/-580 with 1e-5 (docs/results.md).
+        # it and -206/-540/-580 with 1e-5 (docs/results.md); on another host's rerun
+        # (2026-12-05) -201/-534/-159 with it: one seed still fails there.
         return {**common, "batch_B": 4, "batch_T": 1024, "ppo": dict(
             learning_rate=1e-3, gamma=0.9, gae_lambda=0.95, epochs=10, minibatch_size=64,
             clip=0.2, entropy_coef=0.0, max_grad_norm=0.5, normalize_reward=True,
