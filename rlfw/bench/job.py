@@ -21,6 +21,7 @@ from rlfw.bench.run import (
     RESULT_FILE,
     SETTINGS_FIELD,
     Job,
+    config_settings,
     job_config,
     job_settings,
 )
@@ -65,7 +66,7 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
             "policy_lag": sum(lags) / len(lags) if lags else None,
             "settings": "rlfw preset (RunConfig.for_env)"
                         + "".join(f", {k}={v}" for k, v in job.settings), "gif": gif,
-            SETTINGS_FIELD: job_settings(job)}
+            SETTINGS_FIELD: config_settings(config)}
 
 
 def agent_gif(run_dir: str, seed: int) -> str | None:
@@ -158,7 +159,7 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
             "env_steps": int(model.num_timesteps),
             "returns": [float(r) for r in returns], "curve": _monitor_curve(monitors),
             "settings": "rlfw's preset and network (rlfw.bench.same_settings)",
-            SETTINGS_FIELD: job_settings(job)}
+            SETTINGS_FIELD: config_settings(config)}
 
 
 RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}

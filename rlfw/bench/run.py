@@ -88,21 +88,26 @@ def job_config(job: Job) -> RunConfig:
 
 
 def job_settings(job: Job) -> dict[str, Any] | None:
-    """The settings a record of ``job`` holds: the config's keys the run reads, flat and
-    dotted, as JSON gives them back. Left out: other algorithms' groups, Atari's options
-    off Atari, and W&B's fields (where a run logs changes nothing it learns). The SB3
-    peer on rl-zoo's settings: the zoo's block for the env (``zoo.<key>``), or None where
-    the zoo is not installed here to say."""
+    """The settings a record of ``job`` holds: ``config_settings`` of its config; for the
+    SB3 peer on rl-zoo's settings, the zoo's block for the env (``zoo.<key>``), or None
+    where the zoo is not installed here to say."""
+    if job.framework != "rlfw" and job.peer_settings != "same":
+        return _zoo_job_settings(job)
+    return config_settings(job_config(job))
+
+
+def config_settings(config: RunConfig) -> dict[str, Any]:
+    """The keys of ``config`` its run reads, flat and dotted, as JSON gives them back.
+    Left out: other algorithms' groups, Atari's options off Atari, and W&B's fields
+    (where a run logs changes nothing it learns)."""
     from rlfw.envs import is_atari
     from rlfw.launch.config import flatten
     from rlfw.registry import ALGOS
 
-    if job.framework != "rlfw" and job.peer_settings != "same":
-        return _zoo_job_settings(job)
-    unread = {"wandb", *(name for name in ALGOS.names() if name != job.algo)}
-    if not is_atari(job.env):
+    unread = {"wandb", *(name for name in ALGOS.names() if name != config.algo)}
+    if not is_atari(config.env):
         unread.add("atari")
-    plain = json.loads(json.dumps(job_config(job).to_dict()))
+    plain = json.loads(json.dumps(config.to_dict()))
     return {key: value for key, value in flatten(plain) if key.split(".")[0] not in unread}
 
 
