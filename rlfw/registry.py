@@ -54,7 +54,7 @@ def no_preset(env_id: str, family: str) -> dict[str, Any]:
 
 # The RunConfig fields that shape an agent's network, whose use depends on the algorithm and
 # on the env's spaces; (run config, spaces) -> {field it would not read: why}.
-MODEL_SETTINGS = ("hidden", "activation", "log_std_init", "ortho_init")
+MODEL_SETTINGS = ("hidden", "activation", "log_std_init", "ortho_init", "sde_sample_freq")
 UnreadSettings = Callable[[Any, EnvSpaces], dict[str, str]]
 
 
@@ -250,7 +250,8 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
                                   log_std_init=config.log_std_init,
                                   recurrent=config.recurrent, rnn_size=config.rnn_size,
                                   rnn_critic=config.rnn_critic, ortho_init=config.ortho_init,
-                                  obs_norm_update=config.obs_norm_update)
+                                  obs_norm_update=config.obs_norm_update,
+                                  sde_sample_freq=config.sde_sample_freq)
 
 
 def _image_net(config: Any, spaces: EnvSpaces) -> str | None:
@@ -271,9 +272,14 @@ def actor_critic_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
     if not isinstance(spaces.action, gym.spaces.Box):
         unread["log_std_init"] = (f"it is the initial log-std of Gaussian policies, and "
                                   f"{config.env}'s actions {spaces.action} are not a Box")
+        unread["sde_sample_freq"] = (f"it turns on gSDE exploration for Box actions, and "
+                                     f"{config.env}'s actions {spaces.action} are not a Box")
     if image or config.recurrent is not None:
         unread["ortho_init"] = ("it is for the feed-forward MLP actor-critic; CNN and "
                                 "recurrent networks are always initialized orthogonally")
+        unread.setdefault("sde_sample_freq", "gSDE is for the feed-forward MLP actor-critic; "
+                                             "CNN and recurrent networks explore with a "
+                                             "plain Gaussian")
     return unread
 
 
@@ -283,6 +289,7 @@ def q_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
     unread = {"activation": f"{config.algo}'s Q-network uses ReLU; activation is for ppo's "
                             "and a2c's MLPs",
               "log_std_init": f"{config.algo} has no Gaussian policy",
+              "sde_sample_freq": f"{config.algo} has no Gaussian policy to explore with gSDE",
               "ortho_init": f"{config.algo}'s Q-network has its own initialization (its "
                             "CNN orthogonal, its MLP PyTorch's); ortho_init is for ppo's and "
                             "a2c's MLP"}

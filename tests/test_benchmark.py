@@ -230,8 +230,9 @@ def test_a_broken_or_misplaced_record_is_named_not_counted(change, message, tmp_
 def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
     """A record holds the settings it ran with: once a preset or a default changes, its
     numbers are not the job's any more, and the report refuses it, naming the setting,
-    rather than give them as today's. A key only one side knows (a field added or removed
-    since) is not compared."""
+    rather than give them as today's. A key the record lacks came later: the run had its
+    default, so a preset that sets it otherwise today is a change; a key removed since is
+    not compared. The zoo's block is compared whole."""
     from rlfw.bench.run import finished
 
     job = Job("rlfw", "ppo", "CartPole-v1", 2048, 0)
@@ -259,6 +260,13 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
                                      "record")
     with pytest.raises(ValueError, match="config must be an object of dotted keys"):
         read("rlfw preset")
+    # a key added since the record ran: fine at its default, a change where set otherwise
+    older = {key: value for key, value in today.items() if key != "sde_sample_freq"}
+    assert read(older)["final_return"] == 500.0
+    without_epochs = {key: value for key, value in today.items() if key != "ppo.epochs"}
+    with pytest.raises(ValueError, match=r"ran with ppo.epochs unset \(it came later: the run "
+                                         r"had its default 10\) where today's is 20"):
+        read(without_epochs)
     # the SB3 peer's record holds the zoo's block: a zoo whose settings moved is caught too
     peer = Job("sb3", "ppo", "CartPole-v1", 2048, 0)
     peer_record = {**record, "framework": "sb3", "config": {"zoo.n_epochs": 10}}
@@ -267,6 +275,16 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
         json.dump(peer_record, f)
     with pytest.raises(ValueError, match="ran with zoo.n_epochs=10 where today's is 20"):
         finished(peer, str(tmp_path))
+    zoo_today = job_settings(peer)
+    for config, message in [
+            ({k: v for k, v in zoo_today.items() if k != "zoo.n_epochs"},
+             "ran with zoo.n_epochs unset where today's is 20"),
+            ({**zoo_today, "zoo.use_sde": True}, "ran with zoo.use_sde=True where today's "
+                                                 "sets none")]:
+        with open(path, "w") as f:
+            json.dump({**peer_record, "config": config}, f)
+        with pytest.raises(ValueError, match=message):
+            finished(peer, str(tmp_path))
 
 
 def test_a_report_names_the_seeds_whose_records_predate_their_settings():

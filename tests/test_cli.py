@@ -212,6 +212,14 @@ def test_set_errors_name_the_key_and_what_is_allowed(assignment, message, capsys
     (["--set", "recurrent=gru", "--set", "ortho_init=false"],
      "it is for the feed-forward MLP actor-critic; CNN and recurrent networks are always "
      "initialized orthogonally"),
+    (["--set", "sde_sample_freq=4"],
+     "config key 'sde_sample_freq' would be ignored by this run (ppo on CartPole-v1): it turns "
+     "on gSDE exploration for Box actions, and CartPole-v1's actions Discrete(2) are not a Box"),
+    (["--env", "Pendulum-v1", "--set", "recurrent=lstm", "--set", "sde_sample_freq=4"],
+     "gSDE is for the feed-forward MLP actor-critic; CNN and recurrent networks explore with "
+     "a plain Gaussian"),
+    (["--algo", "dqn", "--set", "sde_sample_freq=4"],
+     "dqn has no Gaussian policy to explore with gSDE"),
     (["--set", "hidden=64,0"], "hidden must list positive layer widths (or be empty: no hidden "
                                "layer), got [64, 0]"),
     (["--seed", "-1"], "seed must be an integer from 0 to 2**32 - 1, got -1"),
@@ -245,6 +253,7 @@ def test_settings_the_run_would_not_read_are_refused(argv, message, capsys, tmp_
 
 @pytest.mark.parametrize("argv", [
     ["--env", "Pendulum-v1", "--set", "log_std_init=-1"],
+    ["--env", "Pendulum-v1", "--set", "log_std_init=-1", "--set", "sde_sample_freq=4"],
     ["--env", "MinAtar/Breakout-v1", "--model", "mlp", "--set", "hidden=32",
      "--set", "activation=relu", "--set", "ortho_init=false"],
     ["--algo", "dqn", "--set", "hidden=32"],
@@ -261,6 +270,9 @@ def test_model_settings_are_taken_where_the_network_reads_them(argv):
     if config.log_std_init:
         (log_std,) = [w for name, w in weights.items() if name.endswith("log_std")]
         assert log_std.eq(-1.0).all()
+        # gSDE: one log-std per (last hidden feature, action), the noise held 4 steps
+        assert log_std.shape == ((64, 1) if config.sde_sample_freq else (1,))
+        assert agent.noise_hold == max(config.sde_sample_freq, 1)
     if config.hidden == (32,):
         assert any(w.shape[0] == 32 for w in weights.values() if w.ndim == 2), weights.keys()
 

@@ -46,3 +46,55 @@ def test_the_cnn_actor_critic_starts_its_gaussian_at_log_std_init():
     params, _ = net(torch.zeros(3, 4, 10, 10, dtype=torch.uint8))
     assert torch.equal(net.log_std.data, torch.full((2,), -1.5))
     assert torch.equal(params[:, 2:], torch.full((3, 2), -1.5))
+
+
+def test_gsde_samples_latent_times_held_noise_and_scores_it_under_its_gaussian():
+    """gSDE: action = mean + latent @ (std * noise) with the policy's last hidden features
+    as latent; its log-prob and entropy are a Gaussian's of variance latent^2 @ std^2
+    (checked against torch.distributions); the noise scale trains ``log_std`` only, not the
+    features (detached, SB3's default)."""
+    import gymnasium as gym
+
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.envs import EnvSpaces
+
+    torch.manual_seed(0)
+    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
+    agent = ActorCriticAgent.build(spaces, hidden=(8,), log_std_init=-0.5, sde_sample_freq=4)
+    obs, noise = torch.randn(5, 3), torch.randn(5, 8, 2)
+    action = agent.step(obs, noise).action
+    model = agent.model
+    latent = torch.tanh(model.pi[0](obs))
+    mean = model.pi[-1](latent)
+    std = model.log_std.exp()  # [8, 2]
+    expected = mean + torch.einsum("bl,bla->ba", latent, std * noise)
+    assert torch.allclose(action, expected, atol=1e-6)
+    gaussian = torch.distributions.Normal(mean, ((latent ** 2) @ std ** 2 + 1e-6).sqrt())
+    logp, entropy, _ = agent.evaluate_actions(obs, action)
+    assert torch.allclose(logp, gaussian.log_prob(action).sum(-1), atol=1e-5)
+    assert torch.allclose(entropy, gaussian.entropy().sum(-1), atol=1e-5)
+    agent.eval_mode()
+    assert torch.allclose(agent.step(obs, noise).action, mean, atol=1e-6)
+    # the variance's gradient reaches log_std but not the features
+    entropy.sum().backward()
+    features_grad = model.pi[0].weight.grad
+    assert model.log_std.grad.abs().sum() > 0
+    assert features_grad is None or not features_grad.any()
+
+
+def test_gsde_is_refused_where_there_is_no_mlp_gaussian_policy():
+    import gymnasium as gym
+    import pytest
+
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.envs import EnvSpaces
+
+    box = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
+    with pytest.raises(ValueError, match=r"sde_sample_freq=4 \(gSDE\) is for Box actions; "
+                                         r"Discrete\(2\) is not one"):
+        ActorCriticAgent.build(EnvSpaces(box.observation, gym.spaces.Discrete(2)),
+                               sde_sample_freq=4)
+    with pytest.raises(ValueError, match="gSDE.*model 'mlp' with recurrent='lstm' has no gSDE"):
+        ActorCriticAgent.build(box, recurrent="lstm", sde_sample_freq=4)
+    with pytest.raises(ValueError, match=r"sde_sample_freq must be an int >= 0.*got -1"):
+        ActorCriticAgent.build(box, sde_sample_freq=-1)

@@ -57,6 +57,24 @@ def test_counting_env_samples_equal_the_serial_samplers_exactly(kind):
 
 
 @pytest.mark.parametrize("kind", list(PARALLEL))
+def test_noise_held_for_several_steps_equals_the_serial_samplers_exactly(kind):
+    """gSDE's noise serves ``noise_hold`` steps per draw: every sampler hands each slot
+    the same held draws as the serial one, across batch ends (T=7 is no multiple of 3)."""
+    factory = EnvFactory("counting", entry=CountingEnv)
+    with SerialSampler(factory, 7, 5, seed=11, debug=True) as reference:
+        expected = collect(reference, CountingAgent(noise_hold=3), 3)
+    with ALL[kind](factory, 7, 5, 11) as sampler:
+        got = collect(sampler, CountingAgent(noise_hold=3), 3)
+    for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
+        assert trees_equal(exp_samples, got_samples)
+        assert exp_eps == got_eps
+    # the serial sampler's noise (the agent's logp) per slot: 21 steps, 7 draws of 3 each
+    u = torch.cat([s.agent_info.logp for s, _ in expected])
+    draws = u.reshape(7, 3, 5)
+    assert draws.eq(draws[:, :1]).all() and draws[:, 0].unique().numel() == 35
+
+
+@pytest.mark.parametrize("kind", list(PARALLEL))
 def test_box_actions_equal_the_serial_samplers_exactly(kind):
     """A Gaussian actor-critic agent with normalized observations on a Box-action env:
     every sampler's batches (actions, log-probs, values, bootstraps) equal the serial
@@ -272,6 +290,32 @@ def test_noise_drawn_per_batch_equals_noise_drawn_per_step(kind, shape):
     assert batch.dtype == np.float32 and batch.shape == (16, 3) + shape
     assert np.array_equal(steps, batch)
     assert per_step.state() == per_batch.state()  # checkpoints see the same streams
+
+
+def test_held_noise_repeats_each_draw_and_resumes_mid_hold_through_a_checkpoint(tmp_path):
+    """``hold=3``: step i gets fresh draw i // 3 of the plain stream, whether drawn per step
+    or per batch; a stream saved mid-hold (through a real checkpoint file) and restored
+    goes on with the same numbers."""
+    from rlfw.checkpoint import load_checkpoint, save_checkpoint
+    from rlfw.samplers.noise import SlotNoise
+
+    plain = SlotNoise(7, 1, [2, 5], (2,), "normal").draw_batch(4)
+    held = SlotNoise(7, 1, [2, 5], (2,), "normal", hold=3)
+    per_step = SlotNoise(7, 1, [2, 5], (2,), "normal", hold=3)
+    first = held.draw_batch(5)  # stops inside the second draw's hold
+    steps = np.stack([per_step.draw() for _ in range(5)])
+    assert np.array_equal(first, steps)
+    assert np.array_equal(first, plain[[0, 0, 0, 1, 1]])
+    path = save_checkpoint(str(tmp_path), 5, {"noise": held.state()})
+    resumed = SlotNoise(7, 1, [2, 5], (2,), "normal", hold=3)
+    resumed.set_state(load_checkpoint(path)["noise"])
+    rest = held.draw_batch(6)
+    assert np.array_equal(rest, plain[[1, 2, 2, 2, 3, 3]])
+    assert np.array_equal(resumed.draw_batch(6), rest)
+    with pytest.raises(ValueError, match="held draws does not fit a stream with hold=1"):
+        SlotNoise(7, 1, [2, 5], (2,), "normal").set_state(held.state())
+    with pytest.raises(ValueError, match=r"noise hold must be an int >= 1 .* got 0"):
+        SlotNoise(7, 1, [2, 5], (2,), "normal", hold=0)
 
 
 def test_an_unknown_start_method_is_named_with_the_choices():

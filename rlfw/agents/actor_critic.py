@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from rlfw.agents.base import AgentState, AgentStep, ModelAgent
-from rlfw.agents.distributions import Categorical, DiagGaussian
+from rlfw.agents.distributions import Categorical, DiagGaussian, StateDependentGaussian
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
@@ -46,7 +46,8 @@ class ActorCriticAgent(ModelAgent):
               normalize_obs: bool = False, obs_clip: float = 10.0,
               log_std_init: float = 0.0, recurrent: str | None = None,
               rnn_size: int = 128, rnn_critic: bool = False,
-              ortho_init: bool = True, obs_norm_update: str = "batch") -> "ActorCriticAgent":
+              ortho_init: bool = True, obs_norm_update: str = "batch",
+              sde_sample_freq: int = 0) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations,
         their statistics updated by the learner once per batch or, with
@@ -54,13 +55,28 @@ class ActorCriticAgent(ModelAgent):
         'gru') puts a recurrent core of ``rnn_size`` units between the features (the MLP's
         hidden layers, or the CNN) and the heads; ``rnn_critic`` gives the value head its
         own features and core. ``ortho_init=False`` (MLP only) keeps PyTorch's default
-        initialization instead of orthogonal weights (SB3's ``ortho_init=False``)."""
+        initialization instead of orthogonal weights (SB3's ``ortho_init=False``).
+        ``sde_sample_freq`` > 0 (Box actions, MLP): gSDE exploration whose noise matrix is
+        resampled every that many env steps (SB3's ``use_sde`` with ``sde_sample_freq``)."""
         check_core(recurrent)
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
         if not isinstance(obs_space, gym.spaces.Box):
             raise ValueError(f"observation space {obs_space} is not supported: use a Box")
         kind = model_kind(model, obs_space.shape, obs_space.dtype)
+        if isinstance(sde_sample_freq, bool) or not isinstance(sde_sample_freq, int) \
+                or sde_sample_freq < 0:
+            raise ValueError(f"sde_sample_freq must be an int >= 0 (0: no gSDE), "
+                             f"got {sde_sample_freq!r}")
+        if sde_sample_freq:
+            if not isinstance(dist, DiagGaussian):
+                raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for Box "
+                                 f"actions; {spaces.action} is not one")
+            if recurrent is not None or kind == "cnn":
+                raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for the "
+                                 f"feed-forward MLP actor-critic; model {kind!r}"
+                                 + (f" with recurrent={recurrent!r}" if recurrent else "")
+                                 + " has no gSDE")
         gaussian_dim = dist.dim if isinstance(dist, DiagGaussian) else 0
         if not ortho_init and (recurrent is not None or kind == "cnn"):
             raise ValueError(f"ortho_init=False is for the MLP actor-critic; model {kind!r}"
@@ -74,13 +90,17 @@ class ActorCriticAgent(ModelAgent):
             net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim, log_std_init)
         else:
             net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
-                                 log_std_init, ortho_init)
+                                 log_std_init, ortho_init, sde=sde_sample_freq > 0)
+            if sde_sample_freq:
+                dist = StateDependentGaussian(dist.dim, net.pi[-1].in_features)
         if normalize_obs:
             net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update)
         elif obs_norm_update != "batch":
             raise ValueError(f"obs_norm_update={obs_norm_update!r} needs normalize_obs=True "
                              "(there are no observation statistics to update)")
-        return cls(net, dist, spaces.action, device)
+        agent = cls(net, dist, spaces.action, device)
+        agent.noise_hold = max(sde_sample_freq, 1)
+        return agent
 
     @property
     def noise_shape(self) -> tuple[int, ...]:

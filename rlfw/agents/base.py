@@ -48,7 +48,8 @@ class Agent(Protocol):
 
     Sampling: ``step(obs, noise, slots, state)`` returns actions drawn from ``noise``, the
     slots' own random numbers of shape ``[n, *noise_shape]`` (``noise_kind`` 'uniform' or
-    'normal'), so actions never depend on which process stepped which slot; ``value(obs,
+    'normal'), so actions never depend on which process stepped which slot; a fresh draw
+    serves ``noise_hold`` consecutive steps (1 for all but gSDE's noise matrix); ``value(obs,
     state)`` bootstraps truncated episodes and batch ends; ``env_action`` turns buffer
     actions into what ``env.step`` takes. Recurrent state: ``initial_state(n)`` is the state
     of ``n`` slots at an episode start (``None``: feed-forward); a sampler passes each
@@ -66,6 +67,7 @@ class Agent(Protocol):
     greedy: bool
     noise_shape: tuple[int, ...]
     noise_kind: str
+    noise_hold: int
     per_step_statistics: bool
 
     def observe(self, observation: torch.Tensor) -> None: ...
@@ -100,6 +102,7 @@ class ModelAgent:
 
     model: nn.Module
     greedy: bool = False
+    noise_hold: int = 1
 
     @property
     def state_size(self) -> int:

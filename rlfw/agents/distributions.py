@@ -70,3 +70,52 @@ class DiagGaussian:
 
     def log_prob_and_entropy(self, params: torch.Tensor, action: torch.Tensor):
         return self.log_prob(params, action), self.entropy(params)
+
+
+class StateDependentGaussian:
+    """gSDE (generalized state-dependent exploration, Raffin, Kober & Stulp 2022, as SB3's
+    ``use_sde``): Box actions ``mean + latent @ (std * noise)``, where ``latent`` are the
+    policy's last hidden features and ``noise`` a standard-normal ``[latent_dim, dim]``
+    matrix the sampler holds for several steps, so exploration is smooth in the state
+    instead of fresh each step. Per action the distribution is a Gaussian of variance
+    ``latent^2 @ std^2``. Params are ``[mean, latent, log_std]`` concatenated (``log_std``
+    flattened from ``[latent_dim, dim]``); the model adds all but the mean itself."""
+
+    def __init__(self, dim: int, latent_dim: int):
+        self.dim, self.latent_dim = dim, latent_dim
+        self.n_params = dim
+        self.noise_shape = (latent_dim, dim)
+
+    def _split(self, params: torch.Tensor):
+        mean = params[..., : self.dim]
+        latent = params[..., self.dim: self.dim + self.latent_dim]
+        log_std = params[..., self.dim + self.latent_dim:].unflatten(
+            -1, (self.latent_dim, self.dim))
+        return mean, latent, log_std
+
+    def _mean_and_std(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, latent, log_std = self._split(params)
+        variance = (latent.pow(2).unsqueeze(-1) * (2 * log_std).exp()).sum(-2)
+        # SB3's epsilon: keeps the std (and log-prob) finite when every feature is 0
+        return mean, (variance + 1e-6).sqrt()
+
+    def sample(self, params: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
+        mean, latent, log_std = self._split(params)
+        return mean + (latent.unsqueeze(-1) * log_std.exp() * normal).sum(-2)
+
+    def greedy(self, params: torch.Tensor) -> torch.Tensor:
+        return params[..., : self.dim]
+
+    def log_prob(self, params: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.log_prob_and_entropy(params, action)[0]
+
+    def entropy(self, params: torch.Tensor) -> torch.Tensor:
+        std = self._mean_and_std(params)[1]
+        return (std.log() + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
+
+    def log_prob_and_entropy(self, params: torch.Tensor, action: torch.Tensor):
+        mean, std = self._mean_and_std(params)
+        log_std = std.log()
+        z = (action - mean) / std
+        logp = (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return logp, (log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)

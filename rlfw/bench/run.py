@@ -91,9 +91,13 @@ def job_settings(job: Job) -> dict[str, Any] | None:
     """The settings a record of ``job`` holds: ``config_settings`` of its config; for the
     SB3 peer on rl-zoo's settings, the zoo's block for the env (``zoo.<key>``), or None
     where the zoo is not installed here to say."""
-    if job.framework != "rlfw" and job.peer_settings != "same":
+    if _runs_zoo_settings(job):
         return _zoo_job_settings(job)
     return config_settings(job_config(job))
+
+
+def _runs_zoo_settings(job: Job) -> bool:
+    return job.framework != "rlfw" and job.peer_settings != "same"
 
 
 def config_settings(config: RunConfig) -> dict[str, Any]:
@@ -229,8 +233,10 @@ def read_record(path: str, job: Job) -> dict:
 def _check_recorded_settings(path: str, record: dict, job: Job) -> None:
     """Refuse a record whose settings differ from what ``job`` runs today (a preset or a
     default changed since it ran): a report would give its numbers as today's settings.
-    A key only one side knows (a field added or removed since) is not compared; a record
-    written before records held their settings has none to compare."""
+    An rlfw key the record lacks was added since it ran: the record ran with its default,
+    so today's non-default value is a change; a key today lacks (removed since) is not
+    compared. The zoo's block is the whole of the peer's settings: a key on either side
+    alone is a change. A record written before records held their settings has none."""
     recorded = record.get(SETTINGS_FIELD)
     if recorded is None:
         return
@@ -238,14 +244,33 @@ def _check_recorded_settings(path: str, record: dict, job: Job) -> None:
         raise ValueError(f"run record {path}: {SETTINGS_FIELD} must be an object of dotted "
                          f"keys and values, got {recorded!r}"[:300])
     today = job_settings(job) or {}
-    changed = [key for key in recorded if key in today and recorded[key] != today[key]]
+    changed = [f"{key}={recorded[key]!r} where today's is {today[key]!r}"
+               for key in recorded if key in today and recorded[key] != today[key]]
+    if not _runs_zoo_settings(job):
+        defaults = _default_settings(job)
+        changed += [f"{key} unset (it came later: the run had its default {defaults[key]!r}) "
+                    f"where today's is {today[key]!r}"
+                    for key in today if key not in recorded and key in defaults
+                    and today[key] != defaults[key]]
+    else:
+        changed += [f"{key} unset where today's is {today[key]!r}"
+                    for key in today if key not in recorded]
+        changed += [f"{key}={recorded[key]!r} where today's sets none"
+                    for key in recorded if key not in today]
     if changed:
-        listed = "; ".join(f"{key}={recorded[key]!r} where today's is {today[key]!r}"
-                           for key in changed[:4])
+        listed = "; ".join(changed[:4])
         more = f" (and {len(changed) - 4} more)" if len(changed) > 4 else ""
         raise ValueError(f"run record {path} ran with {listed}{more}: its numbers are not "
                          "those of today's settings. Delete the record (and its run folder) to run "
                          "it again, or report it from the commit it ran at")
+
+
+def _default_settings(job: Job) -> dict[str, Any]:
+    """What a run of ``job``'s algorithm and env reads with no preset: the values a key
+    added later had for records that ran before it."""
+    from rlfw.launch.config import RunConfig
+
+    return config_settings(RunConfig(algo=job.algo, env=job.env))
 
 
 def write_record(job: Job, out_dir: str, result: dict) -> dict:

@@ -53,6 +53,7 @@ class RunConfig:
     activation: str = "tanh"         # of MLP hidden layers: 'tanh' or 'relu'
     log_std_init: float = 0.0        # Gaussian policies' initial log-std
     ortho_init: bool = True          # MLP actor-critic: orthogonal init (False: PyTorch's)
+    sde_sample_freq: int = 0         # MLP, Box actions: gSDE, noise resampled every k steps
     recurrent: str | None = None     # ppo/a2c: 'lstm' or 'gru' core before the heads
     rnn_size: int = 128              # units of the recurrent core
     rnn_critic: bool = False         # the value head gets its own features and core

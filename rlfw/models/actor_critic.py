@@ -11,12 +11,19 @@ from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
 
 
 class MlpActorCritic(nn.Module):
-    """Separate policy and value MLPs (as in SB3/CleanRL for vector observations)."""
+    """Separate policy and value MLPs (as in SB3/CleanRL for vector observations).
+
+    ``sde`` (with ``gaussian_dim``): the policy params are gSDE's (``StateDependentGaussian``):
+    the mean, then the policy's last hidden features, detached (as SB3's default: the noise
+    scale does not train the features), then a ``[latent_dim, gaussian_dim]`` log-std."""
 
     def __init__(self, obs_shape: Sequence[int], n_policy_params: int,
                  hidden: Sequence[int] = (64, 64), activation: str = "tanh",
-                 gaussian_dim: int = 0, log_std_init: float = 0.0, ortho_init: bool = True):
+                 gaussian_dim: int = 0, log_std_init: float = 0.0, ortho_init: bool = True,
+                 sde: bool = False):
         super().__init__()
+        if sde and not gaussian_dim:
+            raise ValueError("sde needs a Gaussian policy (gaussian_dim > 0)")
         in_dim = int(torch.tensor(obs_shape).prod())
         self.obs_ndim = len(obs_shape)
         self.pi = MLP(in_dim, hidden, n_policy_params, activation)
@@ -29,14 +36,26 @@ class MlpActorCritic(nn.Module):
                 if isinstance(layer, nn.Linear):
                     layer.reset_parameters()
         # State-independent log-std for Gaussian policies (0 params for Discrete).
-        self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
+        self.sde = sde
+        self._pi_body = tuple(self.pi)[:-1]  # the layers before the head (a plain tuple:
+        # the modules are registered once, under ``pi``)
+        std_shape = (self.pi[-1].in_features, gaussian_dim) if sde else (gaussian_dim,)
+        self.log_std = nn.Parameter(torch.full(std_shape, float(log_std_init))) \
             if gaussian_dim else None
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = flatten_obs(obs, self.obs_ndim)
-        params = self.pi(x)
-        if self.log_std is not None:
-            params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
+        if self.sde:
+            latent = x
+            for layer in self._pi_body:
+                latent = layer(latent)
+            mean = self.pi[-1](latent)
+            log_std = self.log_std.flatten().expand(*mean.shape[:-1], -1)
+            params = torch.cat([mean, latent.detach(), log_std], dim=-1)
+        else:
+            params = self.pi(x)
+            if self.log_std is not None:
+                params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
         return params, self.v(x).squeeze(-1)
 
 

@@ -23,8 +23,7 @@ class Collector:
         # assignment, and these run once per step.
         self.rows = numpy_views(buf)
         group.reset()  # the group's next_obs is the current observation from here on
-        self.noise = SlotNoise(seed, ACTION_NOISE, group.slots, agent.noise_shape,
-                               agent.noise_kind)
+        self.noise = SlotNoise.for_agent(agent, seed, ACTION_NOISE, group.slots)
         self.state = agent.initial_state(len(group.slots))  # each slot's recurrent state
 
     def collect(self) -> list[EpisodeInfo]:

@@ -62,8 +62,8 @@ class Evaluator:
         cap = limits.max_episode_steps or np.iinfo(np.int64).max
         budget = limits.max_steps or np.iinfo(np.int64).max
         obs = self.group.reset(round_index=call_index)
-        noise = SlotNoise(self.seed, EVAL_NOISE, [call_index * n_envs + i for i in range(n_envs)],
-                          agent.noise_shape, agent.noise_kind)
+        noise = SlotNoise.for_agent(agent, self.seed, EVAL_NOISE,
+                                    [call_index * n_envs + i for i in range(n_envs)])
         was_greedy = agent.greedy
         agent.greedy = greedy
         # One intra-op thread: a batch of a few observations gains nothing from more, and

@@ -115,8 +115,7 @@ class NativeAtariSampler(SamplerBase):
         self._env_terminated = np.zeros(shape, bool)
         self._env_truncated = np.zeros(shape, bool)
         self._env_lives = np.zeros(shape, np.int64)
-        self.noise = SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B), agent.noise_shape,
-                               agent.noise_kind)
+        self.noise = SlotNoise.for_agent(agent, self.seed, ACTION_NOISE, range(self.batch_B))
         self.slot_states = agent.initial_state(self.batch_B)
         self._reset(round_index=0)
         return samples

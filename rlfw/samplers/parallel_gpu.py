@@ -113,8 +113,8 @@ class ParallelGpuSampler(ParallelSamplerBase):
                              torch.zeros((), dtype=torch.bool), torch.zeros((), dtype=torch.bool),
                              obs)
         self.step_buf = allocate(example, (self.batch_B,), shared=True)
-        self.noise = [SlotNoise(self.seed, ACTION_NOISE, range(self.batch_B)[self._group_slots(g)],
-                                agent.noise_shape, agent.noise_kind)
+        self.noise = [SlotNoise.for_agent(agent, self.seed, ACTION_NOISE,
+                                          range(self.batch_B)[self._group_slots(g)])
                       for g in range(self.n_groups)]
         self.slot_states = agent.initial_state(self.batch_B)
         ctx = process_context(self.start_method)

@@ -117,8 +117,8 @@ class QueueSampler(ParallelSamplerBase):
         self.env_action = torch.zeros((self.batch_B,) + tuple(example_action.shape),
                                       dtype=example_action.dtype).share_memory_()
         self.next_obs = torch.zeros_like(samples.observation[0]).share_memory_()
-        self.noise = [SlotNoise(self.seed, ACTION_NOISE, slots, agent.noise_shape,
-                                agent.noise_kind) for slots in self.slots]
+        self.noise = [SlotNoise.for_agent(agent, self.seed, ACTION_NOISE, slots)
+                      for slots in self.slots]
         self.predict_obs = torch.zeros_like(samples.observation[0])
         self.predict_noise = np.zeros((self.batch_B,) + tuple(agent.noise_shape), np.float32)
         self.all_slots = range(self.batch_B)

@@ -14,13 +14,16 @@ class CountingAgent(ModelAgent):
     - action = floor(u * n_actions) where u is the slot's uniform noise (so the samples show
       which noise stream each slot got), or ``t % n_actions`` when greedy;
     - ``info.logp`` = u (the noise itself), ``info.value`` = V(obs) = 10 * episode + t.
+
+    ``noise_hold`` asks for each draw to serve that many steps (as gSDE's noise does).
     """
 
     noise_shape: tuple[int, ...] = ()
     noise_kind = "uniform"
 
-    def __init__(self, n_actions: int = 3):
+    def __init__(self, n_actions: int = 3, noise_hold: int = 1):
         self.n_actions = n_actions
+        self.noise_hold = noise_hold
         self.greedy = False
         self.model = torch.nn.Linear(1, 1)  # something to checkpoint
 
