@@ -141,7 +141,8 @@ def test_bad_benchmark_flags_are_refused_before_anything_runs(argv, message, tmp
 
 def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
     jobs = plan(SUITES["classic"], ("rlfw", "sb3"), [0, 1, 2])
-    assert len(jobs) == 5 * 2 * 3
+    assert len(jobs) == 6 * 2 * 3
+    assert Job("rlfw", "ppo", "MountainCarContinuous-v0", 20_000, 0) in jobs  # its preset's
     assert Job("rlfw", "ppo", "CartPole-v1", 120_000, 2) in jobs
     assert Entry("ppo", "HalfCheetah-v5").budget == 1_000_000  # the MuJoCo preset's
     assert {j.steps for j in plan(SUITES["mujoco"], ("rlfw",), [0])} == {300_000}

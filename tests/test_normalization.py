@@ -197,6 +197,28 @@ def test_presets_follow_the_action_space_and_the_family():
     assert preset("a2c", "MountainCarContinuous-v0")["a2c"]["normalize_reward"]
 
 
+def test_the_mountain_car_continuous_preset_is_the_zoo_s_entry_with_gsde():
+    """rl-zoo's MountainCarContinuous PPO, key by key in rlfw's names (its ``sde_sample_freq``
+    -1, once per rollout, is every batch_T steps here); the installed zoo is the source."""
+    from rlfw.bench.zoo import zoo_settings
+
+    zoo = zoo_settings("ppo", "MountainCarContinuous-v0")
+    mcc = preset("ppo", "MountainCarContinuous-v0")
+    ppo = mcc["ppo"]
+    assert zoo["use_sde"] and "sde_sample_freq" not in zoo  # SB3's default: -1
+    assert mcc["sde_sample_freq"] == mcc["batch_T"] == zoo["n_steps"]
+    assert mcc["batch_B"] == zoo["n_envs"] and mcc["schedule"]["n_steps"] == zoo["n_timesteps"]
+    assert mcc["normalize_obs"] and ppo["normalize_reward"] and zoo["normalize"]
+    pairs = {"learning_rate": "learning_rate", "gamma": "gamma", "gae_lambda": "gae_lambda",
+             "epochs": "n_epochs", "minibatch_size": "batch_size", "clip": "clip_range",
+             "entropy_coef": "ent_coef", "value_coef": "vf_coef",
+             "max_grad_norm": "max_grad_norm"}
+    assert {ours: ppo[ours] for ours in pairs} == {ours: zoo[z] for ours, z in pairs.items()}
+    assert zoo["policy_kwargs"] == "dict(log_std_init=-3.29, ortho_init=False)"
+    assert mcc["log_std_init"] == -3.29 and mcc["ortho_init"] is False
+    assert ppo["optimizer_eps"] == 1e-5  # SB3's Adam eps (the Pendulum preset has 1e-8)
+
+
 def test_normalize_obs_with_dqn_is_refused(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["train", "--algo", "dqn", "--set", "normalize_obs=true", "--log-dir",

@@ -52,7 +52,8 @@ SUITES: dict[str, Suite] = {
     "smoke": Suite((Entry("ppo", "CartPole-v1", 2_048), Entry("a2c", "CartPole-v1", 2_048)),
                    seeds=2, about="two tiny entries: the whole pipeline in about a minute"),
     "classic": Suite((Entry("ppo", "CartPole-v1"), Entry("ppo", "Acrobot-v1"),
-                      Entry("ppo", "Pendulum-v1"), Entry("a2c", "CartPole-v1"),
+                      Entry("ppo", "Pendulum-v1"), Entry("ppo", "MountainCarContinuous-v0"),
+                      Entry("a2c", "CartPole-v1"),
                       Entry("dqn", "CartPole-v1")),
                      about="classic control, each at its preset's budget"),
     "mujoco": Suite((Entry("ppo", "HalfCheetah-v5", 300_000),
@@ -93,6 +94,9 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("dqn", "CartPole"): (f"500.0 ± 0.0 ({_ZOO}, CartPole-v1, 50k steps)",),
     ("ppo", "Acrobot"): (f"-73.5 ± 18.2 ({_ZOO}, Acrobot-v1, 1M steps)",),
     ("ppo", "Pendulum"): (f"-172.2 ± 104.2 ({_ZOO}, Pendulum-v1 with gSDE, 100k steps)",),
+    ("ppo", "MountainCarContinuous"): (
+        "94.57 ± 0.45 (rl-baselines3-zoo's trained agent on the Hugging Face hub, "
+        "sb3/ppo-MountainCarContinuous-v0, with gSDE, 20k steps, one run)",),
     ("ppo", "HalfCheetah"): (f"5,819 ± 664 ({_ZOO}, HalfCheetah-v3, 1M steps)",
                              "1,443 ± 46 (CleanRL ppo_continuous_action, HalfCheetah-v4, "
                              "1M steps)"),

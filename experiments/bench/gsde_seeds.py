@@ -1,0 +1,109 @@
+"""Box-action classic control over 7 seeds: rlfw's PPO with and without gSDE, and SB3 on
+rl-zoo's entry (which explores with gSDE on both envs), run as ``rlfw benchmark`` runs
+them (one process and core per run, two at once; 20 greedy evaluation episodes of the
+final policy). Each run leaves its record under OUT/records, so a rerun only runs what is
+missing and the table is rebuilt from the records; a record whose settings differ from
+today's is refused by name.
+
+    python experiments/bench/gsde_seeds.py                  # -> docs/benchmarks/gsde/
+    python experiments/bench/gsde_seeds.py --report-only    # rebuild the table
+
+Variants (settings on top of rlfw's preset for the env; SB3 runs the zoo's block):
+
+- Pendulum-v1, 200k steps: ``preset`` (normalized, plain Gaussian); ``gsde`` (the preset
+  with gSDE every 4 steps); ``zoo`` (the zoo's entry as written: gSDE every 4 steps, no
+  normalization, Adam eps 1e-5).
+- MountainCarContinuous-v0: ``zoo`` (its preset: the zoo's entry, gSDE once per 8-step
+  rollout, 20k steps), ``zoo-no-gsde`` (the same with a plain Gaussian), and
+  ``pendulum-settings`` (the Pendulum settings this env had before, 200k steps).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from rlfw.bench.report import iqm_with_ci  # noqa: E402
+from rlfw.bench.run import Job, finished, run_job  # noqa: E402
+
+SEEDS = tuple(range(7))
+_MCC_ZOO = (("batch_B", "1"), ("batch_T", "8"), ("ppo.minibatch_size", "256"),
+            ("ppo.gamma", "0.9999"), ("ppo.learning_rate", "7.77e-05"),
+            ("ppo.entropy_coef", "0.00429"), ("ppo.clip", "0.1"), ("ppo.epochs", "10"),
+            ("ppo.gae_lambda", "0.9"), ("ppo.max_grad_norm", "5"), ("ppo.value_coef", "0.19"),
+            ("log_std_init", "-3.29"), ("ortho_init", "false"), ("ppo.optimizer_eps", "1e-5"))
+_PENDULUM_SETTINGS = (
+    ("batch_B", "4"), ("batch_T", "1024"), ("ppo.learning_rate", "1e-3"), ("ppo.gamma", "0.9"),
+    ("ppo.gae_lambda", "0.95"), ("ppo.epochs", "10"), ("ppo.minibatch_size", "64"),
+    ("ppo.clip", "0.2"), ("ppo.entropy_coef", "0.0"), ("ppo.max_grad_norm", "0.5"),
+    ("ppo.optimizer_eps", "1e-8"), ("ppo.value_coef", "0.5"), ("log_std_init", "0.0"),
+    ("ortho_init", "true"), ("sde_sample_freq", "0"))
+# (env, label, steps, settings); label "" is the preset itself (and SB3's run)
+VARIANTS = (
+    ("Pendulum-v1", "", 200_000, ()),
+    ("Pendulum-v1", "sde4", 200_000, (("sde_sample_freq", "4"),)),
+    ("Pendulum-v1", "zoo-exact", 200_000, (
+        ("sde_sample_freq", "4"), ("normalize_obs", "false"),
+        ("ppo.normalize_reward", "false"), ("ppo.optimizer_eps", "1e-5"))),
+    ("MountainCarContinuous-v0", "zoo-sde", 20_000, _MCC_ZOO + (("sde_sample_freq", "8"),)),
+    ("MountainCarContinuous-v0", "zoo-nosde", 20_000, _MCC_ZOO),
+    ("MountainCarContinuous-v0", "pendulum-settings", 200_000, _PENDULUM_SETTINGS),
+)
+SB3 = (("Pendulum-v1", 200_000), ("MountainCarContinuous-v0", 20_000))
+
+
+def jobs(seeds) -> list[Job]:
+    out = [Job("rlfw", "ppo", env, steps, seed, settings=settings, label=label)
+           for env, label, steps, settings in VARIANTS for seed in seeds]
+    return out + [Job("sb3", "ppo", env, steps, seed) for env, steps in SB3 for seed in seeds]
+
+
+def table(results: list[tuple[Job, dict | None]]) -> str:
+    rows = ["| env | run | steps | finals per seed | median | IQM [95% CI] |",
+            "|---|---|---:|---|---:|---|"]
+    groups: dict[tuple, list] = {}
+    for job, record in results:
+        groups.setdefault((job.env, job.framework, job.label, job.steps), []).append(record)
+    for (env, framework, label, steps), records in groups.items():
+        done = [r for r in records if r and r.get("final_return") is not None]
+        finals = [r["final_return"] for r in done]
+        name = f"{framework} {label or ('preset' if framework == 'rlfw' else 'zoo')}"
+        if not finals:
+            rows.append(f"| {env} | {name} | {steps:,} | not run | | |")
+            continue
+        iqm, low, high = iqm_with_ci(finals)
+        rows.append(f"| {env} | {name} | {steps:,} | {', '.join(f'{x:.1f}' for x in finals)}"
+                    f" | {np.median(finals):.1f} | {iqm:.1f} [{low:.1f}, {high:.1f}] |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "gsde"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    todo = jobs(args.seeds)
+    task = finished if args.report_only else run_job
+    with ThreadPoolExecutor(2) as pool:
+        results = list(zip(todo, pool.map(lambda job: task(job, args.out), todo)))
+    text = table(results)
+    print(text)
+    with open(os.path.join(args.out, "README.md"), "w") as f:
+        f.write("# PPO on Box-action classic control over 7 seeds, with and without gSDE\n\n"
+                "Written by `experiments/bench/gsde_seeds.py` from the records under "
+                "`records/`; what the runs show: `docs/results.md`. Returns only: the runs were "
+                "timed under other load (the classic suite times Pendulum and "
+                "MountainCarContinuous quietly).\n\n"
+                + text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
