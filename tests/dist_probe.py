@@ -20,6 +20,8 @@ def main(out_dir: str, algo: str, iterations: int) -> None:
     env = "Pendulum-v1" if algo == "ppo-pendulum" else "CartPole-v1"
     algo = algo.split("-")[0]
     config = apply_overrides(RunConfig(algo=algo, env=env), preset(algo, env))
+    if env == "Pendulum-v1":  # statistics to compare across ranks (the preset has none)
+        config.normalize_obs, config.ppo.normalize_reward = True, True
     config.batch_B, config.batch_T = 2, 16
     if algo == "ppo":
         config.ppo.epochs, config.ppo.minibatch_size = 2, 16

@@ -252,8 +252,8 @@ def test_settings_the_run_would_not_read_are_refused(argv, message, capsys, tmp_
 
 
 @pytest.mark.parametrize("argv", [
-    ["--env", "Pendulum-v1", "--set", "log_std_init=-1"],
-    ["--env", "Pendulum-v1", "--set", "log_std_init=-1", "--set", "sde_sample_freq=4"],
+    ["--env", "Pendulum-v1", "--set", "log_std_init=-1", "--set", "sde_sample_freq=0"],
+    ["--env", "Pendulum-v1", "--set", "log_std_init=-1"],  # the preset's gSDE
     ["--env", "MinAtar/Breakout-v1", "--model", "mlp", "--set", "hidden=32",
      "--set", "activation=relu", "--set", "ortho_init=false"],
     ["--algo", "dqn", "--set", "hidden=32"],

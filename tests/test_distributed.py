@@ -78,8 +78,8 @@ def test_leaving_the_group_stops_its_threads(tmp_path):
 # Schedules that do not depend on the run length, so a 512-step run is the first half of
 # the 1,024-step one (its checkpoint at 512 is the one an interrupted run would leave).
 def test_normalization_statistics_are_the_same_on_every_rank(tmp_path):
-    """Pendulum's preset normalizes observations and scales rewards: every rank adds every
-    rank's batch, so the statistics stay as identical as the weights."""
+    """PPO on Pendulum with observations normalized and rewards scaled: every rank adds
+    every rank's batch, so the statistics stay as identical as the weights."""
     done = run(torchrun(PROBE, str(tmp_path), "ppo-pendulum", "3"))
     assert done.returncode == 0, done.stderr[-3000:]
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))

@@ -94,7 +94,8 @@ def test_gsde_is_refused_where_there_is_no_mlp_gaussian_policy():
                                          r"Discrete\(2\) is not one"):
         ActorCriticAgent.build(EnvSpaces(box.observation, gym.spaces.Discrete(2)),
                                sde_sample_freq=4)
-    with pytest.raises(ValueError, match="gSDE.*model 'mlp' with recurrent='lstm' has no gSDE"):
+    with pytest.raises(ValueError, match="gSDE.*model 'mlp' with recurrent='lstm' has no gSDE: "
+                                         "set sde_sample_freq=0"):
         ActorCriticAgent.build(box, recurrent="lstm", sde_sample_freq=4)
     with pytest.raises(ValueError, match=r"sde_sample_freq must be an int >= 0.*got -1"):
         ActorCriticAgent.build(box, sde_sample_freq=-1)

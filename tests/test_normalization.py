@@ -63,10 +63,13 @@ def test_reward_scaler_divides_by_the_std_of_the_discounted_return():
 
 
 def pendulum_config(sampler: str, **overrides) -> RunConfig:
+    """Pendulum's preset with observations and rewards normalized (what these tests are
+    about; the preset itself, the zoo's entry, normalizes nothing) and a plain Gaussian."""
     config = apply_overrides(RunConfig(algo="ppo", env="Pendulum-v1", sampler=sampler,
                                        n_workers=2 if sampler != "serial" else None),
                              preset("ppo", "Pendulum-v1"))
-    apply_overrides(config, {"batch_T": 64, "ppo": {"epochs": 2},
+    apply_overrides(config, {"batch_T": 64, "normalize_obs": True, "sde_sample_freq": 0,
+                             "ppo": {"epochs": 2, "normalize_reward": True},
                              "schedule": {"n_steps": 3 * 4 * 64, "eval_every": None},
                              **overrides})
     return config
@@ -180,8 +183,16 @@ def test_gaussian_actions_are_clipped_for_the_env_only():
 def test_presets_follow_the_action_space_and_the_family():
     pendulum, cheetah, cartpole = (preset("ppo", e) for e in
                                    ("Pendulum-v1", "HalfCheetah-v5", "CartPole-v1"))
-    assert pendulum["normalize_obs"] and pendulum["ppo"]["normalize_reward"]
+    # Pendulum: the zoo's entry as written (gSDE, nothing normalized); other Box-action
+    # classic ids: its settings, normalized
+    assert not pendulum["normalize_obs"] and not pendulum["ppo"]["normalize_reward"]
+    assert pendulum["sde_sample_freq"] == 4 and pendulum["ppo"]["optimizer_eps"] == 1e-5
     assert pendulum["schedule"]["n_steps"] == 200_000 and pendulum["ppo"]["gamma"] == 0.9
+    from rlfw.algos.pg.presets import ppo_preset
+
+    other = ppo_preset("PointMass-v0", "continuous")  # a Box-action id the zoo has no entry for
+    assert other["normalize_obs"] and other["ppo"]["normalize_reward"]
+    assert "sde_sample_freq" not in other and other["ppo"]["gamma"] == 0.9
     # MuJoCo PPO: the zoo's tuned values per env; an unlisted MuJoCo id: the family preset
     assert cheetah["batch_T"] == 512 and cheetah["schedule"]["n_steps"] == 1_000_000
     assert cheetah["ppo"]["learning_rate"] == 2.0633e-05 and cheetah["ppo"]["normalize_reward"]
@@ -273,11 +284,12 @@ def _pendulum_cli_final_return(folder: str, seed: int) -> float:
 @pytest.mark.slow
 def test_ppo_learns_pendulum_for_two_of_three_seeds(tmp_path):
     """The preset's final policy (not the best evaluation) over 20 fresh episodes, for 2 of
-    seeds 0, 1, 2 (measured -208, -513, -181). Seeds 0 and 2 run first, one per core; seed
-    1 runs only where one of them misses, so the verdict is the three seeds' whatever the
+    seeds 0, 1, 2 (measured with the zoo's entry, gSDE: -316, -228, -134; 6 of seeds 0-6
+    end above -300, docs/benchmarks/gsde/). Seeds 2 and 1 run first, one per core; seed 0
+    runs only where one of them misses, so the verdict is the three seeds' whatever the
     order."""
     finals = first_passing_seeds(functools.partial(_pendulum_cli_final_return, str(tmp_path)),
-                                 (0, 2, 1), lambda f: f >= -300, need=2)
+                                 (2, 1, 0), lambda f: f >= -300, need=2)
     assert sum(f >= -300 for f in finals) >= 2, finals
 
 

@@ -10,11 +10,12 @@ today's is refused by name.
 
 Variants (settings on top of rlfw's preset for the env; SB3 runs the zoo's block):
 
-- Pendulum-v1, 200k steps: ``preset`` (normalized, plain Gaussian); ``gsde`` (the preset
-  with gSDE every 4 steps); ``zoo`` (the zoo's entry as written: gSDE every 4 steps, no
-  normalization, Adam eps 1e-5).
-- MountainCarContinuous-v0: ``zoo`` (its preset: the zoo's entry, gSDE once per 8-step
-  rollout, 20k steps), ``zoo-no-gsde`` (the same with a plain Gaussian), and
+- Pendulum-v1, 200k steps: ``normalized`` (the family preset, Pendulum's own until
+  2026-12-05: observations and rewards normalized, plain Gaussian, Adam eps 1e-8);
+  ``sde4`` (the same with gSDE every 4 steps); ``zoo-exact`` (the zoo's entry as written,
+  today's preset: gSDE every 4 steps, no normalization, Adam eps 1e-5).
+- MountainCarContinuous-v0: ``zoo-sde`` (the zoo's entry, today's preset: gSDE once per
+  8-step rollout, 20k steps), ``zoo-nosde`` (the same with a plain Gaussian), and
   ``pendulum-settings`` (the Pendulum settings this env had before, 200k steps).
 """
 from __future__ import annotations
@@ -44,15 +45,18 @@ _PENDULUM_SETTINGS = (
     ("ppo.clip", "0.2"), ("ppo.entropy_coef", "0.0"), ("ppo.max_grad_norm", "0.5"),
     ("ppo.optimizer_eps", "1e-8"), ("ppo.value_coef", "0.5"), ("log_std_init", "0.0"),
     ("ortho_init", "true"), ("sde_sample_freq", "0"))
-# (env, label, steps, settings); label "" is the preset itself (and SB3's run)
+# the family preset (what Pendulum had until 2026-12-05): normalized, Adam eps 1e-8
+_NORMALIZED = (("normalize_obs", "true"), ("ppo.normalize_reward", "true"),
+               ("ppo.optimizer_eps", "1e-8"))
+# (env, label, steps, settings on top of today's preset)
 VARIANTS = (
-    ("Pendulum-v1", "", 200_000, ()),
-    ("Pendulum-v1", "sde4", 200_000, (("sde_sample_freq", "4"),)),
+    ("Pendulum-v1", "normalized", 200_000, _NORMALIZED + (("sde_sample_freq", "0"),)),
+    ("Pendulum-v1", "sde4", 200_000, _NORMALIZED + (("sde_sample_freq", "4"),)),
     ("Pendulum-v1", "zoo-exact", 200_000, (
         ("sde_sample_freq", "4"), ("normalize_obs", "false"),
         ("ppo.normalize_reward", "false"), ("ppo.optimizer_eps", "1e-5"))),
     ("MountainCarContinuous-v0", "zoo-sde", 20_000, _MCC_ZOO + (("sde_sample_freq", "8"),)),
-    ("MountainCarContinuous-v0", "zoo-nosde", 20_000, _MCC_ZOO),
+    ("MountainCarContinuous-v0", "zoo-nosde", 20_000, _MCC_ZOO + (("sde_sample_freq", "0"),)),
     ("MountainCarContinuous-v0", "pendulum-settings", 200_000, _PENDULUM_SETTINGS),
 )
 SB3 = (("Pendulum-v1", 200_000), ("MountainCarContinuous-v0", 20_000))

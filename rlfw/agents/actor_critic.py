@@ -68,15 +68,9 @@ class ActorCriticAgent(ModelAgent):
                 or sde_sample_freq < 0:
             raise ValueError(f"sde_sample_freq must be an int >= 0 (0: no gSDE), "
                              f"got {sde_sample_freq!r}")
-        if sde_sample_freq:
-            if not isinstance(dist, DiagGaussian):
-                raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for Box "
-                                 f"actions; {spaces.action} is not one")
-            if recurrent is not None or kind == "cnn":
-                raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for the "
-                                 f"feed-forward MLP actor-critic; model {kind!r}"
-                                 + (f" with recurrent={recurrent!r}" if recurrent else "")
-                                 + " has no gSDE")
+        if sde_sample_freq and not isinstance(dist, DiagGaussian):
+            raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for Box actions; "
+                             f"{spaces.action} is not one")
         gaussian_dim = dist.dim if isinstance(dist, DiagGaussian) else 0
         if not ortho_init and (recurrent is not None or kind == "cnn"):
             raise ValueError(f"ortho_init=False is for the MLP actor-critic; model {kind!r}"
@@ -93,6 +87,12 @@ class ActorCriticAgent(ModelAgent):
                                  log_std_init, ortho_init, sde=sde_sample_freq > 0)
             if sde_sample_freq:
                 dist = StateDependentGaussian(dist.dim, net.pi[-1].in_features)
+        if sde_sample_freq and not isinstance(dist, StateDependentGaussian):
+            # checked once the network is built: a CNN's own input errors come first
+            raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for the "
+                             f"feed-forward MLP actor-critic; model {kind!r}"
+                             + (f" with recurrent={recurrent!r}" if recurrent else "")
+                             + " has no gSDE: set sde_sample_freq=0 (a plain Gaussian)")
         if normalize_obs:
             net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update)
         elif obs_norm_update != "batch":

@@ -3,7 +3,7 @@
 Classic control: rl-baselines3-zoo's CartPole settings (PPO on Acrobot: the zoo's Acrobot
 entry, ``CLASSIC_PPO``). Continuous classic control (Box actions: Pendulum-v1,
 MountainCarContinuous-v0): the zoo's Pendulum settings with observation and reward
-normalization (PPO on MountainCarContinuous: the zoo's own entry, with gSDE,
+normalization (PPO on Pendulum and MountainCarContinuous: the zoo's own entries, with gSDE,
 ``CONTINUOUS_PPO``). MuJoCo: PPO on HalfCheetah, Hopper, Walker2d, Ant and Swimmer takes the
 zoo's tuned settings for that env (``MUJOCO_PPO``); other MuJoCo ids and A2C take
 CleanRL's / the PPO and A2C papers' MuJoCo settings, normalized. Atari: the PPO paper's
@@ -88,13 +88,19 @@ def _partial_observability(env_id: str, out: dict[str, Any]) -> dict[str, Any]:
     return {**out, "normalize_obs": True, "hidden": (64,), "schedule": {"n_steps": 150_000}}
 
 
-# rl-baselines3-zoo's PPO entry for a Box-action classic env where it is not Pendulum's:
-# MountainCarContinuous explores with gSDE, its noise matrix drawn once per rollout
-# (SB3's sde_sample_freq -1; here every batch_T = 8 steps), from a log-std of -3.29, at
-# the zoo's 20k-step budget. With the Pendulum settings every seed (0-2, at 20k or 200k)
-# ends near 0, the car never reaching the flag; with these 6 of 7 seeds solve it (90-95)
-# with gSDE and 6 of 7 without (docs/results.md): the zoo's entry as written.
+# rl-baselines3-zoo's PPO entries for Box-action classic control, as written, on top of
+# the family preset. Pendulum: gSDE every 4 steps, no normalization, Adam eps 1e-5. Over 7
+# seeds at 200k (docs/benchmarks/gsde/) its IQM is -206.9 [-256.5, -170.5], the worst seed
+# -316, against the family preset's -222.0 [-367.9, -169.6] with two seeds at -344 and
+# -534, and SB3's -223.2 [-329.6, -172.3] on the same entry; the family preset with gSDE
+# added did worse (-244.7). MountainCarContinuous: gSDE drawn once per rollout (SB3's
+# sde_sample_freq -1; here every batch_T = 8 steps) from a log-std of -3.29, at the zoo's
+# 20k-step budget. With the Pendulum settings every seed (0-2, at 20k or 200k) ends near
+# 0, the car never reaching the flag; with these 6 of 7 seeds solve it (90-95), with gSDE
+# or without (SB3 on the same entry: 4 of 7).
 CONTINUOUS_PPO: dict[str, dict[str, Any]] = {
+    "Pendulum": {"normalize_obs": False, "sde_sample_freq": 4, "ppo": dict(
+        normalize_reward=False, optimizer_eps=1e-5)},
     "MountainCarContinuous": {
         "batch_B": 1, "batch_T": 8, "log_std_init": -3.29, "ortho_init": False,
         "sde_sample_freq": 8, "schedule": {"n_steps": 20_000}, "ppo": dict(
@@ -153,10 +159,9 @@ def _continuous(algo: str, family: str) -> dict[str, Any]:
             learning_rate=3e-4, anneal_lr=True, gamma=0.99, gae_lambda=0.95, epochs=10,
             minibatch_size=64, clip=0.2, value_clip=0.2, entropy_coef=0.0,
             value_coef=0.25, max_grad_norm=0.5, normalize_reward=True)}
-    if algo == "ppo":  # zoo Pendulum-v1 (without gSDE)
-        # Adam eps 1e-8, not PPO's default 1e-5: 3 seeds at 200k ended -227/-165/-158 with
-        # it and -206/-540/-580 with 1e-5 (docs/results.md); on another host's rerun
-        # (2026-12-05) -201/-534/-159 with it: one seed still fails there.
+    if algo == "ppo":  # the zoo's Pendulum-v1 settings, normalized, without gSDE
+        # (Pendulum itself runs the zoo's entry as written: CONTINUOUS_PPO). Adam eps 1e-8:
+        # 3 seeds ended -227/-165/-158 with it and -206/-540/-580 with 1e-5 on one host.
         return {**common, "batch_B": 4, "batch_T": 1024, "ppo": dict(
             learning_rate=1e-3, gamma=0.9, gae_lambda=0.95, epochs=10, minibatch_size=64,
             clip=0.2, entropy_coef=0.0, max_grad_norm=0.5, normalize_reward=True,
