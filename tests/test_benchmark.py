@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -146,6 +147,24 @@ def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
     assert Job("rlfw", "ppo", "CartPole-v1", 120_000, 2) in jobs
     assert Entry("ppo", "HalfCheetah-v5").budget == 1_000_000  # the MuJoCo preset's
     assert {j.steps for j in plan(SUITES["mujoco"], ("rlfw",), [0])} == {300_000}
+
+
+def test_an_entry_s_further_recorded_seeds_stay_in_its_plan(tmp_path):
+    """An entry given more seeds than the suite's (to settle a close comparison) keeps
+    them in every later run and report of the suite; other entries keep the suite's."""
+    suite = SUITES["classic"]
+    pendulum = Job("rlfw", "ppo", "Pendulum-v1", 200_000, 5)
+    for job in (pendulum, replace(pendulum, framework="sb3"), replace(pendulum, seed=6)):
+        os.makedirs(os.path.dirname(job.record_path(str(tmp_path))), exist_ok=True)
+        open(job.record_path(str(tmp_path)), "w").close()
+    jobs = plan(suite, ("rlfw", "sb3"), [0, 1, 2], recorded_in=str(tmp_path))
+    seeds = {(j.framework, j.algo, j.env): [] for j in jobs}
+    for j in jobs:
+        seeds[j.framework, j.algo, j.env].append(j.seed)
+    assert seeds["rlfw", "ppo", "Pendulum-v1"] == [0, 1, 2, 5, 6]
+    assert seeds["sb3", "ppo", "Pendulum-v1"] == [0, 1, 2, 5]
+    assert seeds["rlfw", "ppo", "CartPole-v1"] == [0, 1, 2]
+    assert len(jobs) == 6 * 2 * 3 + 3
 
 
 def test_a_v5_mujoco_id_reads_the_zoos_v4_block(tmp_path):

@@ -15,9 +15,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from rlfw.bench.report import SETTINGS_FIELD, write_report
@@ -131,11 +132,26 @@ def _zoo_job_settings(job: Job) -> dict[str, Any] | None:
 
 
 def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
-         wandb_group: str | None = None) -> list[Job]:
-    """Every entry x framework x seed, entries in suite order."""
-    return [Job(fw, e.algo, e.env, e.budget, s, wandb_group if fw == "rlfw" else None,
-                suite.peer_settings)
-            for e in suite.entries for fw in frameworks for s in seeds]
+         wandb_group: str | None = None, recorded_in: str | None = None) -> list[Job]:
+    """Every entry x framework x seed, entries in suite order; with ``recorded_in`` (a
+    suite folder), also each entry's further seeds whose records are there (an entry
+    given more seeds than the suite's, to settle it, stays in its report)."""
+    jobs = []
+    for e in suite.entries:
+        for fw in frameworks:
+            job = Job(fw, e.algo, e.env, e.budget, 0, wandb_group if fw == "rlfw" else None,
+                      suite.peer_settings)
+            more = recorded_seeds(job, recorded_in) if recorded_in else []
+            jobs += [replace(job, seed=s) for s in sorted({*seeds, *more})]
+    return jobs
+
+
+def recorded_seeds(job: Job, out_dir: str) -> list[int]:
+    """The seeds of ``job``'s entry and framework that have a record in ``out_dir``."""
+    folder = os.path.dirname(job.record_path(out_dir))
+    pattern = re.compile(rf"{re.escape(job.framework)}-seed=(\d+)\.json")
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return [int(m.group(1)) for m in map(pattern.fullmatch, names) if m]
 
 
 def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
@@ -313,13 +329,19 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
         raise ValueError(f"suite {name!r} has no peer: SB3 implements none of "
                          f"{', '.join(dict.fromkeys(e.algo for e in suite.entries))}; "
                          "run it without --peer")
+    # the suite's seeds, and any further ones recorded; given seeds are exactly those
+    recorded_in = out_dir if seeds is None else None
     seeds = list(range(suite.seeds)) if seeds is None else check_seeds(seeds)
     frameworks = ("rlfw",) if peer is None else ("rlfw", peer)
-    jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None)
+    jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None,
+                recorded_in)
     if peer is not None:
         check_peer_installed()
+    extra = len(jobs) - len(suite.entries) * len(frameworks) * len(seeds)
     say(f"rlfw benchmark {name}: {len(suite.entries)} entries x {len(frameworks)} "
-        f"framework(s) x {len(seeds)} seeds = {len(jobs)} runs -> {out_dir}")
+        f"framework(s) x {len(seeds)} seeds" + (f" + {extra} recorded runs of further seeds"
+                                               if extra else "")
+        + f" = {len(jobs)} runs -> {out_dir}")
     done = [0]
 
     def report(result: dict) -> None:
