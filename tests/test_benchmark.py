@@ -149,6 +149,23 @@ def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
     assert {j.steps for j in plan(SUITES["mujoco"], ("rlfw",), [0])} == {300_000}
 
 
+def test_a_job_s_plugins_are_imported_by_the_run_that_records_them(tmp_path, monkeypatch):
+    """A job whose settings name a plugin runs with it (its record says so): the job's
+    process imports it, as `rlfw train --plugin` does; here the plugin's sampler."""
+    from rlfw.bench.run import run_job
+
+    plugins = os.path.join(os.path.dirname(__file__), "plugins")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [plugins, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    job = Job("rlfw", "ppo", "CartPole-v1", 1024, 0, label="toy",
+              settings=(("plugins", "toy_extensions"), ("sampler", "interleaved"),
+                        ("n_workers", "2")))
+    record = run_job(job, str(tmp_path))
+    assert record["status"] == "done", record.get("error", record)
+    assert record["config"]["plugins"] == ["toy_extensions"]
+    assert record["config"]["sampler"] == "interleaved"
+
+
 def test_an_entry_s_further_recorded_seeds_stay_in_its_plan(tmp_path):
     """An entry given more seeds than the suite's (to settle a close comparison) keeps
     them in every later run and report of the suite; other entries keep the suite's."""

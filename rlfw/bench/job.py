@@ -42,8 +42,12 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     it, without evaluations during training (SB3 runs none either)."""
     from rlfw.launch.build import build_runner
     from rlfw.launch.evaluate import evaluate_checkpoint
+    from rlfw.launch.plugins import import_plugins
 
     config = job_config(job)
+    # A job's settings are the benchmark's own (its code or command line, never a file
+    # read back), so the modules they name may run, as `--plugin` on `rlfw train`.
+    import_plugins(config.plugins)
     run_dir = os.path.join(run_dir, "run")
     fresh_run_folder(run_dir)
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
