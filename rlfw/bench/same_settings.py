@@ -15,7 +15,8 @@ from rlfw.models.cnn import image_torso
 
 DIFFERENCES = {
     "ppo": ("SB3 clips the value prediction and takes its squared error; rlfw takes the "
-            "larger of the clipped and unclipped errors (PureJaxRL's form)",
+            "larger of the clipped and unclipped errors (PureJaxRL's form): on Freeway this "
+            "form leaves two of rlfw's five seeds on a plateau (docs/minatar.md)",
             "SB3 draws minibatches with numpy's generator, rlfw with torch's"),
     "dqn": ("SB3 clips gradients to a norm of 1e10 where rlfw does not clip (no clipping "
             "either way)",
