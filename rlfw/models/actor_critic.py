@@ -35,10 +35,11 @@ class MlpActorCritic(nn.Module):
             for layer in self.modules():
                 if isinstance(layer, nn.Linear):
                     layer.reset_parameters()
-        # State-independent log-std for Gaussian policies (0 params for Discrete).
         self.sde = sde
         self._pi_body = tuple(self.pi)[:-1]  # the layers before the head (a plain tuple:
         # the modules are registered once, under ``pi``)
+        # State-independent log-std for Gaussian policies (0 params for Discrete); gSDE's
+        # has one per (last hidden feature, action).
         std_shape = (self.pi[-1].in_features, gaussian_dim) if sde else (gaussian_dim,)
         self.log_std = nn.Parameter(torch.full(std_shape, float(log_std_init))) \
             if gaussian_dim else None
