@@ -106,16 +106,24 @@ class StateDependentGaussian:
     def greedy(self, params: torch.Tensor) -> torch.Tensor:
         return params[..., : self.dim]
 
+    @staticmethod
+    def _log_prob(mean: torch.Tensor, std: torch.Tensor, log_std: torch.Tensor,
+                  action: torch.Tensor) -> torch.Tensor:
+        z = (action - mean) / std
+        return (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+    @staticmethod
+    def _entropy(log_std: torch.Tensor) -> torch.Tensor:
+        return (log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
+
     def log_prob(self, params: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.log_prob_and_entropy(params, action)[0]
+        mean, std = self._mean_and_std(params)  # every env step: no entropy here
+        return self._log_prob(mean, std, std.log(), action)
 
     def entropy(self, params: torch.Tensor) -> torch.Tensor:
-        std = self._mean_and_std(params)[1]
-        return (std.log() + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
+        return self._entropy(self._mean_and_std(params)[1].log())
 
     def log_prob_and_entropy(self, params: torch.Tensor, action: torch.Tensor):
         mean, std = self._mean_and_std(params)
         log_std = std.log()
-        z = (action - mean) / std
-        logp = (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-        return logp, (log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
+        return self._log_prob(mean, std, log_std, action), self._entropy(log_std)
