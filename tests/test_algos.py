@@ -68,6 +68,7 @@ def test_unsupported_action_space_is_a_clear_error():
     (PPOConfig(clip=0.0), "clip"), (PPOConfig(gamma=1.5), "gamma"),
     (PPOConfig(learning_rate=0), "learning_rate"), (PPOConfig(optimizer="sgd"), "optimizer"),
     (PPOConfig(amp="fp16"), "amp = 'fp16' is invalid: one of \\(None, 'bf16'\\)"),
+    (PPOConfig(value_clip_form="min"), "value_clip_form = 'min' is invalid: one of"),
     (A2CConfig(gae_lambda=-0.1), "gae_lambda"), (A2CConfig(max_grad_norm=0), "max_grad_norm"),
 ])
 def test_bad_algorithm_config_names_the_field(cfg, field):
@@ -95,3 +96,30 @@ def test_ppo_amp_bf16_runs_the_loss_in_bfloat16_and_still_learns_a_step():
     assert any(not torch.equal(fp32[k], bf16[k]) for k in fp32)
     for k in fp32:
         assert torch.allclose(fp32[k], bf16[k], atol=0.05), k
+
+
+class _FixedValues:
+    """An agent whose evaluation returns given value predictions (log-probs 0)."""
+
+    def __init__(self, value):
+        self.value = torch.tensor(value)
+
+    def evaluate_actions(self, obs, action):
+        zeros = torch.zeros_like(self.value)
+        return zeros, zeros, self.value
+
+
+@pytest.mark.parametrize("value_clip,form,expected", [
+    (None, "max", (1.0 + 0.25) / 2),        # plain squared error
+    (0.2, "max", (1.0 + 0.25) / 2),         # the larger error: unclipped 1.0 beats 0.04
+    (0.2, "clipped", (0.04 + 0.25) / 2),    # SB3: the clipped prediction 0.2's error
+])
+def test_ppo_value_loss_forms_against_hand_computed_values(value_clip, form, expected):
+    """Predictions 1.0 and 0.0 from old values 0.0, returns 0.0 and 0.5, clip 0.2: the
+    first prediction's clipped form is 0.2 (error 0.04), the second is inside the clip."""
+    ppo = PPO(PPOConfig(value_clip=value_clip, value_clip_form=form))
+    ppo.agent = _FixedValues([1.0, 0.0])
+    zeros = torch.zeros(2)
+    _, stats = ppo._losses(None, None, zeros, zeros, torch.tensor([1.0, -1.0]),
+                           torch.tensor([0.0, 0.5]), torch.tensor(0.2))
+    assert stats[1].item() == pytest.approx(expected)

@@ -115,6 +115,19 @@ def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
         envs.close()
 
 
+def test_the_value_loss_form_is_a_listed_difference_only_where_sb3_cannot_take_it():
+    from rlfw.bench.same_settings import differences
+    from rlfw.launch.config import RunConfig
+
+    def value_form_lines(**ppo):
+        config = RunConfig.for_env("MinAtar/Freeway-v1", "ppo", ppo=ppo)
+        return [d for d in differences(config) if "value prediction" in d]
+
+    assert value_form_lines(value_clip=0.2, value_clip_form="max")
+    assert not value_form_lines(value_clip=0.2, value_clip_form="clipped")  # SB3's own
+    assert not value_form_lines(value_clip=None)  # no clipping on either side
+
+
 def test_unknown_suite_is_named_with_the_choices(capsys):
     from rlfw.cli import main
 

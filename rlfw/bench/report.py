@@ -137,10 +137,15 @@ def _peer_differences(suite: Suite) -> dict[str, list[str]]:
     """What still differs between rlfw and SB3 run with rlfw's settings, per algorithm."""
     if suite.peer_settings != "same":
         return {}
-    from rlfw.bench.same_settings import DIFFERENCES
+    from rlfw.bench.same_settings import differences
+    from rlfw.launch.config import RunConfig
 
-    algos = dict.fromkeys(e.algo for e in suite.entries)
-    return {algo: list(DIFFERENCES.get(algo, ())) for algo in algos}
+    out: dict[str, list[str]] = {}
+    for e in suite.entries:
+        found = out.setdefault(e.algo, [])
+        found += [d for d in differences(RunConfig.for_env(e.env, e.algo, e.budget))
+                  if d not in found]
+    return out
 
 
 def _machine() -> str:

@@ -2,7 +2,7 @@
 settings for (MinAtar): the same envs (rlfw's env factory), batch sizes, hyper-parameters
 and network (rlfw's CNN torso as SB3's features extractor, linear heads on it).
 
-What still differs, by construction of the two libraries, is listed in ``DIFFERENCES``."""
+What still differs, by construction of the two libraries, is listed by ``differences``."""
 from __future__ import annotations
 
 from typing import Any
@@ -14,10 +14,7 @@ from rlfw.launch.config import RunConfig
 from rlfw.models.cnn import image_torso
 
 DIFFERENCES = {
-    "ppo": ("SB3 clips the value prediction and takes its squared error; rlfw takes the "
-            "larger of the clipped and unclipped errors (PureJaxRL's form): on Freeway this "
-            "form leaves two of rlfw's five seeds on a plateau (docs/minatar.md)",
-            "SB3 draws minibatches with numpy's generator, rlfw with torch's"),
+    "ppo": ("SB3 draws minibatches with numpy's generator, rlfw with torch's",),
     "dqn": ("SB3 clips gradients to a norm of 1e10 where rlfw does not clip (no clipping "
             "either way)",
             "SB3 anneals ε per env step within the collection loop, rlfw per batch of 32 "
@@ -25,6 +22,17 @@ DIFFERENCES = {
             "SB3 updates after every env step; rlfw takes the batch's 32 updates after its "
             "32 steps (the same replay ratio, a staler policy within the batch)"),
 }
+
+
+def differences(config: RunConfig) -> list[str]:
+    """What differs between rlfw and SB3 run with ``config``'s settings (``sb3_model``)."""
+    out = list(DIFFERENCES.get(config.algo, ()))
+    if config.algo == "ppo" and config.ppo.value_clip is not None \
+            and config.ppo.value_clip_form != "clipped":
+        out.insert(0, "SB3 clips the value prediction and takes its squared error; rlfw "
+                      "takes the larger of the clipped and unclipped errors "
+                      f"(value_clip_form={config.ppo.value_clip_form!r})")
+    return out
 
 
 def features_extractor_class() -> type:

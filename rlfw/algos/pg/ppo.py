@@ -14,6 +14,9 @@ from rlfw.buffers import Samples
 from rlfw.checks import check_config
 
 AMP_MODES = (None, "bf16")  # bf16 needs no loss scaling, unlike fp16
+# "max": the larger of the clipped and unclipped squared errors (OpenAI baselines' PPO2,
+# CleanRL, PureJaxRL); "clipped": the clipped prediction's error alone (SB3)
+VALUE_CLIP_FORMS = ("max", "clipped")
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 
@@ -34,6 +37,7 @@ class PPOConfig:
     value_clip: float | None = None  # clip value updates to ±this around the old value
     # on the plain squared error, SB3's form; CleanRL and PureJaxRL halve the error first,
     # so their vf_coef 0.5 is 0.25 here
+    value_clip_form: str = "max"   # one of VALUE_CLIP_FORMS
     value_coef: float = 0.5
     entropy_coef: float = 0.0
     max_grad_norm: float | None = 0.5
@@ -55,6 +59,8 @@ class PPOConfig:
             clip=(self.clip, self.clip > 0, "must be > 0"),
             value_clip=(self.value_clip, self.value_clip is None or self.value_clip > 0,
                         "None or > 0"),
+            value_clip_form=(self.value_clip_form, self.value_clip_form in VALUE_CLIP_FORMS,
+                             f"one of {VALUE_CLIP_FORMS}"),
             compile=check_compile(self.compile),
         )
 
@@ -158,7 +164,10 @@ class PPO(PolicyGradient):
         policy_loss = -torch.min(adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)).mean()
         if c.value_clip is not None:
             clipped = old_value + (value - old_value).clamp(-c.value_clip, c.value_clip)
-            value_loss = torch.max((value - ret).pow(2), (clipped - ret).pow(2)).mean()
+            value_loss = (clipped - ret).pow(2)
+            if c.value_clip_form == "max":
+                value_loss = torch.max((value - ret).pow(2), value_loss)
+            value_loss = value_loss.mean()
         else:
             value_loss = (value - ret).pow(2).mean()
         entropy_mean = entropy.mean()
