@@ -126,6 +126,10 @@ def test_the_value_loss_form_is_a_listed_difference_only_where_sb3_cannot_take_i
     assert value_form_lines(value_clip=0.2, value_clip_form="max")
     assert not value_form_lines(value_clip=0.2, value_clip_form="clipped")  # SB3's own
     assert not value_form_lines(value_clip=None)  # no clipping on either side
+    # SB3 has no choice of form: its records leave the key out, rlfw's hold it
+    jobs = [Job(fw, "ppo", "MinAtar/Freeway-v1", 1_000, 0, peer_settings="same")
+            for fw in ("rlfw", "sb3")]
+    assert ["ppo.value_clip_form" in job_settings(job) for job in jobs] == [True, False]
 
 
 def test_unknown_suite_is_named_with_the_choices(capsys):

@@ -94,7 +94,12 @@ def job_settings(job: Job) -> dict[str, Any] | None:
     where the zoo is not installed here to say."""
     if _runs_zoo_settings(job):
         return _zoo_job_settings(job)
-    return config_settings(job_config(job))
+    settings = config_settings(job_config(job))
+    if job.framework != "rlfw":
+        from rlfw.bench.same_settings import NOT_READ_BY_SB3
+
+        settings = {k: v for k, v in settings.items() if k not in NOT_READ_BY_SB3}
+    return settings
 
 
 def _runs_zoo_settings(job: Job) -> bool:

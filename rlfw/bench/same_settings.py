@@ -24,6 +24,12 @@ DIFFERENCES = {
 }
 
 
+# rlfw settings SB3 has no choice of: its value loss has one form, the clipped prediction's
+# error (``differences`` says where rlfw's differs). Left out of the peer's records, as
+# changing them changes nothing the peer runs.
+NOT_READ_BY_SB3 = ("ppo.value_clip_form",)
+
+
 def differences(config: RunConfig) -> list[str]:
     """What differs between rlfw and SB3 run with ``config``'s settings (``sb3_model``)."""
     out = list(DIFFERENCES.get(config.algo, ()))
