@@ -1,9 +1,9 @@
-"""Box-action classic control over 7 seeds: rlfw's PPO with and without gSDE, and SB3 on
-rl-zoo's entry (which explores with gSDE on both envs), run as ``rlfw benchmark`` runs
-them (one process and core per run, two at once; 20 greedy evaluation episodes of the
-final policy). Each run leaves its record under OUT/records, so a rerun only runs what is
-missing and the table is rebuilt from the records; a record whose settings differ from
-today's is refused by name.
+"""Box-action classic control over 7 seeds: rlfw's PPO and A2C with and without gSDE, and
+SB3 on rl-zoo's entry (which explores with gSDE on every one of them), run as ``rlfw
+benchmark`` runs them (one process and core per run, two at once; 20 greedy evaluation
+episodes of the final policy). Each run leaves its record under OUT/records, so a rerun
+only runs what is missing and the table is rebuilt from the records; a record whose
+settings differ from today's is refused by name.
 
     python experiments/bench/gsde_seeds.py                  # -> docs/benchmarks/gsde/
     python experiments/bench/gsde_seeds.py --report-only    # rebuild the table
@@ -17,6 +17,10 @@ Variants (settings on top of rlfw's preset for the env; SB3 runs the zoo's block
 - MountainCarContinuous-v0: ``zoo-sde`` (the zoo's entry, today's preset: gSDE once per
   8-step rollout, 20k steps), ``zoo-nosde`` (the same with a plain Gaussian), and
   ``pendulum-settings`` (the Pendulum settings this env had before, 200k steps).
+- A2C on Pendulum-v1, 200k steps: ``family`` (the family preset, Pendulum's own until
+  2026-12-05: the zoo's entry without its gSDE and network settings) and ``zoo-exact``
+  (the zoo's entry as written: gSDE drawn once per 8-step rollout, log-std -2, no
+  orthogonal init).
 """
 from __future__ import annotations
 
@@ -48,24 +52,32 @@ _PENDULUM_SETTINGS = (
 # the family preset (what Pendulum had until 2026-12-05): normalized, Adam eps 1e-8
 _NORMALIZED = (("normalize_obs", "true"), ("ppo.normalize_reward", "true"),
                ("ppo.optimizer_eps", "1e-8"))
-# (env, label, steps, settings on top of today's preset)
+# (algo, env, label, steps, settings on top of today's preset)
 VARIANTS = (
-    ("Pendulum-v1", "normalized", 200_000, _NORMALIZED + (("sde_sample_freq", "0"),)),
-    ("Pendulum-v1", "sde4", 200_000, _NORMALIZED + (("sde_sample_freq", "4"),)),
-    ("Pendulum-v1", "zoo-exact", 200_000, (
+    ("ppo", "Pendulum-v1", "normalized", 200_000, _NORMALIZED + (("sde_sample_freq", "0"),)),
+    ("ppo", "Pendulum-v1", "sde4", 200_000, _NORMALIZED + (("sde_sample_freq", "4"),)),
+    ("ppo", "Pendulum-v1", "zoo-exact", 200_000, (
         ("sde_sample_freq", "4"), ("normalize_obs", "false"),
         ("ppo.normalize_reward", "false"), ("ppo.optimizer_eps", "1e-5"))),
-    ("MountainCarContinuous-v0", "zoo-sde", 20_000, _MCC_ZOO + (("sde_sample_freq", "8"),)),
-    ("MountainCarContinuous-v0", "zoo-nosde", 20_000, _MCC_ZOO + (("sde_sample_freq", "0"),)),
-    ("MountainCarContinuous-v0", "pendulum-settings", 200_000, _PENDULUM_SETTINGS),
+    ("ppo", "MountainCarContinuous-v0", "zoo-sde", 20_000,
+     _MCC_ZOO + (("sde_sample_freq", "8"),)),
+    ("ppo", "MountainCarContinuous-v0", "zoo-nosde", 20_000,
+     _MCC_ZOO + (("sde_sample_freq", "0"),)),
+    ("ppo", "MountainCarContinuous-v0", "pendulum-settings", 200_000, _PENDULUM_SETTINGS),
+    ("a2c", "Pendulum-v1", "family", 200_000, (
+        ("sde_sample_freq", "0"), ("log_std_init", "0.0"), ("ortho_init", "true"))),
+    ("a2c", "Pendulum-v1", "zoo-exact", 200_000, (
+        ("sde_sample_freq", "8"), ("log_std_init", "-2.0"), ("ortho_init", "false"))),
 )
-SB3 = (("Pendulum-v1", 200_000), ("MountainCarContinuous-v0", 20_000))
+SB3 = (("ppo", "Pendulum-v1", 200_000), ("ppo", "MountainCarContinuous-v0", 20_000),
+       ("a2c", "Pendulum-v1", 200_000))
 
 
 def jobs(seeds) -> list[Job]:
-    out = [Job("rlfw", "ppo", env, steps, seed, settings=settings, label=label)
-           for env, label, steps, settings in VARIANTS for seed in seeds]
-    return out + [Job("sb3", "ppo", env, steps, seed) for env, steps in SB3 for seed in seeds]
+    out = [Job("rlfw", algo, env, steps, seed, settings=settings, label=label)
+           for algo, env, label, steps, settings in VARIANTS for seed in seeds]
+    return out + [Job("sb3", algo, env, steps, seed) for algo, env, steps in SB3
+                  for seed in seeds]
 
 
 def table(results: list[tuple[Job, dict | None]]) -> str:
@@ -73,11 +85,12 @@ def table(results: list[tuple[Job, dict | None]]) -> str:
             "|---|---|---:|---|---:|---|"]
     groups: dict[tuple, list] = {}
     for job, record in results:
-        groups.setdefault((job.env, job.framework, job.label, job.steps), []).append(record)
-    for (env, framework, label, steps), records in groups.items():
+        groups.setdefault((job.algo, job.env, job.framework, job.label, job.steps),
+                          []).append(record)
+    for (algo, env, framework, label, steps), records in groups.items():
         done = [r for r in records if r and r.get("final_return") is not None]
         finals = [r["final_return"] for r in done]
-        name = f"{framework} {label or ('preset' if framework == 'rlfw' else 'zoo')}"
+        name = f"{algo} {framework} {label or ('preset' if framework == 'rlfw' else 'zoo')}"
         if not finals:
             rows.append(f"| {env} | {name} | {steps:,} | not run | | |")
             continue
@@ -100,7 +113,8 @@ def main() -> int:
     text = table(results)
     print(text)
     with open(os.path.join(args.out, "README.md"), "w") as f:
-        f.write("# PPO on Box-action classic control over 7 seeds, with and without gSDE\n\n"
+        f.write("# PPO and A2C on Box-action classic control over 7 seeds, with and without "
+                "gSDE\n\n"
                 "Written by `experiments/bench/gsde_seeds.py` from the records under "
                 "`records/`; what the runs show: `docs/results.md`. Returns only: the runs were "
                 "timed under other load (the classic suite times Pendulum and "
