@@ -35,9 +35,9 @@ class PPOConfig:
     clip: float = 0.2              # surrogate clip range ε
     anneal_clip: bool = False      # linear decay of ε with the LR schedule's fraction
     value_clip: float | None = None  # clip value updates to ±this around the old value
+    value_clip_form: str = "max"     # one of VALUE_CLIP_FORMS
     # on the plain squared error, SB3's form; CleanRL and PureJaxRL halve the error first,
     # so their vf_coef 0.5 is 0.25 here
-    value_clip_form: str = "max"   # one of VALUE_CLIP_FORMS
     value_coef: float = 0.5
     entropy_coef: float = 0.0
     max_grad_norm: float | None = 0.5
