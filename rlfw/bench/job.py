@@ -163,7 +163,7 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
             "env_steps": int(model.num_timesteps),
             "returns": [float(r) for r in returns], "curve": _monitor_curve(monitors),
             "settings": "rlfw's preset and network (rlfw.bench.same_settings)",
-            SETTINGS_FIELD: config_settings(config)}
+            SETTINGS_FIELD: job_settings(job)}
 
 
 RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}
