@@ -6,7 +6,7 @@ import argparse
 import copy
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from rlfw.algos.compile import COMPILE_MODES
 from rlfw.checkpoint import list_checkpoints
@@ -289,21 +289,13 @@ def _check_grid_against_flags(keys: Sequence[str], train_flags: Sequence[str]) -
         raise ValueError("grid key 'seed' is the sweep's own: give the seeds with --seeds "
                          "(e.g. --seeds 0 1 2)")
     args = make_parser().parse_args(["train", *train_flags])
-    flags = {key: f"--{flag.replace('_', '-')}" for flag, key in FLAG_KEYS.items()
-             if getattr(args, flag) is not None}
-    for key in ("algo", "env"):
-        if getattr(args, key) is not None:
-            flags[key] = f"--{key}"
+    flags = {key: f"--{key}" for key in ("algo", "env") if getattr(args, key) is not None}
     if args.steps is not None:
         flags["schedule.n_steps"] = "--steps"
-    if args.n_workers is not None:
-        flags["n_workers"] = "--n-workers"
-    for flag, field in {**ALGO_FLAG_KEYS, "compile": "compile"}.items():  # whichever algo
-        if getattr(args, flag) is not None:
-            flags.update({f"{algo}.{field}": f"--{flag.replace('_', '-')}"
-                          for algo in ALGOS.names()})
-    for assignment in args.set:
-        flags[assignment.partition("=")[0].strip()] = f"--set {assignment}"
+    for flag, key, _ in given_flags(args):
+        field = key.removeprefix(ALGO_FIELD)
+        flags.update({f"{algo}.{field}": flag for algo in ALGOS.names()}  # whichever algo
+                     if key.startswith(ALGO_FIELD) else {key: flag})
     for key in keys:
         if key in flags:
             raise ValueError(f"grid key {key!r} is also set by the train flags ({flags[key]}); "
@@ -381,32 +373,47 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return config
 
 
-def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
-    """Every flag the user set (except --steps), then every ``--set``."""
-    for flag, key in FLAG_KEYS.items():
-        if getattr(args, flag) is not None:
-            set_field(config, key, getattr(args, flag))
-    keys = []
-    if args.n_workers == "auto":
-        config.n_workers, config.tune_workers = None, True  # validate() checks the sampler
-    elif args.n_workers is not None:
-        set_field(config, "n_workers", args.n_workers)
-        keys.append("n_workers")
-    for flag, key in ALGO_FLAG_KEYS.items():
-        if getattr(args, flag) is not None:
-            if not hasattr(config.algo_config(), key):
-                raise ValueError(f"--{flag.replace('_', '-')} sets {key}, which algo "
-                                 f"{config.algo!r} does not have; algorithms with it: "
-                                 f"{_algos_with(key)}")
-            set_field(config, f"{config.algo}.{key}", getattr(args, flag))
+# Prefix of a key given_flags() leaves to the run's algorithm ("<algo>.learning_rate" is
+# "ppo.learning_rate" in a PPO run); not a key anyone can type.
+ALGO_FIELD = "<algo>."
+
+
+def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
+    """``(flag as typed, config key, value)`` of every flag the user set (except --algo,
+    --env and --steps), in the order they apply, ``--set`` last; a field of whichever
+    algorithm runs is keyed ``ALGO_FIELD + field``."""
+    given = [(f"--{flag.replace('_', '-')}", key, getattr(args, flag))
+             for flag, key in FLAG_KEYS.items() if getattr(args, flag) is not None]
+    if args.n_workers is not None:
+        given.append(("--n-workers", "n_workers", args.n_workers))
+    given += [(f"--{flag.replace('_', '-')}", ALGO_FIELD + field, getattr(args, flag))
+              for flag, field in ALGO_FLAG_KEYS.items() if getattr(args, flag) is not None]
     if args.compile is not None:
-        config.algo_config().compile = COMPILE_MODES[args.compile]
+        given.append(("--compile", ALGO_FIELD + "compile", COMPILE_MODES[args.compile]))
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
-        set_field(config, key.strip(), value.strip())
-        keys.append(key.strip())
+        given.append((f"--set {assignment}", key.strip(), value.strip()))
+    return given
+
+
+def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
+    """Every flag the user set (except --steps), then every ``--set``."""
+    keys = []
+    for flag, key, value in given_flags(args):
+        if key == "n_workers" and value == "auto":
+            config.n_workers, config.tune_workers = None, True  # validate() checks the sampler
+            continue
+        if key.startswith(ALGO_FIELD):
+            field = key.removeprefix(ALGO_FIELD)
+            if not hasattr(config.algo_config(), field):
+                raise ValueError(f"{flag} sets {field}, which algo {config.algo!r} does not "
+                                 f"have; algorithms with it: {_algos_with(field)}")
+            key = f"{config.algo}.{field}"
+        set_field(config, key, value)
+        if key == "n_workers" or flag.startswith("--set "):
+            keys.append(key)
     for key in keys:  # once all are set: `--set algo=...` may follow its own keys
         check_read_key(config, key)
 
