@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from rlfw.bench.report import binned, iqm_with_ci, markdown, summarize
 from rlfw.bench.run import Job, job_settings, plan
@@ -113,6 +114,73 @@ def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
                     model.target_update_interval) == (1, 1, 32, 1_000)
             assert type(model.policy.optimizer).__name__ == "RMSprop"
         envs.close()
+
+
+@pytest.mark.parametrize("value_clip", [None, 0.2])
+def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
+    """The peer is given rlfw's settings; this checks it then learns as rlfw does: from one
+    SB3 rollout (episode ends inside it), rlfw's GAE gives SB3's advantages, and rlfw's
+    minibatch steps in SB3's minibatch order leave SB3's weights, float rounding apart."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlfw.algos.pg.gae import generalized_advantages
+    from rlfw.bench.same_settings import sb3_model
+    from rlfw.envs.spaces import EnvSpaces
+    from rlfw.launch.build import build_agent, build_algo
+    from rlfw.launch.config import RunConfig
+
+    ppo_settings = {} if value_clip is None else {"value_clip": value_clip,
+                                                  "value_clip_form": "clipped"}
+    config = RunConfig.for_env("MinAtar/Breakout-v1", "ppo", ppo=ppo_settings)
+    factory = config.env_factory()
+    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=0)
+    model = sb3_model(config, envs, seed=0)
+    sb3 = model.policy
+    spaces = EnvSpaces.of(factory)
+    agent = build_agent(config, spaces)
+    net = agent.model
+    net.torso.load_state_dict(sb3.features_extractor.torso.state_dict())
+    net.pi.load_state_dict(sb3.action_net.state_dict())
+    net.v.load_state_dict(sb3.value_net.state_dict())
+    ppo = build_algo(config, spaces)
+    ppo.initialize(agent, n_itr=1, seed=0)
+    ppo._loss = ppo._losses  # eager: compiled kernels round differently (tested elsewhere)
+    own = ppo.config
+    T, B = config.batch_T, config.batch_B
+    _, callback = model._setup_learn(T * B, None)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=T)
+    rollout = model.rollout_buffer
+    with torch.no_grad():
+        last_value = sb3.predict_values(sb3.obs_to_tensor(model._last_obs)[0]).flatten()
+    starts = torch.as_tensor(rollout.episode_starts).bool()
+    terminated = torch.cat([starts[1:], torch.as_tensor(model._last_episode_starts).bool()[None]])
+    assert terminated.any()
+    adv, ret = generalized_advantages(
+        torch.as_tensor(rollout.rewards), torch.as_tensor(rollout.values), terminated,
+        torch.zeros_like(terminated), last_value.expand(T, B), own.gamma, own.gae_lambda)
+    torch.testing.assert_close(adv, torch.as_tensor(rollout.advantages), rtol=0, atol=2e-6)
+    torch.testing.assert_close(ret, torch.as_tensor(rollout.returns), rtol=0, atol=2e-6)
+
+    # rlfw's minibatch steps, in the order SB3 draws (its flat index e*T + t is t*B + e here)
+    columns = (torch.as_tensor(rollout.observations).to(torch.uint8).flatten(0, 1),
+               torch.as_tensor(rollout.actions).long().flatten(),
+               torch.as_tensor(rollout.log_probs).flatten(),
+               torch.as_tensor(rollout.values).flatten(), adv.flatten(), ret.flatten())
+    before = np.random.get_state()
+    orders = [np.random.permutation(T * B) for _ in range(own.epochs)]
+    np.random.set_state(before)
+    model.train()
+    agent.train_mode()
+    for order in orders:
+        order = torch.as_tensor((order % T) * B + order // T)
+        for start in range(0, T * B, own.minibatch_size):
+            rows = order[start:start + own.minibatch_size]
+            ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))
+    for ours, theirs in ((net.torso, sb3.features_extractor.torso), (net.pi, sb3.action_net),
+                         (net.v, sb3.value_net)):
+        for (name, x), y in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            torch.testing.assert_close(x, y, rtol=0, atol=1e-6, msg=name)
+    envs.close()
 
 
 def test_the_value_loss_form_is_a_listed_difference_only_where_sb3_cannot_take_it():
