@@ -1,0 +1,111 @@
+"""SB3's PPO collecting, rlfw's PPO learning: which side of a MinAtar gap is the learner's?
+
+rlfw and SB3, given the same settings and network (``rlfw.bench.same_settings``), take the
+same update from the same batch (``tests/test_benchmark.py::
+test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch``). This runs a whole run with
+SB3 collecting every batch (its envs, seeds, action sampling, GAE and minibatch draws) and
+rlfw's ``PPO`` taking every update (its loss, compiled as in rlfw's runs, and its Adam),
+the updated weights copied back into SB3's policy before the next batch; then evaluates
+the final policy as the suite does (20 greedy episodes, seeds the training envs never
+used). A run's result lands on rlfw's side or SB3's: the learner's or the collector's.
+
+Prints one JSON line. One core, one torch thread; nothing is written.
+
+    python experiments/bench/sb3_collects_rlfw_learns.py --game Asterix --seed 0
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from rlfw.algos import optim
+from rlfw.algos.compile import compile_loss
+from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET
+from rlfw.bench.same_settings import sb3_model
+from rlfw.bench.suites import MINATAR_BUDGET
+from rlfw.envs.spaces import EnvSpaces
+from rlfw.launch.build import build_agent, build_algo
+from rlfw.launch.config import RunConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", default="Asterix")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=MINATAR_BUDGET["ppo"])
+    parser.add_argument("--eager", action="store_true",
+                        help="the loss uncompiled, as SB3 runs it")
+    parser.add_argument("--torch-adam", action="store_true",
+                        help="torch's own Adam step (not fused, subnormals kept), as SB3's")
+    args = parser.parse_args()
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    torch.set_num_threads(1)
+    config = RunConfig.for_env(f"MinAtar/{args.game}-v1", "ppo")
+    factory = config.env_factory()
+    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=args.seed)
+    model = sb3_model(config, envs, args.seed)
+    sb3 = model.policy
+    spaces = EnvSpaces.of(factory)
+    agent = build_agent(config, spaces)
+    # rlfw's modules and the SB3 policy's that hold the same layers
+    pairs = ((agent.model.torso, sb3.features_extractor.torso),
+             (agent.model.pi, sb3.action_net), (agent.model.v, sb3.value_net))
+    for ours, theirs in pairs:
+        ours.load_state_dict(theirs.state_dict())
+    T, B = config.batch_T, config.batch_B
+    ppo = build_algo(config, spaces)
+    n_itr = -(-args.steps // (T * B))
+    ppo.initialize(agent, n_itr=n_itr, seed=args.seed)
+    own = ppo.config
+    # the loss as PPO.optimize chooses it: compiled where the run's steps repay it
+    ppo._loss = ppo._losses if args.eager else compile_loss(
+        ppo._losses, own.compile, agent.model,
+        n_itr * own.epochs * -(-T * B // own.minibatch_size))
+    if args.torch_adam:  # rlfw's step flushes subnormals and calls the fused kernel
+        ppo.optimizer = torch.optim.Adam([ppo.flat.flat], lr=own.learning_rate,
+                                         eps=own.optimizer_eps, foreach=False)
+        optim.step_optimizer = lambda optimizer: optimizer.step()
+
+    def rlfw_learns() -> None:
+        """SB3's ``train``, done by rlfw's PPO on SB3's rollout, in SB3's minibatch order
+        (its flat index e*T + t is t*B + e in rlfw's time-major batch)."""
+        rollout = model.rollout_buffer
+        columns = (torch.as_tensor(rollout.observations).to(torch.uint8).flatten(0, 1),
+                   torch.as_tensor(rollout.actions).long().flatten(),
+                   torch.as_tensor(rollout.log_probs).flatten(),
+                   torch.as_tensor(rollout.values).flatten(),
+                   torch.as_tensor(rollout.advantages).flatten(),
+                   torch.as_tensor(rollout.returns).flatten())
+        agent.train_mode()
+        for _ in range(own.epochs):
+            order = np.random.permutation(T * B)
+            order = torch.as_tensor((order % T) * B + order // T)
+            for start in range(0, T * B, own.minibatch_size):
+                rows = order[start:start + own.minibatch_size]
+                ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))
+        with torch.no_grad():
+            for ours, theirs in pairs:
+                for mine, copy in zip(ours.parameters(), theirs.parameters()):
+                    copy.copy_(mine)
+
+    model.train = rlfw_learns
+    start = time.perf_counter()
+    model.learn(total_timesteps=args.steps)
+    wall_s = time.perf_counter() - start
+    eval_env = make_vec_env(lambda: factory(False), n_envs=1,
+                            seed=EVAL_SEED_OFFSET + args.seed)
+    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
+                                 deterministic=True, return_episode_rewards=True)
+    print(json.dumps({"game": args.game, "seed": args.seed, "steps": args.steps,
+                      "eager": args.eager, "torch_adam": args.torch_adam,
+                      "final_return": float(np.mean(returns)), "wall_s": round(wall_s)}))
+
+
+if __name__ == "__main__":
+    main()
