@@ -8,10 +8,13 @@ rlfw's ``PPO`` taking every update (its loss, compiled as in rlfw's runs, and it
 the updated weights copied back into SB3's policy before the next batch; then evaluates
 the final policy as the suite does (20 greedy episodes, seeds the training envs never
 used). A run's result lands on rlfw's side or SB3's: the learner's or the collector's.
+``--lockstep N`` instead follows the two learners on the same N batches (SB3's own run),
+printing how far apart their weights are after each.
 
 Prints one JSON line. One core, one torch thread; nothing is written.
 
     python experiments/bench/sb3_collects_rlfw_learns.py --game Asterix --seed 0
+    python experiments/bench/sb3_collects_rlfw_learns.py --game Asterix --lockstep 100
 """
 from __future__ import annotations
 
@@ -41,6 +44,10 @@ def main() -> None:
                         help="the loss uncompiled, as SB3 runs it")
     parser.add_argument("--torch-adam", action="store_true",
                         help="torch's own Adam step (not fused, subnormals kept), as SB3's")
+    parser.add_argument("--lockstep", type=int, metavar="N",
+                        help="instead: N batches that SB3 collects and learns from itself, "
+                        "rlfw's learner learning from each too; prints how far apart the "
+                        "two learners' weights are after each")
     args = parser.parse_args()
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
@@ -72,9 +79,10 @@ def main() -> None:
                                          eps=own.optimizer_eps, foreach=False)
         optim.step_optimizer = lambda optimizer: optimizer.step()
 
-    def rlfw_learns() -> None:
+    def rlfw_learns(copy_back: bool = True) -> None:
         """SB3's ``train``, done by rlfw's PPO on SB3's rollout, in SB3's minibatch order
-        (its flat index e*T + t is t*B + e in rlfw's time-major batch)."""
+        (its flat index e*T + t is t*B + e in rlfw's time-major batch); the weights then
+        copied into SB3's policy, which collects the next batch."""
         rollout = model.rollout_buffer
         columns = (torch.as_tensor(rollout.observations).to(torch.uint8).flatten(0, 1),
                    torch.as_tensor(rollout.actions).long().flatten(),
@@ -89,11 +97,31 @@ def main() -> None:
             for start in range(0, T * B, own.minibatch_size):
                 rows = order[start:start + own.minibatch_size]
                 ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))
+        if not copy_back:
+            return
         with torch.no_grad():
             for ours, theirs in pairs:
                 for mine, copy in zip(ours.parameters(), theirs.parameters()):
                     copy.copy_(mine)
 
+    if args.lockstep:
+        sb3_learns = model.train
+        batches = []
+
+        def both_learn() -> None:
+            """SB3 learns from its batch; rlfw's learner from the same one, the same draws."""
+            draws = np.random.get_state()
+            rlfw_learns(copy_back=False)
+            np.random.set_state(draws)
+            sb3_learns()
+            gap = max((mine - theirs).abs().max().item() for ours, other in pairs
+                      for mine, theirs in zip(ours.parameters(), other.parameters()))
+            batches.append(gap)
+            print(f"batch {len(batches)}: largest weight difference {gap:.2e}", flush=True)
+
+        model.train = both_learn
+        model.learn(total_timesteps=args.lockstep * T * B)
+        return
     model.train = rlfw_learns
     start = time.perf_counter()
     model.learn(total_timesteps=args.steps)
