@@ -124,7 +124,7 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     from stable_baselines3.common.env_util import make_vec_env
 
     from rlfw.algos.pg.gae import generalized_advantages
-    from rlfw.bench.same_settings import sb3_model
+    from rlfw.bench.same_settings import rlfw_order, rollout_columns, sb3_model, shared_layers
     from rlfw.envs.spaces import EnvSpaces
     from rlfw.launch.build import build_agent, build_algo
     from rlfw.launch.config import RunConfig
@@ -138,10 +138,9 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     sb3 = model.policy
     spaces = EnvSpaces.of(factory)
     agent = build_agent(config, spaces)
-    net = agent.model
-    net.torso.load_state_dict(sb3.features_extractor.torso.state_dict())
-    net.pi.load_state_dict(sb3.action_net.state_dict())
-    net.v.load_state_dict(sb3.value_net.state_dict())
+    layers = shared_layers(agent.model, sb3)
+    for ours, theirs in layers:
+        ours.load_state_dict(theirs.state_dict())
     ppo = build_algo(config, spaces)
     ppo.initialize(agent, n_itr=1, seed=0)
     ppo._loss = ppo._losses  # eager: compiled kernels round differently (tested elsewhere)
@@ -161,23 +160,19 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     torch.testing.assert_close(adv, torch.as_tensor(rollout.advantages), rtol=0, atol=2e-6)
     torch.testing.assert_close(ret, torch.as_tensor(rollout.returns), rtol=0, atol=2e-6)
 
-    # rlfw's minibatch steps, in the order SB3 draws (its flat index e*T + t is t*B + e here)
-    columns = (torch.as_tensor(rollout.observations).to(torch.uint8).flatten(0, 1),
-               torch.as_tensor(rollout.actions).long().flatten(),
-               torch.as_tensor(rollout.log_probs).flatten(),
-               torch.as_tensor(rollout.values).flatten(), adv.flatten(), ret.flatten())
+    # rlfw's minibatch steps on rlfw's advantages, in the order SB3 draws
+    columns = (*rollout_columns(rollout)[:4], adv.flatten(), ret.flatten())
     before = np.random.get_state()
     orders = [np.random.permutation(T * B) for _ in range(own.epochs)]
     np.random.set_state(before)
     model.train()
     agent.train_mode()
-    for order in orders:
-        order = torch.as_tensor((order % T) * B + order // T)
+    for sb3_order in orders:
+        order = rlfw_order(sb3_order, T, B)
         for start in range(0, T * B, own.minibatch_size):
             rows = order[start:start + own.minibatch_size]
             ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))
-    for ours, theirs in ((net.torso, sb3.features_extractor.torso), (net.pi, sb3.action_net),
-                         (net.v, sb3.value_net)):
+    for ours, theirs in layers:
         for (name, x), y in zip(ours.state_dict().items(), theirs.state_dict().values()):
             torch.testing.assert_close(x, y, rtol=0, atol=1e-6, msg=name)
     envs.close()

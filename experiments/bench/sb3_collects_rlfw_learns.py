@@ -28,7 +28,7 @@ import torch
 from rlfw.algos import optim
 from rlfw.algos.compile import compile_loss
 from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET
-from rlfw.bench.same_settings import sb3_model
+from rlfw.bench.same_settings import rlfw_order, rollout_columns, sb3_model, shared_layers
 from rlfw.bench.suites import MINATAR_BUDGET
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.launch.build import build_agent, build_algo
@@ -60,9 +60,7 @@ def main() -> None:
     sb3 = model.policy
     spaces = EnvSpaces.of(factory)
     agent = build_agent(config, spaces)
-    # rlfw's modules and the SB3 policy's that hold the same layers
-    pairs = ((agent.model.torso, sb3.features_extractor.torso),
-             (agent.model.pi, sb3.action_net), (agent.model.v, sb3.value_net))
+    pairs = shared_layers(agent.model, sb3)
     for ours, theirs in pairs:
         ours.load_state_dict(theirs.state_dict())
     T, B = config.batch_T, config.batch_B
@@ -80,20 +78,13 @@ def main() -> None:
         optim.step_optimizer = lambda optimizer: optimizer.step()
 
     def rlfw_learns(copy_back: bool = True) -> None:
-        """SB3's ``train``, done by rlfw's PPO on SB3's rollout, in SB3's minibatch order
-        (its flat index e*T + t is t*B + e in rlfw's time-major batch); the weights then
+        """SB3's ``train``, done by rlfw's PPO on SB3's rollout, in SB3's minibatch
+        order; the weights then
         copied into SB3's policy, which collects the next batch."""
-        rollout = model.rollout_buffer
-        columns = (torch.as_tensor(rollout.observations).to(torch.uint8).flatten(0, 1),
-                   torch.as_tensor(rollout.actions).long().flatten(),
-                   torch.as_tensor(rollout.log_probs).flatten(),
-                   torch.as_tensor(rollout.values).flatten(),
-                   torch.as_tensor(rollout.advantages).flatten(),
-                   torch.as_tensor(rollout.returns).flatten())
+        columns = rollout_columns(model.rollout_buffer)
         agent.train_mode()
         for _ in range(own.epochs):
-            order = np.random.permutation(T * B)
-            order = torch.as_tensor((order % T) * B + order // T)
+            order = rlfw_order(np.random.permutation(T * B), T, B)
             for start in range(0, T * B, own.minibatch_size):
                 rows = order[start:start + own.minibatch_size]
                 ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))

@@ -98,3 +98,28 @@ def sb3_model(config: RunConfig, vec_env: Any, seed: int) -> Any:
                    seed=seed, device="cpu", verbose=0)
     raise ValueError(f"no SB3 counterpart for algo {config.algo!r} with rlfw's settings; "
                      "one of ppo, dqn")
+
+
+def shared_layers(model: torch.nn.Module, policy: Any) -> tuple[tuple[Any, Any], ...]:
+    """(rlfw module, SB3 module) pairs holding the same layers: rlfw's ``CnnActorCritic``
+    and the PPO policy ``sb3_model`` builds (torso, policy head, value head)."""
+    return ((model.torso, policy.features_extractor.torso), (model.pi, policy.action_net),
+            (model.v, policy.value_net))
+
+
+def rollout_columns(rollout: Any) -> tuple[torch.Tensor, ...]:
+    """An SB3 PPO rollout buffer's ``[T, B]`` arrays, flattened time-major as rlfw's PPO
+    takes them: (observation, action, log-prob, value, advantage, return)."""
+    return (torch.as_tensor(rollout.observations).to(torch.uint8).flatten(0, 1),
+            torch.as_tensor(rollout.actions).long().flatten(),
+            torch.as_tensor(rollout.log_probs).flatten(),
+            torch.as_tensor(rollout.values).flatten(),
+            torch.as_tensor(rollout.advantages).flatten(),
+            torch.as_tensor(rollout.returns).flatten())
+
+
+def rlfw_order(sb3_order: Any, batch_T: int, batch_B: int) -> torch.Tensor:
+    """SB3's minibatch order (its flat index e*T + t, env-major) as rlfw's time-major
+    index t*B + e, so both draw the same samples in the same order."""
+    order = torch.as_tensor(sb3_order)
+    return (order % batch_T) * batch_B + order // batch_T
