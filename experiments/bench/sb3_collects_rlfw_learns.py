@@ -7,7 +7,8 @@ SB3 collecting every batch (its envs, seeds, action sampling, GAE and minibatch 
 rlfw's ``PPO`` taking every update (its loss, compiled as in rlfw's runs, and its Adam),
 the updated weights copied back into SB3's policy before the next batch; then evaluates
 the final policy as the suite does (20 greedy episodes, seeds the training envs never
-used). A run's result lands on rlfw's side or SB3's: the learner's or the collector's.
+used), and gives the training curve (mean return per 100k env steps, as rlfw logs it).
+A run's result lands on rlfw's side or SB3's: the learner's or the collector's.
 ``--lockstep N`` instead follows the two learners on the same N batches (SB3's own run),
 printing how far apart their weights are after each.
 
@@ -33,6 +34,8 @@ from rlfw.bench.suites import MINATAR_BUDGET
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.launch.build import build_agent, build_algo
 from rlfw.launch.config import RunConfig
+
+CURVE_WINDOW = 100_000  # env steps per training-curve point: rlfw's log_every in the suite
 
 
 def main() -> None:
@@ -123,7 +126,24 @@ def main() -> None:
                                  deterministic=True, return_episode_rewards=True)
     print(json.dumps({"game": args.game, "seed": args.seed, "steps": args.steps,
                       "eager": args.eager, "torch_adam": args.torch_adam,
-                      "final_return": float(np.mean(returns)), "wall_s": round(wall_s)}))
+                      "final_return": float(np.mean(returns)), "wall_s": round(wall_s),
+                      "curve": training_curve(envs)}))
+
+
+def training_curve(envs, window: int = CURVE_WINDOW) -> list[tuple[int, float]]:
+    """(env steps, mean return of the training episodes that ended in the ``window`` steps
+    before), as rlfw's runs log ``rollout/return_mean``: an episode that ends after the
+    k-th step of its env ends near env step k * n_envs of the run."""
+    ends, returns = [], []
+    for lengths, rets in zip(envs.env_method("get_episode_lengths"),
+                             envs.env_method("get_episode_rewards")):
+        ends += list(np.cumsum(lengths) * envs.num_envs)
+        returns += rets
+    ends, returns = np.array(ends), np.array(returns)
+    last = int(ends.max()) if len(ends) else 0
+    return [(top, round(float(returns[(ends > top - window) & (ends <= top)].mean()), 3))
+            for top in range(window, last + 1, window)
+            if ((ends > top - window) & (ends <= top)).any()]
 
 
 if __name__ == "__main__":
