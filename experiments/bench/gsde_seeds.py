@@ -20,7 +20,8 @@ Variants (settings on top of rlfw's preset for the env; SB3 runs the zoo's block
 - A2C on Pendulum-v1, 200k steps: ``family`` (the family preset, Pendulum's own until
   2026-12-05: the zoo's entry without its gSDE and network settings) and ``zoo-exact``
   (the zoo's entry as written: gSDE drawn once per 8-step rollout, log-std -2, no
-  orthogonal init).
+  orthogonal init); both again at the zoo's own budget, 1M steps (``family-1m``,
+  ``zoo-exact-1m``; SB3's 1M runs are labelled ``1m``).
 """
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ _PENDULUM_SETTINGS = (
 # the family preset (what Pendulum had until 2026-12-05): normalized, Adam eps 1e-8
 _NORMALIZED = (("normalize_obs", "true"), ("ppo.normalize_reward", "true"),
                ("ppo.optimizer_eps", "1e-8"))
+# A2C on Pendulum: the family preset, and the zoo's entry as written
+_A2C_FAMILY = (("sde_sample_freq", "0"), ("log_std_init", "0.0"), ("ortho_init", "true"))
+_A2C_ZOO_EXACT = (("sde_sample_freq", "8"), ("log_std_init", "-2.0"), ("ortho_init", "false"))
 # (algo, env, label, steps, settings on top of today's preset)
 VARIANTS = (
     ("ppo", "Pendulum-v1", "normalized", 200_000, _NORMALIZED + (("sde_sample_freq", "0"),)),
@@ -64,20 +68,21 @@ VARIANTS = (
     ("ppo", "MountainCarContinuous-v0", "zoo-nosde", 20_000,
      _MCC_ZOO + (("sde_sample_freq", "0"),)),
     ("ppo", "MountainCarContinuous-v0", "pendulum-settings", 200_000, _PENDULUM_SETTINGS),
-    ("a2c", "Pendulum-v1", "family", 200_000, (
-        ("sde_sample_freq", "0"), ("log_std_init", "0.0"), ("ortho_init", "true"))),
-    ("a2c", "Pendulum-v1", "zoo-exact", 200_000, (
-        ("sde_sample_freq", "8"), ("log_std_init", "-2.0"), ("ortho_init", "false"))),
+    ("a2c", "Pendulum-v1", "family", 200_000, _A2C_FAMILY),
+    ("a2c", "Pendulum-v1", "zoo-exact", 200_000, _A2C_ZOO_EXACT),
+    ("a2c", "Pendulum-v1", "family-1m", 1_000_000, _A2C_FAMILY),
+    ("a2c", "Pendulum-v1", "zoo-exact-1m", 1_000_000, _A2C_ZOO_EXACT),
 )
-SB3 = (("ppo", "Pendulum-v1", 200_000), ("ppo", "MountainCarContinuous-v0", 20_000),
-       ("a2c", "Pendulum-v1", 200_000))
+# (algo, env, steps, label): the zoo's block, at its own budget (1M) under a label
+SB3 = (("ppo", "Pendulum-v1", 200_000, ""), ("ppo", "MountainCarContinuous-v0", 20_000, ""),
+       ("a2c", "Pendulum-v1", 200_000, ""), ("a2c", "Pendulum-v1", 1_000_000, "1m"))
 
 
 def jobs(seeds) -> list[Job]:
     out = [Job("rlfw", algo, env, steps, seed, settings=settings, label=label)
            for algo, env, label, steps, settings in VARIANTS for seed in seeds]
-    return out + [Job("sb3", algo, env, steps, seed) for algo, env, steps in SB3
-                  for seed in seeds]
+    return out + [Job("sb3", algo, env, steps, seed, label=label)
+                  for algo, env, steps, label in SB3 for seed in seeds]
 
 
 def table(results: list[tuple[Job, dict | None]]) -> str:
