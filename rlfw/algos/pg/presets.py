@@ -3,9 +3,10 @@
 Classic control: rl-baselines3-zoo's CartPole settings (PPO on Acrobot: the zoo's Acrobot
 entry, ``CLASSIC_PPO``). Continuous classic control (Box actions: Pendulum-v1,
 MountainCarContinuous-v0): the zoo's Pendulum settings with observation and reward
-normalization (PPO on Pendulum and MountainCarContinuous: the zoo's own entries, with gSDE,
-``CONTINUOUS_PPO``). MuJoCo: PPO on HalfCheetah, Hopper, Walker2d, Ant and Swimmer takes the
-zoo's tuned settings for that env (``MUJOCO_PPO``); other MuJoCo ids and A2C take
+normalization (PPO on Pendulum and MountainCarContinuous, A2C on Pendulum: the zoo's own
+entries, with gSDE, ``CONTINUOUS_PPO`` and ``CONTINUOUS_A2C``). MuJoCo: PPO on
+HalfCheetah, Hopper, Walker2d, Ant and Swimmer takes the zoo's tuned settings for that env
+(``MUJOCO_PPO``); other MuJoCo ids and A2C take
 CleanRL's / the PPO and A2C papers' MuJoCo settings, normalized. Atari: the PPO paper's
 settings as CleanRL runs them (``ATARI_PPO``) and the A2C/A3C paper's.
 ``rlfw/CartPoleNoVel-v1`` (for recurrent agents): the CartPole settings with normalized
@@ -39,6 +40,8 @@ def ppo_preset(env_id: str, family: str) -> dict[str, Any]:
 def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
     if family in ("continuous", "mujoco"):
         out = _continuous("a2c", family)
+        if family == "continuous":
+            out = merge_settings(out, CONTINUOUS_A2C.get(base_name(env_id), {}))
     elif family in ("atari", "minatar"):  # the A3C paper's Atari setup, synchronous
         out = {"batch_B": 16, "batch_T": 5, "a2c": dict(
             learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25)}
@@ -112,6 +115,16 @@ CONTINUOUS_PPO: dict[str, dict[str, Any]] = {
             learning_rate=7.77e-5, gamma=0.9999, gae_lambda=0.9, epochs=10,
             minibatch_size=256, clip=0.1, entropy_coef=0.00429, value_coef=0.19,
             max_grad_norm=5.0, normalize_reward=True, optimizer_eps=1e-5)}}
+
+# rl-baselines3-zoo's A2C Pendulum-v1 entry as written, on top of the family preset (which
+# is that entry without its exploration and network settings): gSDE drawn once per 8-step
+# rollout from a log-std of -2, no orthogonal init, at the zoo's 1M-step budget. Over 7
+# seeds at 1M (docs/benchmarks/gsde/) its finals run -128 to -217 (IQM -179.9, median
+# -191.1), the family preset's -264 to -1058 (IQM -334.3), SB3's on the same entry -123
+# to -463 (IQM -170.3); at 200k none learns (medians -886, -1144 and -886).
+CONTINUOUS_A2C: dict[str, dict[str, Any]] = {
+    "Pendulum": {"sde_sample_freq": 8, "log_std_init": -2.0, "ortho_init": False,
+                 "schedule": {"n_steps": 1_000_000}}}
 
 # rl-baselines3-zoo's tuned PPO settings for gymnasium's MuJoCo envs (its -v4 entries;
 # SB3's PPO defaults where the zoo sets nothing), as facts on top of the family preset:
