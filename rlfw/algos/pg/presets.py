@@ -6,9 +6,9 @@ MountainCarContinuous-v0): the zoo's Pendulum settings with observation and rewa
 normalization (PPO on Pendulum and MountainCarContinuous, A2C on Pendulum: the zoo's own
 entries, with gSDE, ``CONTINUOUS_PPO`` and ``CONTINUOUS_A2C``). MuJoCo: PPO on
 HalfCheetah, Hopper, Walker2d, Ant and Swimmer takes the zoo's tuned settings for that env
-(``MUJOCO_PPO``); other MuJoCo ids and A2C take
-CleanRL's / the PPO and A2C papers' MuJoCo settings, normalized. Atari: the PPO paper's
-settings as CleanRL runs them (``ATARI_PPO``) and the A2C/A3C paper's.
+(``MUJOCO_PPO``); other MuJoCo ids and A2C take CleanRL's / the PPO and A2C papers'
+MuJoCo settings, normalized. Atari: the PPO paper's settings as CleanRL runs them
+(``ATARI_PPO``) and the A2C/A3C paper's.
 ``rlfw/CartPoleNoVel-v1`` (for recurrent agents): the CartPole settings with normalized
 observations and one 64-unit layer before the core, 150k steps.
 """
