@@ -121,28 +121,16 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     """The peer is given rlfw's settings; this checks it then learns as rlfw does: from one
     SB3 rollout (episode ends inside it), rlfw's GAE gives SB3's advantages, and rlfw's
     minibatch steps in SB3's minibatch order leave SB3's weights, float rounding apart."""
-    from stable_baselines3.common.env_util import make_vec_env
-
     from rlfw.algos.pg.gae import generalized_advantages
-    from rlfw.bench.same_settings import rlfw_order, rollout_columns, sb3_model, shared_layers
-    from rlfw.envs.spaces import EnvSpaces
-    from rlfw.launch.build import build_agent, build_algo
+    from rlfw.bench.same_settings import paired_ppo, rlfw_order, rollout_columns
     from rlfw.launch.config import RunConfig
 
     ppo_settings = {} if value_clip is None else {"value_clip": value_clip,
                                                   "value_clip_form": "clipped"}
     config = RunConfig.for_env("MinAtar/Breakout-v1", "ppo", ppo=ppo_settings)
-    factory = config.env_factory()
-    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=0)
-    model = sb3_model(config, envs, seed=0)
+    pair = paired_ppo(config, seed=0, n_itr=1)
+    envs, model, agent, ppo, layers = pair.envs, pair.model, pair.agent, pair.ppo, pair.layers
     sb3 = model.policy
-    spaces = EnvSpaces.of(factory)
-    agent = build_agent(config, spaces)
-    layers = shared_layers(agent.model, sb3)
-    for ours, theirs in layers:
-        ours.load_state_dict(theirs.state_dict())
-    ppo = build_algo(config, spaces)
-    ppo.initialize(agent, n_itr=1, seed=0)
     ppo._loss = ppo._losses  # eager: compiled kernels round differently (tested elsewhere)
     own = ppo.config
     T, B = config.batch_T, config.batch_B

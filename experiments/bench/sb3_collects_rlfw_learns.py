@@ -29,10 +29,8 @@ import torch
 from rlfw.algos import optim
 from rlfw.algos.compile import compile_loss
 from rlfw.bench.run import EVAL_EPISODES, EVAL_SEED_OFFSET
-from rlfw.bench.same_settings import rlfw_order, rollout_columns, sb3_model, shared_layers
+from rlfw.bench.same_settings import paired_ppo, rlfw_order, rollout_columns
 from rlfw.bench.suites import MINATAR_BUDGET
-from rlfw.envs.spaces import EnvSpaces
-from rlfw.launch.build import build_agent, build_algo
 from rlfw.launch.config import RunConfig
 
 CURVE_WINDOW = 100_000  # env steps per training-curve point: rlfw's log_every in the suite
@@ -58,18 +56,10 @@ def main() -> None:
     torch.set_num_threads(1)
     config = RunConfig.for_env(f"MinAtar/{args.game}-v1", "ppo")
     factory = config.env_factory()
-    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=args.seed)
-    model = sb3_model(config, envs, args.seed)
-    sb3 = model.policy
-    spaces = EnvSpaces.of(factory)
-    agent = build_agent(config, spaces)
-    pairs = shared_layers(agent.model, sb3)
-    for ours, theirs in pairs:
-        ours.load_state_dict(theirs.state_dict())
     T, B = config.batch_T, config.batch_B
-    ppo = build_algo(config, spaces)
     n_itr = -(-args.steps // (T * B))
-    ppo.initialize(agent, n_itr=n_itr, seed=args.seed)
+    pair = paired_ppo(config, args.seed, n_itr)
+    envs, model, agent, ppo, pairs = pair.envs, pair.model, pair.agent, pair.ppo, pair.layers
     own = ppo.config
     # the loss as PPO.optimize chooses it: compiled where the run's steps repay it
     ppo._loss = ppo._losses if args.eager else compile_loss(

@@ -5,6 +5,7 @@ and network (rlfw's CNN torso as SB3's features extractor, linear heads on it).
 What still differs, by construction of the two libraries, is listed by ``differences``."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -105,6 +106,39 @@ def shared_layers(model: torch.nn.Module, policy: Any) -> tuple[tuple[Any, Any],
     and the PPO policy ``sb3_model`` builds (torso, policy head, value head)."""
     return ((model.torso, policy.features_extractor.torso), (model.pi, policy.action_net),
             (model.v, policy.value_net))
+
+
+@dataclass
+class PairedPPO:
+    """An SB3 PPO model and rlfw's PPO agent and learner for the same ``config``, rlfw's
+    network holding SB3's initial weights (``layers``: the pairs ``shared_layers`` gives)."""
+
+    envs: Any
+    model: Any
+    agent: Any
+    ppo: Any
+    layers: tuple[tuple[Any, Any], ...]
+
+
+def paired_ppo(config: RunConfig, seed: int, n_itr: int) -> PairedPPO:
+    """SB3's PPO on ``config``'s envs (``make_vec_env``, seeded ``seed``) and rlfw's PPO,
+    initialized for ``n_itr`` batches, starting from the same weights."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlfw.envs.spaces import EnvSpaces
+    from rlfw.launch.build import build_agent, build_algo
+
+    factory = config.env_factory()
+    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=seed)
+    model = sb3_model(config, envs, seed)
+    spaces = EnvSpaces.of(factory)
+    agent = build_agent(config, spaces)
+    layers = shared_layers(agent.model, model.policy)
+    for ours, theirs in layers:
+        ours.load_state_dict(theirs.state_dict())
+    ppo = build_algo(config, spaces)
+    ppo.initialize(agent, n_itr=n_itr, seed=seed)
+    return PairedPPO(envs, model, agent, ppo, layers)
 
 
 def rollout_columns(rollout: Any) -> tuple[torch.Tensor, ...]:
