@@ -22,11 +22,11 @@ import shutil
 
 import numpy as np
 
-from rlfw.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from rlfw.files import write_text
 from rlfw.launch.config import RunConfig, changed_from_preset, set_argument
 from rlfw.launch.evaluate import evaluate_checkpoint
 from rlfw.logging.plot import figure_and_axes
+from rlfw.runfolder.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from rlfw.runfolder.files import write_text
 
 MAX_POLICY_BYTES = 10 * 2**20
 

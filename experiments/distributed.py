@@ -9,9 +9,9 @@ and checkpoints. The global batch is ranks x batch_B x batch_T.
 """
 import argparse
 
-from rlfw.distributed import init_from_environment
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig
+from rlfw.utils.distributed import init_from_environment
 
 
 def main() -> None:

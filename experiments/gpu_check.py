@@ -31,10 +31,10 @@ import traceback
 import torch
 
 from rlfw.envs import EnvSpaces
-from rlfw.files import write_json, write_text
 from rlfw.launch.build import build_agent, build_runner, build_sampler
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.throughput import measure_steps_per_second
+from rlfw.runfolder.files import write_json, write_text
+from rlfw.samplers.machinery.throughput import measure_steps_per_second
 
 SAMPLE_FIELDS = ("observation", "action", "reward", "terminated", "truncated")
 

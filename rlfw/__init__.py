@@ -3,7 +3,6 @@ from rlfw.agents import ActorCriticAgent, Agent
 from rlfw.agents.dqn_agent import DqnAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.buffers import AgentInfo, QInfo, Samples
-from rlfw.checks import NonFiniteError
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig
@@ -19,7 +18,8 @@ from rlfw.samplers import (
                            SerialSampler,
                            WorkerError,
 )
-from rlfw.seeding import seed_everything
+from rlfw.utils.checks import NonFiniteError
+from rlfw.utils.seeding import seed_everything
 
 __version__ = "0.1.0"
 

@@ -9,11 +9,7 @@ import sys
 from typing import Any, Sequence
 
 from rlfw.algos.compile import COMPILE_MODES
-from rlfw.checkpoint import list_checkpoints
-from rlfw.checks import NonFiniteError
-from rlfw.distributed import RankError, RankGroup, init_from_environment
 from rlfw.envs import env_module
-from rlfw.files import read_json_object
 from rlfw.launch.build import build_runner, default_log_dir
 from rlfw.launch.config import (
     RunConfig,
@@ -25,8 +21,12 @@ from rlfw.launch.config import (
 )
 from rlfw.launch.plugins import check_named, import_plugins, load_installed_plugins
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
-from rlfw.runners.run_folder import check_run_folder
-from rlfw.samplers.workers import WorkerError
+from rlfw.runfolder.checkpoint import list_checkpoints
+from rlfw.runfolder.claim import check_run_folder
+from rlfw.runfolder.files import read_json_object
+from rlfw.samplers.machinery.workers import WorkerError
+from rlfw.utils.checks import NonFiniteError
+from rlfw.utils.distributed import RankError, RankGroup, init_from_environment
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
@@ -504,7 +504,7 @@ def saved_config(run_dir: str, trust: bool = False, named: Sequence[str] = ()) -
         problem = str(err).splitlines()[0]
     else:
         return _checked_config(data, named, source)
-    from rlfw.checkpoint import load_newest_valid
+    from rlfw.runfolder.checkpoint import load_newest_valid
 
     try:
         path, state, _ = load_newest_valid(run_dir, "trust" if trust else "drop")
@@ -639,7 +639,7 @@ def cmd_bench_sampler(args: argparse.Namespace) -> int:
     from rlfw.agents.random_agent import RandomAgent
     from rlfw.envs import EnvSpaces
     from rlfw.launch.build import build_sampler
-    from rlfw.samplers.throughput import measure_steps_per_second
+    from rlfw.samplers.machinery.throughput import measure_steps_per_second
 
     if args.seconds <= 0:
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")

@@ -44,7 +44,7 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     # The markers are declared in pyproject.toml. The suite's own key for sealed env pickles
-    # (rlfw.sealing), not the user's; worker and CLI subprocesses inherit it.
+    # (rlfw.runfolder.sealing), not the user's; worker and CLI subprocesses inherit it.
     if "RLFW_KEY_FILE" not in os.environ:
         os.environ["RLFW_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="rlfw-key-"),
                                                    "pickle.key")
@@ -128,7 +128,7 @@ def map_in_processes(fn: Callable, jobs: Sequence[tuple], at_once: int | None = 
     jobs on two cores then take about 1.5 jobs' time instead of two waves' (the runs are
     deterministic whatever the timing, so sharing changes no result)."""
     from rlfw.launch.backends import LocalBackend
-    from rlfw.samplers.workers import process_context
+    from rlfw.samplers.machinery.workers import process_context
 
     def in_a_process(*job, cores):
         # forked from rlfw's forkserver, which imported torch once (about 1.2 s a process)

@@ -11,9 +11,9 @@ import sys
 
 import torch
 
-from rlfw.distributed import init_from_environment
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
+from rlfw.utils.distributed import init_from_environment
 
 
 def main(out_dir: str, algo: str, iterations: int) -> None:

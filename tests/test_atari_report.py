@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from rlfw.checkpoint import FORMAT_KEY
 from rlfw.cli import main
+from rlfw.runfolder.checkpoint import FORMAT_KEY
 
 REPORT = str(Path(__file__).parents[1] / "experiments" / "atari_report.py")
 
@@ -51,7 +51,7 @@ def test_changed_from_preset_names_each_flag_that_rebuilds_the_run():
 def test_every_committed_policy_loads_without_running_code_and_holds_the_agent_only():
     """What a user downloads with the repository is input like any other: each checkpoint
     under docs/ must load with pickles refused and carry the agent's weights alone."""
-    from rlfw.checkpoint import load_checkpoint
+    from rlfw.runfolder.checkpoint import load_checkpoint
 
     docs = Path(__file__).parents[1] / "docs"
     committed = sorted(p for p in docs.rglob("*.pt") if "runs" not in p.relative_to(docs).parts)

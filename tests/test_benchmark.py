@@ -456,7 +456,7 @@ def test_a_job_clears_an_interrupted_attempt_and_refuses_a_live_run(tmp_path):
     """A suite stopped mid-run leaves a run folder behind; rerunning the suite must start
     that run afresh (it was refused as 'already holds a run'), never a folder in use."""
     from rlfw.bench.job import fresh_run_folder
-    from rlfw.folder_lock import FolderBusyError, FolderLock
+    from rlfw.runfolder.folder_lock import FolderBusyError, FolderLock
 
     left = tmp_path / "left" / "run"
     left.mkdir(parents=True)

@@ -11,9 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-from rlfw.checkpoint import MARK, decode, encode, list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.cli import main
-from rlfw.sealing import UnsealedError
+from rlfw.runfolder.checkpoint import (
+    MARK,
+    decode,
+    encode,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
+from rlfw.runfolder.sealing import UnsealedError
 
 
 class Payload:

@@ -4,10 +4,10 @@ import sys
 
 import pytest
 
-from rlfw.checkpoint import load_checkpoint
 from rlfw.cli import main
 from rlfw.registry import ALGOS
-from rlfw.samplers.workers import default_workers
+from rlfw.runfolder.checkpoint import load_checkpoint
+from rlfw.samplers.machinery.workers import default_workers
 
 FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-progress"]
 
@@ -307,7 +307,7 @@ def test_resume_with_steps_extends_a_finished_run(tmp_path, capsys):
     assert "done after 520 env steps" in capsys.readouterr().out
     assert main(["train", "--resume", run, "--steps", "1000", "--no-progress"]) == 0
     assert "done after 1000 env steps" in capsys.readouterr().out
-    from rlfw.checkpoint import list_checkpoints
+    from rlfw.runfolder.checkpoint import list_checkpoints
     assert list_checkpoints(run)[-1].endswith("ckpt_000000001000.pt")
 
 

@@ -3,8 +3,8 @@ import pytest
 import torch
 from test_runner import small_config, snapshot
 
-from rlfw.checkpoint import latest_checkpoint, load_checkpoint
 from rlfw.launch.build import build_runner
+from rlfw.runfolder.checkpoint import latest_checkpoint, load_checkpoint
 
 from conftest import bits, children
 

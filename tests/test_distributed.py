@@ -14,7 +14,7 @@ import psutil
 import pytest
 import torch
 
-from rlfw.checkpoint import load_checkpoint
+from rlfw.runfolder.checkpoint import load_checkpoint
 
 from conftest import children
 

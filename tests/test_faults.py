@@ -19,18 +19,18 @@ from rlfw import (
     RunSchedule,
     SyncRunner,
 )
-from rlfw.checkpoint import list_checkpoints, load_checkpoint
-from rlfw.checks import NonFiniteError
 from rlfw.cli import main
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
+from rlfw.runfolder.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.samplers import (
     ParallelCpuSampler,
     SerialSampler,
     WorkerError,
 )
-from rlfw.seeding import seed_everything
 from rlfw.testing import CountingAgent, CountingEnv, KillOnceEnv, NonFiniteRewardEnv, SelfKillingEnv
+from rlfw.utils.checks import NonFiniteError
+from rlfw.utils.seeding import seed_everything
 
 from conftest import bits, children, sampler_kinds, shm_entries
 

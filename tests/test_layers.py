@@ -9,9 +9,9 @@ PACKAGE = Path(__file__).parents[1] / "rlfw"
 
 # Bottom to top. A module belongs to the first entry that is its dotted path or a prefix.
 LAYERS = [
-    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging", "rlfw.interrupts",
-                    "rlfw.seeding", "rlfw.checks", "rlfw.checkpoint", "rlfw.distributed",
-                    "rlfw.files", "rlfw.folder_lock", "rlfw.sealing"]),
+    ("utils", ["rlfw.utils"]),
+    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging",
+                    "rlfw.runfolder"]),
     ("agents", ["rlfw.agents"]),
     ("samplers", ["rlfw.samplers", "rlfw.testing"]),
     ("algos", ["rlfw.algos"]),
@@ -51,6 +51,14 @@ def rlfw_imports(path: Path) -> list[tuple[int, str]]:
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+ROOT_MODULES = {"__init__.py", "__main__.py", "cli.py", "registry.py"}
+
+
+def test_the_package_root_holds_only_the_entry_points():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ROOT_MODULES)
+    assert not loose, f"modules at the package root: {loose}; each belongs in a layer's package"
 
 
 def test_every_module_has_a_layer():

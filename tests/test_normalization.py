@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from rlfw.agents import ActorCriticAgent
-from rlfw.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.cli import main
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.models.normalize import RewardScaler, RunningMeanStd
+from rlfw.runfolder.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 from conftest import bits, first_passing_seeds
 

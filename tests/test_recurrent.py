@@ -12,10 +12,10 @@ from test_runner import small_config
 from test_samplers import ALL, PARALLEL, collect
 
 from rlfw.agents import ActorCriticAgent
-from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.launch.build import build_algo, build_runner, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides
+from rlfw.runfolder.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.runners import RunSchedule, SyncRunner
 from rlfw.samplers import SerialSampler, WorkerError
 from rlfw.testing import (

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rlfw.checkpoint import list_checkpoints, load_checkpoint
 from rlfw.cli import main
-from rlfw.folder_lock import LOCK_NAME, FolderBusyError, FolderLock
+from rlfw.runfolder.checkpoint import list_checkpoints, load_checkpoint
+from rlfw.runfolder.folder_lock import LOCK_NAME, FolderBusyError, FolderLock
 
 from conftest import TINY_TRAIN
 
@@ -33,8 +33,9 @@ def test_the_lock_is_exclusive_names_its_holder_and_dies_with_it(tmp_path):
         FolderLock.acquire(str(tmp_path))
     lock.release()
     FolderLock.acquire(str(tmp_path)).release()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from rlfw.folder_lock "
-                               "import FolderLock; lock = FolderLock.acquire(sys.argv[1]); "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from "
+                               "rlfw.runfolder.folder_lock import FolderLock; "
+                               "lock = FolderLock.acquire(sys.argv[1]); "
                                "print('held', flush=True); time.sleep(60)", str(tmp_path)],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -248,7 +249,7 @@ def test_the_lock_file_is_left_but_never_a_symlink(tmp_path):
 
 
 def test_ctrl_c_inside_a_write_waits_for_its_end():
-    from rlfw.interrupts import deferred_interrupt
+    from rlfw.utils.interrupts import deferred_interrupt
 
     done = []
     with pytest.raises(KeyboardInterrupt):

@@ -10,9 +10,14 @@ import sys
 import pytest
 import torch
 
-from rlfw.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
+from rlfw.runfolder.checkpoint import (
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from rlfw.runners import RunSchedule
 
 from conftest import bits

@@ -282,7 +282,7 @@ def test_native_sampler_resume_warns_and_restarts_games():
 
 @pytest.mark.parametrize("kind, shape", [("uniform", ()), ("normal", (3,))])
 def test_noise_drawn_per_batch_equals_noise_drawn_per_step(kind, shape):
-    from rlfw.samplers.noise import SlotNoise
+    from rlfw.samplers.machinery.noise import SlotNoise
 
     per_step, per_batch = (SlotNoise(7, 1, [2, 5, 9], shape, kind) for _ in range(2))
     steps = np.stack([per_step.draw() for _ in range(16)])
@@ -296,8 +296,8 @@ def test_held_noise_repeats_each_draw_and_resumes_mid_hold_through_a_checkpoint(
     """``hold=3``: step i gets fresh draw i // 3 of the plain stream, whether drawn per step
     or per batch; a stream saved mid-hold (through a real checkpoint file) and restored
     goes on with the same numbers."""
-    from rlfw.checkpoint import load_checkpoint, save_checkpoint
-    from rlfw.samplers.noise import SlotNoise
+    from rlfw.runfolder.checkpoint import load_checkpoint, save_checkpoint
+    from rlfw.samplers.machinery.noise import SlotNoise
 
     plain = SlotNoise(7, 1, [2, 5], (2,), "normal").draw_batch(4)
     held = SlotNoise(7, 1, [2, 5], (2,), "normal", hold=3)

@@ -6,7 +6,7 @@ import pytest
 from rlfw.envs import EnvFactory
 from rlfw.launch.build import build_runner, tune_workers
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.scheduling import Trial, hill_climb, worker_candidates
+from rlfw.samplers.machinery.scheduling import Trial, hill_climb, worker_candidates
 from rlfw.testing import CountingAgent, SleepyEnv
 
 

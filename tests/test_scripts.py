@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlfw.checkpoint import latest_checkpoint, load_checkpoint
+from rlfw.runfolder.checkpoint import latest_checkpoint, load_checkpoint
 
 from conftest import bits
 

@@ -7,8 +7,8 @@ from rlfw.agents import ActorCriticAgent
 from rlfw.buffers import tree_map
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.samplers import SerialSampler
-from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
 from rlfw.testing import CountingAgent
+from rlfw.utils.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed, slot_generator
 
 from conftest import trees_equal
 

@@ -16,8 +16,8 @@ from rlfw.cli import main
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.evaluation import EvalLimits
-from rlfw.samplers.video import record_episodes
+from rlfw.samplers.machinery.evaluation import EvalLimits
+from rlfw.samplers.machinery.video import record_episodes
 
 RUN = ["train", "--steps", "1024", "--eval-every", "512", "--eval-episodes", "2",
        "--checkpoint-every", "512", "--no-progress"]

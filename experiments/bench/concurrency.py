@@ -23,7 +23,7 @@ from rlfw.algos.pg.presets import ATARI_PPO
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
-from rlfw.samplers.workers import usable_cpus
+from rlfw.samplers.machinery.workers import usable_cpus
 
 RUNNERS = ("sync", "concurrent", "async")
 

@@ -34,7 +34,7 @@ from rlfw.bench.suites import MINATAR_BUDGET
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent, build_runner, build_sampler
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.throughput import measure_steps_per_second, step_envs_bare
+from rlfw.samplers.machinery.throughput import measure_steps_per_second, step_envs_bare
 
 GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
 RECORDS = os.path.join("docs", "benchmarks", "minatar", "records")

@@ -18,7 +18,7 @@ import torch
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent, build_algo, build_sampler
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.throughput import measure_steps_per_second
+from rlfw.samplers.machinery.throughput import measure_steps_per_second
 
 ENV = "ALE/Pong-v5"
 

@@ -24,8 +24,8 @@ from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.launch.build import build_runner, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
+from rlfw.samplers.machinery.throughput import measure_steps_per_second, step_envs_bare
 from rlfw.samplers.native_atari import rom_name
-from rlfw.samplers.throughput import measure_steps_per_second, step_envs_bare
 
 ENV, N_ENVS, N_WORKERS, BATCH_T = "ALE/Pong-v5", 8, 2, 64
 SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")

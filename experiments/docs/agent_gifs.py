@@ -27,7 +27,7 @@ from rlfw.bench.job import run_rlfw
 from rlfw.bench.report import _agent_gif, markdown
 from rlfw.bench.run import Job
 from rlfw.bench.suites import SUITES
-from rlfw.files import write_json, write_text
+from rlfw.runfolder.files import write_json, write_text
 
 
 def main() -> int:

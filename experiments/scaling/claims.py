@@ -40,10 +40,10 @@ import numpy as np
 from rlfw.bench.clock import quietly_timed, timed_under_load
 from rlfw.bench.report import SETTINGS_FIELD, binned, bootstrap_band, iqm_with_ci
 from rlfw.bench.run import Job, finished, run_job
-from rlfw.files import write_json, write_text
 from rlfw.launch.backends import LocalBackend
 from rlfw.launch.config import RunConfig
 from rlfw.logging.plot import figure_and_axes
+from rlfw.runfolder.files import write_json, write_text
 
 TARGET_FRACTION = 0.8  # of the x1 runs' final training return
 

@@ -40,7 +40,7 @@ from rlfw.launch.build import build_agent, build_sampler
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.launch.sweep import Sweep, Variant
 from rlfw.logging.plot import figure_and_axes
-from rlfw.samplers.throughput import measure_steps_per_second
+from rlfw.samplers.machinery.throughput import measure_steps_per_second
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Protocol
 import torch
 
 from rlfw.algos.flat_params import FlatParameters
-from rlfw.checks import NonFiniteError, check_finite
+from rlfw.utils.checks import NonFiniteError, check_finite
 
 OPTIMIZERS = ("adam", "rmsprop")
 

@@ -26,7 +26,7 @@ from rlfw.bench.run import (
     job_settings,
 )
 from rlfw.bench.zoo import zoo_hyperparams_file
-from rlfw.folder_lock import FolderLock
+from rlfw.runfolder.folder_lock import FolderLock
 
 
 def fresh_run_folder(path: str) -> None:

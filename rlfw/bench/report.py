@@ -11,8 +11,8 @@ import numpy as np
 
 from rlfw.bench.clock import LOADED_WAIT_SHARE, quietly_timed, timed_under_load
 from rlfw.bench.suites import Entry, Suite, references
-from rlfw.files import write_atomically, write_json, write_text
 from rlfw.logging.plot import figure_and_axes
+from rlfw.runfolder.files import write_atomically, write_json, write_text
 
 CI_REPS = 2000   # bootstrap resamples
 SETTINGS_FIELD = "config"  # a record's settings: flat dotted keys (run.job_settings)

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from rlfw.bench.report import SETTINGS_FIELD, write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
-from rlfw.checks import check_seeds
-from rlfw.files import write_json
 from rlfw.launch.backends import job_process_setup
+from rlfw.runfolder.files import write_json
+from rlfw.utils.checks import check_seeds
 
 if TYPE_CHECKING:  # imported where used: it loads every algorithm
     from rlfw.launch.config import RunConfig

@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlfw.checks import check_positive
+from rlfw.utils.checks import check_positive
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 import psutil
 import torch
 
-from rlfw.files import write_json
+from rlfw.runfolder.files import write_json
 
 
 @dataclass(frozen=True)

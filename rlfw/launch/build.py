@@ -12,10 +12,7 @@ import torch
 
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
-from rlfw.distributed import RankGroup, rank_device
 from rlfw.envs import EnvFactory, EnvSpaces
-from rlfw.files import write_json
-from rlfw.folder_lock import FolderLock
 from rlfw.launch.affinity import (
     AffinityPlan,
     apply_affinity,
@@ -24,9 +21,12 @@ from rlfw.launch.affinity import (
 )
 from rlfw.launch.config import RunConfig
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
+from rlfw.runfolder.claim import claim_run_folder
+from rlfw.runfolder.files import write_json
+from rlfw.runfolder.folder_lock import FolderLock
 from rlfw.runners import Runner
-from rlfw.runners.run_folder import claim_run_folder
-from rlfw.seeding import seed_everything
+from rlfw.utils.distributed import RankGroup, rank_device
+from rlfw.utils.seeding import seed_everything
 
 __all__ = ["affinity_plan", "build_agent", "build_algo", "build_runner", "build_sampler",
            "default_log_dir", "tune_workers"]
@@ -71,7 +71,7 @@ def tune_workers(config: RunConfig, env_factory: EnvFactory, agent, log_dir: str
     """``--n-workers auto``: hill-climb the sampler's worker count on measured env steps/s
     (throw-away samplers, before training), then fix ``config.n_workers`` to the best so
     that ``config.json`` records it and a resumed or repeated run uses it."""
-    from rlfw.samplers.scheduling import tune_n_workers, worker_candidates
+    from rlfw.samplers.machinery.scheduling import tune_n_workers, worker_candidates
 
     candidates = worker_candidates(config.batch_B,
                                    groups=SAMPLERS.get(config.sampler).worker_groups)

@@ -12,9 +12,7 @@ from typing import Any
 import torch
 
 from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
-from rlfw.checks import check_positive, check_seed
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
-from rlfw.files import read_json_object
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
@@ -22,8 +20,10 @@ from rlfw.models.cnn import check_model
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
 from rlfw.registry import ALGOS, MODEL_SETTINGS, RUNNERS, SAMPLERS, AlgoSpec
+from rlfw.runfolder.files import read_json_object
 from rlfw.runners import RunSchedule
-from rlfw.samplers.workers import DEFAULT_START_METHOD, default_workers
+from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD, default_workers
+from rlfw.utils.checks import check_positive, check_seed
 
 __all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
            "env_family", "flatten", "preset", "schedule_for", "set_field"]

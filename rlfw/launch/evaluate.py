@@ -7,12 +7,12 @@ from typing import Callable
 
 import numpy as np
 
-from rlfw.checkpoint import BEST, checkpoint_dir, load_newest_valid
-from rlfw.checks import check_positive, check_seed
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.evaluation import Evaluator
+from rlfw.runfolder.checkpoint import BEST, checkpoint_dir, load_newest_valid
+from rlfw.samplers.machinery.evaluation import Evaluator
+from rlfw.utils.checks import check_positive, check_seed
 
 
 def load_for_evaluation(run_dir: str, best: bool = False, trust: bool = False,
@@ -52,7 +52,7 @@ def evaluate_checkpoint(run_dir: str, n_episodes: int, greedy: bool | None = Non
     agent = build_agent(config, EnvSpaces.of(env_factory))
     agent.load_state_dict(state["agent"])
     if video_dir is not None:
-        from rlfw.samplers.video import record_episodes
+        from rlfw.samplers.machinery.video import record_episodes
 
         returns, _ = record_episodes(agent, env_factory, video_dir, n_episodes, greedy, seed,
                                      config.schedule.eval_limits())

@@ -20,12 +20,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
-from rlfw.checkpoint import list_checkpoints
-from rlfw.checks import check_seeds
-from rlfw.files import write_atomically, write_json, write_text
 from rlfw.launch.backends import job_process_setup
 from rlfw.launch.config import RunConfig, config_keys, set_field
-from rlfw.runners.run_folder import RUN_FILES
+from rlfw.runfolder.checkpoint import list_checkpoints
+from rlfw.runfolder.claim import RUN_FILES
+from rlfw.runfolder.files import write_atomically, write_json, write_text
+from rlfw.utils.checks import check_seeds
 
 
 def __getattr__(name: str):

@@ -5,7 +5,7 @@ import csv
 import os
 from typing import Any
 
-from rlfw.files import write_atomically
+from rlfw.runfolder.files import write_atomically
 
 
 def figure_and_axes(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1,

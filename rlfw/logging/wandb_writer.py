@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from rlfw.files import write_text
+from rlfw.runfolder.files import write_text
 
 WANDB_HINT = "--wandb needs the extra 'wandb': pip install 'rlfw[wandb]'"
 RUN_ID_FILE = "wandb-run-id"

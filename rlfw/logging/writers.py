@@ -6,7 +6,7 @@ import math
 import os
 from typing import Callable, Protocol
 
-from rlfw.files import write_atomically
+from rlfw.runfolder.files import write_atomically
 
 
 class Writer(Protocol):

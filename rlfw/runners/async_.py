@@ -22,7 +22,7 @@ import time
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.runners.base import Runner
 from rlfw.samplers.async_ import BatchReport, SamplerProcess
-from rlfw.samplers.workers import DEFAULT_START_METHOD
+from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD
 
 
 class AsyncRunner(Runner):

@@ -13,17 +13,17 @@ import math
 
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
-from rlfw.checks import NonFiniteError
-from rlfw.distributed import RankGroup
-from rlfw.folder_lock import FolderLock
-from rlfw.interrupts import deferred_interrupt
+from rlfw.runfolder.claim import check_run_folder, claim_run_folder
+from rlfw.runfolder.folder_lock import FolderLock
 from rlfw.runners.checkpointing import RunCheckpoints
 from rlfw.runners.reporting import Reporter
-from rlfw.runners.run_folder import check_run_folder, claim_run_folder
 from rlfw.runners.schedule import RunSchedule, TrainResult, iterations_per
 from rlfw.samplers.base import Sampler
-from rlfw.samplers.workers import WorkerError
-from rlfw.seeding import capture_rng, restore_rng
+from rlfw.samplers.machinery.workers import WorkerError
+from rlfw.utils.checks import NonFiniteError
+from rlfw.utils.distributed import RankGroup
+from rlfw.utils.interrupts import deferred_interrupt
+from rlfw.utils.seeding import capture_rng, restore_rng
 
 
 class Runner:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rlfw.checkpoint import list_checkpoints, load_newest_valid, save_checkpoint
-from rlfw.distributed import RankGroup
+from rlfw.runfolder.checkpoint import list_checkpoints, load_newest_valid, save_checkpoint
+from rlfw.utils.distributed import RankGroup
 
 
 class RunCheckpoints:

@@ -9,8 +9,6 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from rlfw.checkpoint import save_best
-from rlfw.files import write_json
 from rlfw.logging import (
     CsvWriter,
     Logger,
@@ -21,6 +19,8 @@ from rlfw.logging import (
     tensorboard_available,
 )
 from rlfw.logging.wandb_writer import WandbWriter
+from rlfw.runfolder.checkpoint import save_best
+from rlfw.runfolder.files import write_json
 from rlfw.runners.schedule import RunSchedule, TrainResult
 from rlfw.samplers.episodes import EpisodeInfo
 
@@ -96,7 +96,7 @@ class Reporter:
         every = self.schedule.video_every
         if not every or self.log_dir is None or env_steps // every <= self.videos_due_done:
             return
-        from rlfw.samplers.video import record_episodes
+        from rlfw.samplers.machinery.video import record_episodes
 
         self.videos_due_done = env_steps // every
         s = self.schedule

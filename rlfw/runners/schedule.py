@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlfw.checks import check_positive
-from rlfw.samplers.evaluation import EvalLimits
+from rlfw.samplers.machinery.evaluation import EvalLimits
+from rlfw.utils.checks import check_positive
 
 
 @dataclass

@@ -22,8 +22,8 @@ from rlfw.buffers import Samples, tree_map
 from rlfw.buffers.replay import Replay
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.evaluation import EvalLimits
-from rlfw.samplers.workers import (
+from rlfw.samplers.machinery.evaluation import EvalLimits
+from rlfw.samplers.machinery.workers import (
     CLOSED,
     DEFAULT_START_METHOD,
     JOIN_S,

@@ -13,10 +13,10 @@ import torch
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
-from rlfw.checks import NonFiniteError, check_positive
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.evaluation import EvalLimits, EvaluationSeries
-from rlfw.samplers.workers import DEFAULT_START_METHOD
+from rlfw.samplers.machinery.evaluation import EvalLimits, EvaluationSeries
+from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD
+from rlfw.utils.checks import NonFiniteError, check_positive
 
 
 @runtime_checkable

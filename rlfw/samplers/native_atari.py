@@ -25,11 +25,11 @@ from rlfw.buffers import Samples
 from rlfw.buffers.tree import numpy_views, tree_assign
 from rlfw.envs import EnvFactory, is_atari
 from rlfw.samplers.base import SamplerBase, allocate_samples
-from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.workers import DEFAULT_START_METHOD, default_workers, torch_threads
-from rlfw.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
+from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
+from rlfw.samplers.machinery.noise import SlotNoise
+from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD, default_workers, torch_threads
+from rlfw.utils.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
 
 
 def rom_name(env_id: str) -> str:

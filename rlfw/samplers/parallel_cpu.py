@@ -9,11 +9,11 @@ import torch
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
 from rlfw.samplers.base import allocate_samples
-from rlfw.samplers.collector import Collector
-from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.parallel_base import ParallelSamplerBase
-from rlfw.samplers.workers import serve, split_slots, worker_setup
+from rlfw.samplers.machinery.collector import Collector
+from rlfw.samplers.machinery.env_group import EnvGroup
+from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
+from rlfw.samplers.machinery.workers import serve, split_slots, worker_setup
 
 
 def _cpu_worker(conn, env_factory, slots: range, seed: int, agent, buf: Samples,

@@ -25,12 +25,12 @@ import torch
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples, tree_map
 from rlfw.samplers.base import allocate_samples
-from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
-from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.parallel_base import ParallelSamplerBase
-from rlfw.samplers.workers import (
+from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
+from rlfw.samplers.machinery.env_group import EnvGroup
+from rlfw.samplers.machinery.noise import SlotNoise
+from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
+from rlfw.samplers.machinery.workers import (
     CLOSED,
     POLL_S,
     process_context,
@@ -40,7 +40,7 @@ from rlfw.samplers.workers import (
     wait_for_master,
     worker_setup,
 )
-from rlfw.seeding import ACTION_NOISE
+from rlfw.utils.seeding import ACTION_NOISE
 
 
 def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,

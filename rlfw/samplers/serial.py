@@ -4,9 +4,9 @@ from __future__ import annotations
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
 from rlfw.samplers.base import SamplerBase, allocate_samples
-from rlfw.samplers.collector import Collector
-from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
+from rlfw.samplers.machinery.collector import Collector
+from rlfw.samplers.machinery.env_group import EnvGroup
 
 
 class SerialSampler(SamplerBase):

@@ -17,10 +17,10 @@ from rlfw.algos.base import Algorithm
 from rlfw.algos.pg.gae import generalized_advantages
 from rlfw.registry import build_actor_critic, register_algo, register_sampler
 from rlfw.samplers.base import allocate_samples
-from rlfw.samplers.collector import Collector
-from rlfw.samplers.env_group import EnvGroup
-from rlfw.samplers.parallel_base import ParallelSamplerBase
-from rlfw.samplers.workers import serve, worker_setup
+from rlfw.samplers.machinery.collector import Collector
+from rlfw.samplers.machinery.env_group import EnvGroup
+from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
+from rlfw.samplers.machinery.workers import serve, worker_setup
 
 
 def _interleaved_worker(conn, env_factory, slots: range, seed: int, agent, buf, weights,

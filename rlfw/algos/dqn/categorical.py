@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
-from rlfw.checks import check_config
+from rlfw.utils.checks import check_config
 
 
 @dataclass

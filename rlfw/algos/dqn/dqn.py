@@ -37,8 +37,8 @@ from rlfw.buffers.replay import (
     UniformSampling,
 )
 from rlfw.buffers.replay.storage import frames_are_stacked
-from rlfw.checks import check_config
 from rlfw.envs.spaces import EnvSpaces
+from rlfw.utils.checks import check_config
 
 
 @dataclass

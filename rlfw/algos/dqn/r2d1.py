@@ -15,7 +15,7 @@ from rlfw.algos.dqn.dqn import DQN, DQNConfig
 from rlfw.algos.optim import gradient_step
 from rlfw.buffers import Samples
 from rlfw.buffers.replay.sequence import SequenceBatch, SequenceReplay
-from rlfw.checks import check_config
+from rlfw.utils.checks import check_config
 
 RESCALE_EPS = 1e-3
 

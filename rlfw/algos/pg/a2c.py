@@ -10,7 +10,7 @@ from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
-from rlfw.checks import check_config
+from rlfw.utils.checks import check_config
 
 
 @dataclass

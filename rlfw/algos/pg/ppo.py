@@ -11,7 +11,7 @@ from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
-from rlfw.checks import check_config
+from rlfw.utils.checks import check_config
 
 AMP_MODES = (None, "bf16")  # bf16 needs no loss scaling, unlike fp16
 # "max": the larger of the clipped and unclipped squared errors (OpenAI baselines' PPO2,

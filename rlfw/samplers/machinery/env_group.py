@@ -9,7 +9,7 @@ import numpy as np
 
 from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
+from rlfw.utils.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
 
 
 class StepResult:

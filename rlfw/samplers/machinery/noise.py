@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rlfw.seeding import slot_generator
+from rlfw.utils.seeding import slot_generator
 
 
 class SlotNoise:

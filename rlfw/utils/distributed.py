@@ -32,7 +32,7 @@ import torch.distributed as dist
 # in CI, reproduced with a core dump). Imported here, before any group, it keeps None.
 import torch.distributed.nn  # noqa: F401
 
-from rlfw.seeding import derive_seed
+from rlfw.utils.seeding import derive_seed
 
 # Seeds for ranks above 0 come from their own spawn key, far from the per-slot keys.
 RANK_SEED_KEY = 1_000_003

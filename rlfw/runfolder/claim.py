@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from rlfw.checkpoint import BEST, checkpoint_dir, latest_checkpoint, list_checkpoints
-from rlfw.folder_lock import FolderLock
+from rlfw.runfolder.checkpoint import BEST, checkpoint_dir, latest_checkpoint, list_checkpoints
+from rlfw.runfolder.folder_lock import FolderLock
 
 # What a run writes that a fresh run must not overwrite (tuning.json and affinity.json
 # describe the machine, not the run, and are rewritten freely).

@@ -8,12 +8,12 @@ import gymnasium as gym
 import numpy as np
 
 from rlfw.agents.base import Agent, reset_states
-from rlfw.checks import check_positive
-from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.workers import DEFAULT_START_METHOD, torch_threads
-from rlfw.seeding import EVAL_NOISE
+from rlfw.samplers.machinery.env_group import EnvGroup
+from rlfw.samplers.machinery.noise import SlotNoise
+from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD, torch_threads
+from rlfw.utils.checks import check_positive
+from rlfw.utils.seeding import EVAL_NOISE
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Evaluator:
                  n_workers: int = 0, start_method: str = DEFAULT_START_METHOD):
         check_positive(n_eval_envs=n_envs)
         if n_workers:  # envs in their own processes; the master only runs inference
-            from rlfw.samplers.process_env_group import ProcessEnvGroup
+            from rlfw.samplers.machinery.process_env_group import ProcessEnvGroup
 
             self.group: EnvGroup | ProcessEnvGroup = ProcessEnvGroup(
                 env_factory, n_envs, seed, min(n_workers, n_envs), start_method=start_method)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 import torch.multiprocessing as tmp  # its contexts share tensors by handle
 
-from rlfw.checks import check_positive
+from rlfw.utils.checks import check_positive
 
 POLL_S = 0.2          # liveness check period while waiting on workers
 JOIN_S = 3.0          # grace period for workers to exit on close before they are killed

@@ -8,8 +8,8 @@ from typing import Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from rlfw.samplers.env_group import EnvGroup, StepResult
-from rlfw.samplers.workers import (
+from rlfw.samplers.machinery.env_group import EnvGroup, StepResult
+from rlfw.samplers.machinery.workers import (
     DEFAULT_START_METHOD,
     WorkerPool,
     serve,

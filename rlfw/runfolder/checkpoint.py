@@ -5,7 +5,7 @@ A checkpoint may come from someone else, and unpickling is running code. So a fi
 only what ``torch.load(weights_only=True)`` reads without importing anything: tensors,
 numbers, strings, lists, tuples and dicts. numpy arrays are stored as their raw bytes in a
 uint8 tensor with dtype and shape beside it; a ``bytes`` value (a pickle of env state, the
-one thing that can only be captured by pickling) is stored sealed (``rlfw.sealing``) and
+one thing that can only be captured by pickling) is stored sealed (``rlfw.runfolder.sealing``) and
 handed back only when its seal verifies under this user's key.
 """
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-import rlfw.sealing as sealing
+import rlfw.runfolder.sealing as sealing
 from rlfw.buffers.samples import AgentInfo, QInfo, Samples
-from rlfw.files import write_atomically
+from rlfw.runfolder.files import write_atomically
 
 PREFIX = "ckpt_"
 BEST = "best.pt"

@@ -10,8 +10,8 @@ import gymnasium as gym
 
 from rlfw.agents.base import AgentState
 from rlfw.samplers.base import SamplerBase
-from rlfw.samplers.noise import SlotNoise
-from rlfw.samplers.workers import (
+from rlfw.samplers.machinery.noise import SlotNoise
+from rlfw.samplers.machinery.workers import (
     DEFAULT_START_METHOD,
     WorkerPool,
     default_workers,

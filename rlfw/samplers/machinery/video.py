@@ -13,7 +13,7 @@ from rlfw.agents.base import Agent
 from rlfw.envs import EnvFactory, is_atari
 from rlfw.envs.recording import RecordFrames
 from rlfw.logging.video import EpisodeVideo, imageio_module
-from rlfw.samplers.evaluation import EvalLimits, Evaluator
+from rlfw.samplers.machinery.evaluation import EvalLimits, Evaluator
 
 
 class VideoSink:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from rlfw.samplers.throughput import measure_steps_per_second
-from rlfw.samplers.workers import usable_cpus
+from rlfw.samplers.machinery.throughput import measure_steps_per_second
+from rlfw.samplers.machinery.workers import usable_cpus
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ import numpy as np
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples
 from rlfw.buffers.tree import numpy_views, tree_assign
-from rlfw.samplers.bootstrap import bootstrap_batch_end, bootstrap_truncated
-from rlfw.samplers.env_group import EnvGroup
 from rlfw.samplers.episodes import EpisodeInfo
-from rlfw.samplers.noise import SlotNoise
-from rlfw.seeding import ACTION_NOISE
+from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
+from rlfw.samplers.machinery.env_group import EnvGroup
+from rlfw.samplers.machinery.noise import SlotNoise
+from rlfw.utils.seeding import ACTION_NOISE
 
 
 class Collector:
