@@ -19,7 +19,12 @@ from rlfw.launch.config import (
     schedule_for,
     set_field,
 )
-from rlfw.launch.plugins import check_named, import_plugins, load_installed_plugins
+from rlfw.launch.plugins import (
+    check_named,
+    import_plugins,
+    load_callbacks,
+    load_installed_plugins,
+)
 from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
 from rlfw.runfolder.checkpoint import list_checkpoints
 from rlfw.runfolder.claim import check_run_folder
@@ -113,6 +118,11 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                    help="torch.compile the learner's loss (default auto: on where the run is "
                         "long enough to win back the compile time, see docs/results.md)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--callback", metavar="MODULE:NAME", action="append", default=[],
+                   help="observe the run with class NAME of MODULE, constructed without "
+                        "arguments (repeatable): any of on_start, on_iteration (False stops "
+                        "the run with a checkpoint), on_eval, on_checkpoint, on_end; see "
+                        "rlfw.runners.callbacks")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its newest checkpoint with its saved "
                         "config (--steps and --max-restarts apply; a flag that contradicts "
@@ -438,6 +448,7 @@ def _chosen_modules(args: argparse.Namespace) -> list[str]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     args.plugin = _chosen_modules(args)
+    args.callbacks = load_callbacks(args.callback)
     resume_dir = args.resume or _elastic_resume_dir(args)
     if resume_dir:
         config = resume_config(args, resume_dir)
@@ -533,7 +544,8 @@ def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bo
     runner = None
     try:
         runner = build_runner(config, log_dir, resume=resume, progress=not args.no_progress,
-                              ranks=ranks, trust_checkpoint=args.trust_checkpoint)
+                              ranks=ranks, trust_checkpoint=args.trust_checkpoint,
+                              callbacks=args.callbacks)
         if chief:
             _say_what_runs(config, log_dir, ranks)
         with runner:
@@ -568,6 +580,8 @@ def _train(args: argparse.Namespace, config: RunConfig, log_dir: str, resume: bo
     status = "interrupted" if result.interrupted else "done"
     evals = result.evals()
     restarts = f"; {result.restarts} sampler restart(s)" if result.restarts else ""
+    if result.stopped_by is not None:
+        status = f"stopped by callback {result.stopped_by}"
     print(f"rlfw: {status} after {result.env_steps} env steps; {evals}{restarts}; run folder "
           f"{log_dir}")
     return 130 if result.interrupted else 0

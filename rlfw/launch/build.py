@@ -7,6 +7,7 @@ import dataclasses  # asdict of tuning trials
 import os
 import re
 import time
+from typing import Any, Sequence
 
 import torch
 
@@ -105,13 +106,15 @@ def affinity_plan(config: RunConfig, ranks: RankGroup | None) -> AffinityPlan:
 
 def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
                  progress: bool = True, stdout: bool = True,
-                 ranks: RankGroup | None = None, trust_checkpoint: bool = False) -> Runner:
+                 ranks: RankGroup | None = None, trust_checkpoint: bool = False,
+                 callbacks: Sequence[Any] = ()) -> Runner:
     """Validate, seed, and compose agent + sampler + algorithm into a runner (``with
     runner:`` closes its sampler); tunes ``n_workers`` first if ``config.tune_workers``.
 
     ``log_dir`` is locked for this run before anything is written there (another run in it
     is refused) and must not hold another run's files unless ``resume``.
     ``trust_checkpoint``: resume from checkpoints holding pickles (see ``Runner``).
+    ``callbacks``: the run's observers (``rlfw.runners.callbacks``).
 
     With ``ranks`` (a torchrun launch) this builds one rank's replica: the same initial
     weights everywhere, the rank's own env seeds and noise streams, its model on
@@ -128,7 +131,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
     lock = claim_run_folder(log_dir, resume) if log_dir is not None and chief else None
     try:
         return _build_runner(config, log_dir, resume, progress, stdout, ranks,
-                             trust_checkpoint, lock)
+                             trust_checkpoint, lock, callbacks)
     except BaseException:
         if lock is not None:
             lock.release(discard=True)  # nothing started: leave no folder behind
@@ -137,7 +140,7 @@ def build_runner(config: RunConfig, log_dir: str | None, resume: bool = False,
 
 def _build_runner(config: RunConfig, log_dir: str | None, resume: bool, progress: bool,
                   stdout: bool, ranks: RankGroup | None, trust_checkpoint: bool,
-                  lock: FolderLock | None) -> Runner:
+                  lock: FolderLock | None, callbacks: Sequence[Any]) -> Runner:
     seed = config.seed if ranks is None else ranks.seed(config.seed)
     local = config.replaced(seed=seed, device=rank_device(config.device, ranks))
     plan = affinity_plan(local, ranks)
@@ -167,7 +170,8 @@ def _build_runner(config: RunConfig, log_dir: str | None, resume: bool, progress
     own = {arg: getattr(config, name) for arg, name in kind.config_fields.items()}
     runner = kind(algo, agent, sampler, config.schedule, log_dir=log_dir, seed=seed,
                   config=config.to_dict(), resume=resume, progress=progress, stdout=stdout,
-                  ranks=ranks, trust_checkpoint=trust_checkpoint, lock=lock, **own)
+                  ranks=ranks, trust_checkpoint=trust_checkpoint, lock=lock,
+                  callbacks=callbacks, **own)
     if ranks is None or ranks.is_chief:  # once everything was accepted
         if stdout:
             print(f"rlfw: {plan.describe()}")

@@ -5,9 +5,10 @@ folder's config.json may say which it needs, never import one by itself."""
 from __future__ import annotations
 
 import importlib
-from typing import Sequence
+from typing import Any, Sequence
 
 from rlfw.envs import env_module
+from rlfw.runners.callbacks import HOOKS, check_callback
 
 ENTRY_POINT_GROUP = "rlfw.plugins"
 
@@ -56,3 +57,36 @@ def check_named(env: str, plugins: Sequence[str], named: Sequence[str], source: 
     raise ValueError(f"{source} needs module(s) {', '.join(map(repr, missing))} imported "
                      f"({why}); rlfw imports a module only when your command line names it: "
                      f"add {' '.join('--plugin ' + m for m in missing)} if you trust it")
+
+
+def load_callbacks(specs: Sequence[str]) -> list[Any]:
+    """``--callback MODULE:NAME`` each: import MODULE (the command line names it, so it may
+    run), construct class NAME without arguments. ``ValueError`` in one line naming the spec
+    when the module does not import, NAME is not a class there, or it has no hook."""
+    out = []
+    for spec in specs:
+        module_name, sep, name = spec.partition(":")
+        if not sep or not module_name or not name:
+            raise ValueError(f"--callback {spec}: takes MODULE:NAME, e.g. "
+                             "my_callbacks:StopAtReturn")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ValueError(f"--callback {spec}: cannot import module {module_name!r}: "
+                             f"{err}") from None
+        cls = getattr(module, name, None)
+        if not isinstance(cls, type):
+            raise ValueError(f"--callback {spec}: module {module_name!r} has no class "
+                             f"{name!r}" + ("" if cls is None else f" ({name} is a "
+                                            f"{type(cls).__name__})"))
+        try:
+            check_callback(cls)
+        except ValueError:
+            raise ValueError(f"--callback {spec}: class {name} has none of the hooks "
+                             f"{', '.join(HOOKS)}") from None
+        try:
+            out.append(cls())
+        except TypeError as err:
+            raise ValueError(f"--callback {spec}: {name}() must take no arguments: "
+                             f"{err}") from None
+    return out

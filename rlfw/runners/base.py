@@ -10,11 +10,13 @@ add to checkpoints (``_extra_state`` / ``_load_extra_state``). Evaluation and lo
 from __future__ import annotations
 
 import math
+from typing import Any, Sequence
 
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
 from rlfw.runfolder.claim import check_run_folder, claim_run_folder
 from rlfw.runfolder.folder_lock import FolderLock
+from rlfw.runners.callbacks import CallbackList
 from rlfw.runners.checkpointing import RunCheckpoints
 from rlfw.runners.reporting import Reporter
 from rlfw.runners.schedule import RunSchedule, TrainResult, iterations_per
@@ -46,14 +48,19 @@ class Runner:
     ``trust_checkpoint=True`` resumes from checkpoints that hold pickled objects (written
     before the safe format, or env state sealed by another user): loading those can run
     code, so only for a run folder whose source the user trusts (``--trust-checkpoint``).
+
+    ``callbacks`` are observers of the run (``rlfw.runners.callbacks``: custom metrics,
+    stopping rules); an ``on_iteration`` that returns ``False`` stops it with a checkpoint.
     """
 
     def __init__(self, algo: Algorithm, agent: Agent, sampler: Sampler, schedule: RunSchedule,
                  log_dir: str | None = None, seed: int = 0, config: dict | None = None,
                  resume: bool = False, progress: bool = True, stdout: bool = True,
                  ranks: RankGroup | None = None, trust_checkpoint: bool = False,
-                 lock: FolderLock | None = None):
+                 lock: FolderLock | None = None, callbacks: Sequence[Any] = ()):
         schedule.validate()
+        self.callbacks = CallbackList(callbacks)  # the same on every rank: the chief calls them
+        self._update_stats: dict[str, float] = {}
         self.check_algo(type(algo))
         self.algo, self.agent, self.sampler = algo, agent, sampler
         self.schedule = schedule
@@ -143,6 +150,7 @@ class Runner:
                 itr += 1
                 if stop:
                     break
+            self._end()
         except KeyboardInterrupt:
             self.result.interrupted = True
             newest = self.checkpoints.newest()
@@ -150,12 +158,17 @@ class Runner:
                 f"; the newest checkpoint {newest} is kept (resume with --resume "
                 f"{self.log_dir})" if newest else "; no checkpoint was written yet")
             self.reporter.say(f"interrupted at iteration {itr}{kept}")
+            self._end()
         finally:
             try:
                 self._shutdown()
             finally:
                 self.release_folder()
         return self.result
+
+    def _end(self) -> None:
+        if self.is_chief:
+            self.callbacks.on_end(self.result)
 
     def _iteration(self, itr: int) -> bool:
         """Obtain batch ``itr``, learn from it (``_learn``), then ``_after_update``;
@@ -171,6 +184,7 @@ class Runner:
                 raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration was "
                                      f"saved{self.checkpoints.newest_note()}") from None
         self.reporter.logger.record_many(stats)
+        self._update_stats = stats
 
     def _update(self, samples, itr: int) -> dict[str, float]:
         return self.algo.optimize(samples, itr)
@@ -188,12 +202,14 @@ class Runner:
         last = done == self.n_itr
         stop = False
         evaluated = bool(self.eval_every) and (done % self.eval_every == 0 or last)
-        if evaluated:
+        if evaluated and self.is_chief:
             with self.reporter.timing.add_time("eval"):
-                stop = self.reporter.evaluate(self.sampler, self.agent, self.result) \
-                    if self.is_chief else False
-            if self.ranks is not None:  # every rank stops at the same iteration
-                stop = self.ranks.broadcast(stop, "the stop decision")
+                stop = self.reporter.evaluate(self.sampler, self.agent, self.result)
+            self.callbacks.on_eval(self.reporter.last_eval)
+        if self.is_chief and self.callbacks:
+            stop = self._ask_callbacks(done) or stop
+        if self.ranks is not None and (evaluated or self.callbacks):
+            stop = self.ranks.broadcast(stop, "the stop decision")  # all stop at one itr
         with deferred_interrupt():  # Ctrl-C after the row and the checkpoint, never inside
             # an evaluation gets a row of its own: the logger averages what a row collects,
             # and two evaluations in one row (the last scheduled one and the end-of-run one)
@@ -203,6 +219,18 @@ class Runner:
             if done % self.checkpoint_every == 0 or last or stop:
                 self._save(done)
         return stop
+
+    def _ask_callbacks(self, done: int) -> bool:
+        """Iteration ``done``'s metrics to the callbacks; True when one stops the run."""
+        metrics = {"iteration": float(done), "env_steps": float(self.result.env_steps),
+                   **self._update_stats, **self.reporter.new_episodes()}
+        stopper = self.callbacks.on_iteration(metrics)
+        if stopper is None:
+            return False
+        self.result.stopped_by = stopper
+        self.reporter.say(f"callback {stopper} stopped the run at {self.result.env_steps} "
+                          "env steps; a checkpoint is written")
+        return True
 
     # -- setup and teardown --------------------------------------------------------------
     def _startup(self) -> None:
@@ -226,6 +254,8 @@ class Runner:
         if s.max_restarts and not self.checkpoints.exist():
             self._save(0)  # a restart needs a checkpoint to go back to
         self._on_startup()
+        if self.is_chief:
+            self.callbacks.on_start(self)
 
     def _sampling_agent(self) -> Agent:
         """The agent the sampler steps with: the learner's own unless a kind says."""
@@ -271,7 +301,9 @@ class Runner:
         shared = lambda: {"itr": itr, "result": self.result.__dict__,  # noqa: E731
                           "agent": self.agent.state_dict(), "config": self.config}
         if self.log_dir is not None:
-            self.checkpoints.save(itr * self.per_itr, shared, self._rank_state())
+            path = self.checkpoints.save(itr * self.per_itr, shared, self._rank_state())
+            if path is not None:
+                self.callbacks.on_checkpoint(path, itr * self.per_itr)
 
     def _rank_state(self) -> dict:
         """What differs between ranks: each has its own sampler, RNG streams, replay."""

@@ -35,20 +35,21 @@ class RunCheckpoints:
         newest = self.newest()
         return f"; the newest checkpoint is {newest}" if newest else ""
 
-    def save(self, env_steps: int, shared: Callable[[], dict], own: dict) -> None:
-        """Gather every rank's ``own`` state; rank 0 writes them with ``shared()``."""
+    def save(self, env_steps: int, shared: Callable[[], dict], own: dict) -> str | None:
+        """Gather every rank's ``own`` state; rank 0 writes them with ``shared()`` and gets
+        the checkpoint's path (the other ranks ``None``)."""
         if self.log_dir is None:
-            return
+            return None
         others = []
         if self.ranks is not None:
             gathered = self.ranks.gather(own, "checkpoint state")
             if not self.chief:
-                return
+                return None
             others = gathered[1:]
         state = {**shared(), **own}
         if others:
             state["ranks"] = others  # ranks 1.. (rank 0's state is the top level)
-        save_checkpoint(self.log_dir, env_steps, state, self.keep)
+        return save_checkpoint(self.log_dir, env_steps, state, self.keep)
 
     def load_newest(self) -> dict:
         """This rank's view of the newest checkpoint that loads: the shared part plus its

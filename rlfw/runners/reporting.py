@@ -42,6 +42,7 @@ class Reporter:
         self.logger = self._make_logger(done_steps if append else None)
         self.timing = Timing()
         self.episodes: list[EpisodeInfo] = []
+        self._episodes_seen = 0  # of self.episodes, by new_episodes()
         self.bar = tqdm(total=total_steps, initial=done_steps, unit="step",
                         disable=not self.progress, dynamic_ncols=True)
         self.last_dump = self.started = time.perf_counter()
@@ -60,7 +61,18 @@ class Reporter:
         """After a restart from a checkpoint: the bar back to it, the episodes since gone."""
         self.bar.reset(total=total_steps)
         self.bar.update(done_steps)
-        self.episodes = []
+        self.episodes, self._episodes_seen = [], 0
+
+    def new_episodes(self) -> dict[str, float]:
+        """Return, length and count of the training episodes that ended since the last call
+        (empty when none did): an iteration's share of the next row."""
+        new = self.episodes[self._episodes_seen:]
+        self._episodes_seen = len(self.episodes)
+        if not new:
+            return {}
+        return {"rollout/return_mean": float(np.mean([e.ret for e in new])),
+                "rollout/length_mean": float(np.mean([e.length for e in new])),
+                "rollout/episodes": float(len(new))}
 
     def evaluate(self, sampler, agent, result: TrainResult) -> bool:
         """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
@@ -70,12 +82,12 @@ class Reporter:
         counted = whole or episodes  # only cut episodes: report them, flagged by the count
         returns = np.array([e.ret for e in counted])
         mean = float(returns.mean())
-        record = self.logger.record
-        record("eval/return_mean", mean)
-        record("eval/return_std", float(returns.std()))
-        record("eval/length_mean", float(np.mean([e.length for e in counted])))
-        record("eval/episodes", float(len(whole)))
-        record("eval/episodes_cut", float(len(episodes) - len(whole)))
+        self.last_eval = {"env_steps": float(result.env_steps), "eval/return_mean": mean,
+                          "eval/return_std": float(returns.std()),
+                          "eval/length_mean": float(np.mean([e.length for e in counted])),
+                          "eval/episodes": float(len(whole)),
+                          "eval/episodes_cut": float(len(episodes) - len(whole))}
+        self.logger.record_many({k: v for k, v in self.last_eval.items() if k != "env_steps"})
         if len(whole) < len(episodes):
             self.say(f"evaluation at {result.env_steps} steps: {len(episodes) - len(whole)} of "
                      f"{len(episodes)} episodes cut by the evaluation limits"
@@ -119,6 +131,7 @@ class Reporter:
         logger.record("time/steps_per_second", steps / max(now - self.last_dump, 1e-9))
         logger.record("time/elapsed_s", now - self.started)  # since this process started
         self.episodes, self.last_dump, self.steps_at_dump = [], now, env_steps
+        self._episodes_seen = 0
         logger.dump(env_steps)
 
     def close(self) -> None:

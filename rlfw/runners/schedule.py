@@ -60,6 +60,7 @@ class TrainResult:
     eval_history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False
     restarts: int = 0
+    stopped_by: str | None = None          # the callback that stopped the run, if one did
 
     def evals(self) -> str:
         """'last eval return R, best B', or 'no evaluation yet' (e.g. Ctrl-C before the
