@@ -41,6 +41,8 @@ setup(
         "numpy",
         "psutil",
         "tqdm",
+        # exported policies (`rlfw export`): weights only, read without running code
+        "safetensors",
         # gymnasium's AtariPreprocessing resizes frames with OpenCV (headless: no GUI libs).
         "opencv-python-headless",
     ],

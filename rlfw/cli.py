@@ -1,4 +1,4 @@
-"""``python -m rlfw train|eval|bench-sampler|sweep|benchmark``: every flag documented in
+"""``python -m rlfw train|eval|export|bench-sampler|sweep|benchmark``: every flag documented in
 ``--help``."""
 from __future__ import annotations
 
@@ -179,6 +179,28 @@ def _eval_parser(sub: argparse._SubParsersAction) -> None:
     _trust_flags(p, "evaluate")
 
 
+def _export_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="write a shareable policy folder from a run",
+                       allow_abbrev=False, description=(
+                           "Write OUT (a new or empty folder): model.safetensors (the agent's "
+                           "weights only), config.json, a model card README.md with an "
+                           "evaluation, and replay.gif when the [video] extra is installed. "
+                           "Upload OUT to the Hugging Face Hub as is; `rlfw eval OUT` plays "
+                           "it and gets the numbers `rlfw eval RUN_DIR` gets."))
+    p.add_argument("run_dir", help="a folder written by `rlfw train`")
+    p.add_argument("out", help="the policy folder to write (new or empty)")
+    p.add_argument("--best", action="store_true",
+                   help="export checkpoints/best.pt (highest evaluation mean) instead of the "
+                        "newest checkpoint")
+    p.add_argument("--episodes", type=int, default=10,
+                   help="episodes of the model card's evaluation (default 10)")
+    p.add_argument("--seed", type=int, default=12345,
+                   help="evaluation seed (default 12345, as rlfw eval's)")
+    p.add_argument("--no-gif", dest="gif", action="store_false",
+                   help="leave out replay.gif")
+    _trust_flags(p, "export")
+
+
 def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench-sampler", help="env steps/s of a sampler with a random agent",
                        allow_abbrev=False,
@@ -256,6 +278,7 @@ def make_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _eval_parser(sub)
+    _export_parser(sub)
     _bench_parser(sub)
     _sweep_parser(sub)
     _benchmark_parser(sub)
@@ -649,6 +672,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from rlfw.launch.export import check_export_target, export_policy
+
+    check_export_target(args.out)  # before anything is read or played
+    args.plugin = _chosen_modules(args)
+    config = saved_config(args.run_dir, args.trust_checkpoint, args.plugin)
+    config.env_factory().validate()
+    done = export_policy(args.run_dir, args.out, config, best=args.best,
+                         trust=args.trust_checkpoint, episodes=args.episodes, seed=args.seed,
+                         gif=args.gif)
+    print(f"rlfw: exported {done.source} to {done.out}: mean return {done.returns.mean():.2f} "
+          f"± {done.returns.std():.2f} over {len(done.returns)} episodes"
+          + ("" if done.gif else " (no replay.gif: " + ("--no-gif)" if not args.gif else
+                                                        "the [video] extra is not installed)")))
+    return 0
+
+
 def cmd_bench_sampler(args: argparse.Namespace) -> int:
     from rlfw.agents.random_agent import RandomAgent
     from rlfw.envs import EnvSpaces
@@ -688,6 +728,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_bench_sampler(args)
         if args.command == "benchmark":
             return cmd_benchmark(args)
+        if args.command == "export":
+            return cmd_export(args)
         return cmd_eval(args)
     except (ValueError, FileNotFoundError) as err:
         parser.exit(2, f"rlfw: error: {err}\n")

@@ -268,6 +268,15 @@ def changed_from_preset(config: RunConfig) -> dict[str, Any]:
     return {key: value for key, value in ours if key not in theirs or theirs[key] != value}
 
 
+def train_command(config: RunConfig) -> str:
+    """The ``rlfw train`` command line that builds ``config`` with today's presets."""
+    changes = "".join(f" --set {set_argument(key, value)}"
+                      for key, value in changed_from_preset(config).items())
+    return (f"rlfw train --algo {config.algo} --env {config.env} --sampler {config.sampler} "
+            f"--runner {config.runner} --steps {config.schedule.n_steps} --seed {config.seed}"
+            f"{changes}")
+
+
 def set_argument(key: str, value: Any) -> str:
     """``key=value`` as ``--set`` parses it back (tuples comma-joined, None as none)."""
     if value is None:

@@ -11,6 +11,7 @@ from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent
 from rlfw.launch.config import RunConfig
 from rlfw.runfolder.checkpoint import BEST, checkpoint_dir, load_newest_valid
+from rlfw.runfolder.policy_folder import WEIGHTS, is_policy_folder, load_policy_weights
 from rlfw.samplers.machinery.evaluation import Evaluator
 from rlfw.utils.checks import check_positive, check_seed
 
@@ -21,7 +22,12 @@ def load_for_evaluation(run_dir: str, best: bool = False, trust: bool = False,
     """``(path, state)`` of the run's newest checkpoint that loads, ``best.pt`` first with
     ``best=True``. Env state is not needed to evaluate, so sealed pickles are dropped unread:
     a run folder from someone else evaluates without trusting it. Each file passed over is
-    named, with why, through ``say``."""
+    named, with why, through ``say``. A policy folder (``rlfw export``) gives its weights."""
+    if is_policy_folder(run_dir):
+        if best:
+            raise ValueError(f"{run_dir!r} is an exported policy folder: it holds one "
+                             "policy, so --best is only for run folders")
+        return os.path.join(run_dir, WEIGHTS), {"agent": load_policy_weights(run_dir)}
     first = None
     if best:
         first = os.path.join(checkpoint_dir(run_dir), BEST)

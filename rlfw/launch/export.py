@@ -1,0 +1,171 @@
+"""``rlfw export RUN OUT``: a trained agent as a folder to hand on or upload to the Hugging
+Face Hub as is — ``model.safetensors`` (the weights alone), ``config.json`` (the run's),
+``README.md`` (a model card: env, algorithm, evaluation, the training command, the rlfw
+version) and ``replay.gif`` when the ``[video]`` extra is installed. ``rlfw eval OUT``
+plays it and gets the numbers ``rlfw eval RUN`` gets with the same seed."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+
+from rlfw.launch.config import RunConfig, train_command
+from rlfw.launch.evaluate import evaluate_checkpoint, load_for_evaluation
+from rlfw.runfolder.files import write_json, write_text
+from rlfw.runfolder.policy_folder import WEIGHTS, save_policy_weights
+
+GIF = "replay.gif"
+
+
+@dataclass
+class Exported:
+    """What ``export_policy`` wrote: the folder, its checkpoint source and evaluation."""
+
+    out: str
+    source: str
+    returns: np.ndarray
+    gif: bool
+
+
+def rlfw_version() -> str:
+    try:
+        return version("rlfw")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def check_export_target(out: str) -> None:
+    """``ValueError`` unless ``out`` is new or an empty folder: an export never mixes its
+    files with others or replaces a folder's contents."""
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        what = "a file" if not os.path.isdir(out) else "a folder that is not empty"
+        raise ValueError(f"export target {out!r} is {what}; name a new or empty folder")
+
+
+def export_policy(run_dir: str, out: str, config: RunConfig, best: bool = False,
+                  trust: bool = False, episodes: int = 10, seed: int = 12345,
+                  gif: bool = True) -> Exported:
+    """Write the policy folder ``out`` from the run's newest checkpoint that loads
+    (``best``: ``checkpoints/best.pt``), evaluated over ``episodes`` with ``seed`` as
+    ``rlfw eval`` would. ``config`` is the run's, its plugins checked by the caller.
+    Everything is written in a temp folder beside ``out`` and renamed at the end, so a
+    failure leaves nothing half-written."""
+    check_export_target(out)
+    source, state = load_for_evaluation(run_dir, best, trust)
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}-",
+                               dir=parent)
+    try:
+        save_policy_weights(os.path.join(staging, WEIGHTS), state["agent"],
+                            {"algo": config.algo, "env": config.env,
+                             "rlfw_version": rlfw_version()})
+        write_json(os.path.join(staging, "config.json"), config.to_dict())
+        returns = evaluate_checkpoint(staging, episodes, seed=seed, config=config)
+        made_gif = gif and _write_gif(staging, config, seed)
+        write_text(os.path.join(staging, "README.md"),
+                   model_card(config, returns, seed, source, made_gif))
+        _readable_by_all(staging)
+        if os.path.isdir(out):
+            os.rmdir(out)  # empty, as checked
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Exported(out, source, returns, made_gif)
+
+
+def _readable_by_all(folder: str) -> None:
+    """The modes a folder made by hand would have (mkdtemp's are private to the user)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(folder, 0o777 & ~mask)
+    for name in os.listdir(folder):
+        os.chmod(os.path.join(folder, name), 0o666 & ~mask)
+
+
+def _write_gif(folder: str, config: RunConfig, seed: int) -> bool:
+    """One evaluation episode as ``replay.gif`` (False when the [video] extra is missing)."""
+    try:
+        from rlfw.logging.video import imageio_module
+
+        imageio_module()
+    except ValueError:
+        return False
+    from rlfw.envs import EnvSpaces
+    from rlfw.launch.build import build_agent
+    from rlfw.runfolder.policy_folder import load_policy_weights
+    from rlfw.samplers.machinery.video import record_episodes
+
+    env_factory = config.env_factory()
+    agent = build_agent(config, EnvSpaces.of(env_factory))
+    agent.load_state_dict(load_policy_weights(folder))
+    with tempfile.TemporaryDirectory(dir=folder) as videos:
+        _, written = record_episodes(agent, env_factory, videos, 1,
+                                     config.schedule.eval_greedy, seed,
+                                     config.schedule.eval_limits())
+        gifs = [f for f in written[0] if f.endswith(".gif")]
+        if not gifs:
+            return False
+        shutil.move(gifs[0], os.path.join(folder, GIF))
+    return True
+
+
+def model_card(config: RunConfig, returns: np.ndarray, seed: int, source: str,
+               gif: bool) -> str:
+    """The folder's README.md: Hugging Face model-card front matter, then the facts."""
+    name = f"{config.algo}-{config.env.replace('/', '-')}"
+    score = f"{returns.mean():.2f} +/- {returns.std():.2f}"
+    mode = "greedy" if config.schedule.eval_greedy else "sampled"
+    lines = [
+        "---",
+        "library_name: rlfw",
+        "tags:",
+        "- reinforcement-learning",
+        "- deep-reinforcement-learning",
+        f"- {config.env}",
+        f"- {config.algo}",
+        "model-index:",
+        f"- name: {name}",
+        "  results:",
+        "  - task:",
+        "      type: reinforcement-learning",
+        "      name: reinforcement-learning",
+        "    dataset:",
+        f"      name: {config.env}",
+        f"      type: {config.env}",
+        "    metrics:",
+        "    - type: mean_reward",
+        f"      value: {score}",
+        "      name: mean_reward",
+        "---",
+        "",
+        f"# {config.algo} on {config.env} (rlfw)",
+        "",
+        *([f"![replay]({GIF})", ""] if gif else []),
+        f"- **Evaluation**: mean return {returns.mean():.2f} ± {returns.std():.2f} over "
+        f"{len(returns)} episodes ({mode} actions, evaluation seed {seed}).",
+        f"- **Training**: {config.schedule.n_steps:,} env steps, seed {config.seed}, sampler "
+        f"`{config.sampler}`, runner `{config.runner}`; `config.json` holds every setting.",
+        f"- **Weights**: `{WEIGHTS}` from checkpoint `{os.path.basename(source)}`; tensors "
+        "only, so loading it runs no code.",
+        f"- **rlfw version**: {rlfw_version()}.",
+        "",
+        "Play it again (the same numbers with the same seed):",
+        "",
+        "```bash",
+        f"rlfw eval THIS_FOLDER --episodes {len(returns)} --seed {seed}",
+        "```",
+        "",
+        "Train it again:",
+        "",
+        "```bash",
+        train_command(config),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
