@@ -1,13 +1,13 @@
 """A finished Atari training run, made into a committed benchmark: curves, numbers and the
-trained policy as a small run folder anyone can evaluate.
+trained policy as a folder anyone can evaluate.
 
     python experiments/atari_report.py RUN_DIR [--out docs/benchmarks/atari] [--episodes 10]
+        [--policy]
 
 Writes under OUT:
-- ``<name>/config.json`` and ``<name>/checkpoints/ckpt_<step>.pt`` holding only the agent's
-  weights (what ``rlfw eval`` reads; the optimizer, sampler and env state stay behind), so
-  ``rlfw eval OUT/<name>`` plays the trained policy;
-- ``<name>/progress.csv`` (the run's log, for the record);
+- ``<name>/config.json`` and ``<name>/progress.csv`` (the run's settings and log);
+- with ``--policy`` (the headline run only), ``<name>-policy/``: the policy as ``rlfw export``
+  writes it (safetensors weights, config, model card), which ``rlfw eval`` plays;
 - ``<name>.png``: evaluation and training returns against frames and against minutes;
 - ``<name>.md``: the command, env steps, frames, wall-clock, every evaluation, and a fresh
   evaluation of the committed policy (``--episodes``, as the run evaluated).
@@ -22,10 +22,10 @@ import shutil
 
 import numpy as np
 
-from rlfw.launch.config import RunConfig, changed_from_preset, set_argument
+from rlfw.launch.config import RunConfig, train_command
 from rlfw.launch.evaluate import evaluate_checkpoint
+from rlfw.launch.export import export_policy
 from rlfw.logging.plot import figure_and_axes
-from rlfw.runfolder.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from rlfw.runfolder.files import write_text
 
 MAX_POLICY_BYTES = 10 * 2**20
@@ -43,22 +43,19 @@ def column(rows: list[dict], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return tuple(np.array(c) for c in zip(*got)) if got else (np.array([]),) * 3
 
 
-def export_policy(run_dir: str, dest: str) -> tuple[str, int]:
-    """config.json and a checkpoint with only the agent into ``dest``: (path, bytes)."""
-    path = latest_checkpoint(run_dir)
-    state = load_checkpoint(path, pickles="drop")  # env state is not needed to evaluate
-    if os.path.exists(dest):
-        shutil.rmtree(dest)
-    os.makedirs(dest)
-    shutil.copy(os.path.join(run_dir, "config.json"), dest)
-    shutil.copy(os.path.join(run_dir, "progress.csv"), dest)
-    step = int(os.path.basename(path).split("_")[1].split(".")[0])
-    out = save_checkpoint(dest, step, {"agent": state["agent"]}, keep=1)
-    size = os.path.getsize(out)
+def keep_record(run_dir: str, dest: str) -> None:
+    """The run's config.json and progress.csv into ``dest`` (its record, no weights)."""
+    os.makedirs(dest, exist_ok=True)
+    for name in ("config.json", "progress.csv"):
+        shutil.copy(os.path.join(run_dir, name), dest)
+
+
+def policy_size(folder: str) -> int:
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
     if size > MAX_POLICY_BYTES:
-        raise ValueError(f"{out} is {size / 2**20:.1f} MiB; the committed policy must stay "
-                         f"under {MAX_POLICY_BYTES / 2**20:.0f} MiB")
-    return out, size
+        raise ValueError(f"{folder} is {size / 2**20:.1f} MiB; a committed policy folder must "
+                         f"stay under {MAX_POLICY_BYTES / 2**20:.0f} MiB")
+    return size
 
 
 def plot(rows: list[dict], frame_skip: int, title: str, path: str) -> None:
@@ -82,31 +79,36 @@ def main() -> None:
     parser.add_argument("--out", default=os.path.join("docs", "benchmarks", "atari"))
     parser.add_argument("--name", help="default: the run folder's name")
     parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--policy", action="store_true",
+                        help="also commit the policy, exported to OUT/<name>-policy")
     args = parser.parse_args()
     config = RunConfig.load(args.run_dir)
     name = args.name or os.path.basename(os.path.normpath(args.run_dir))
     rows = read_progress(args.run_dir)
-    dest = os.path.join(args.out, name)
-    policy, size = export_policy(args.run_dir, dest)
-    returns = evaluate_checkpoint(dest, args.episodes)
+    keep_record(args.run_dir, os.path.join(args.out, name))
+    if args.policy:  # the headline run's policy, as `rlfw export` writes it
+        policy = os.path.join(args.out, f"{name}-policy")
+        returns = export_policy(args.run_dir, policy, config, episodes=args.episodes,
+                                gif=False).returns
+        kept = (f"Committed policy: `{policy}` ({policy_size(policy) / 2**20:.1f} MiB, "
+                f"exported with `rlfw export`). `python -m rlfw eval {policy} --episodes "
+                f"{args.episodes}` played it again here: ")
+    else:
+        returns = evaluate_checkpoint(args.run_dir, args.episodes, config=config)
+        kept = (f"Its policy is not committed (only the headline run's is); at the end of "
+                f"the run `python -m rlfw eval RUN --episodes {args.episodes}` played: ")
     frame_skip = config.atari.frame_skip
     plot(rows, frame_skip, f"{config.algo} {config.env}", os.path.join(args.out, f"{name}.png"))
     steps, seconds, evals = column(rows, "eval/return_mean")
     last = rows[-1]
-    changes = "".join(f" --set {set_argument(key, value)}"
-                      for key, value in changed_from_preset(config).items())
     total_s = float(last["time/elapsed_s"])
     lines = [
         f"# {config.algo} {config.env}, seed {config.seed}", "",
-        f"`rlfw train --algo {config.algo} --env {config.env} --sampler {config.sampler} "
-        f"--runner {config.runner} --steps {config.schedule.n_steps} --seed {config.seed}"
-        f"{changes}` (`{name}/config.json` holds every setting).", "",
+        f"`{train_command(config)}` (`{name}/config.json` holds every setting).", "",
         f"{int(float(last['step'])):,} env steps = {int(float(last['step'])) * frame_skip:,} "
         f"frames in {total_s / 60:.1f} minutes ({float(last['step']) / total_s:,.0f} env "
         "steps/s, evaluations included).", "",
-        f"Committed policy: `{policy}` ({size / 2**20:.1f} MiB, the agent only). "
-        f"`python -m rlfw eval {dest} --episodes {args.episodes}` played it again here: "
-        f"**{returns.mean():.1f} ± {returns.std():.1f}** over {len(returns)} episodes "
+        f"{kept}**{returns.mean():.1f} ± {returns.std():.1f}** over {len(returns)} episodes "
         f"({'greedy' if config.schedule.eval_greedy else 'sampled'} actions, as the run "
         "evaluated).", "",
         f"![curves]({name}.png)", "",

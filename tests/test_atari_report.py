@@ -1,33 +1,33 @@
-"""experiments/atari_report.py: a finished run becomes a committed report whose policy
-folder holds the agent only and still evaluates with ``rlfw eval``."""
+"""experiments/atari_report.py: a finished run becomes a committed report; the headline
+run's policy is an exported folder (weights only) that still evaluates with ``rlfw eval``."""
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-import torch
-
 from rlfw.cli import main
-from rlfw.runfolder.checkpoint import FORMAT_KEY
 
 REPORT = str(Path(__file__).parents[1] / "experiments" / "atari_report.py")
 
 
-def test_report_keeps_only_the_agent_and_the_policy_still_evaluates(trained, tmp_path, capsys):
+def test_report_keeps_the_record_and_exports_the_policy_that_still_evaluates(trained, tmp_path,
+                                                                             capsys):
     out = tmp_path / "atari"
     done = subprocess.run([sys.executable, REPORT, str(trained), "--out", str(out), "--name",
-                           "policy", "--episodes", "2"], capture_output=True, text=True,
-                          timeout=300)
+                           "policy", "--episodes", "2", "--policy"], capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    (ckpt,) = (out / "policy" / "checkpoints").glob("ckpt_*.pt")
-    tree = torch.load(ckpt, weights_only=True)
-    assert set(tree) - {FORMAT_KEY} == {"agent"}, set(tree)
+    assert sorted(os.listdir(out / "policy")) == ["config.json", "progress.csv"]
+    assert sorted(os.listdir(out / "policy-policy")) == ["README.md", "config.json",
+                                                         "model.safetensors"]
     assert (out / "policy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (out / "policy.md").read_text()
     assert "512 env steps" in text and "| 256 |" in text and "| 512 |" in text
     # the command rebuilds the run: every setting the CLI flags changed from the preset
     assert ("--steps 512 --seed 0 --set schedule.eval_every=256 --set schedule.eval_episodes=2"
             " --set schedule.checkpoint_every=256`") in text, text[:600]
-    assert main(["eval", str(out / "policy"), "--episodes", "2"]) == 0
+    assert "Committed policy: `" in text and "policy-policy" in text
+    assert main(["eval", str(out / "policy-policy"), "--episodes", "2"]) == 0
     assert "over 2 episodes" in capsys.readouterr().out
 
 
@@ -48,15 +48,20 @@ def test_changed_from_preset_names_each_flag_that_rebuilds_the_run():
     assert changed_from_preset(dqn) == {"c51.atoms": 21}
 
 
-def test_every_committed_policy_loads_without_running_code_and_holds_the_agent_only():
-    """What a user downloads with the repository is input like any other: each checkpoint
-    under docs/ must load with pickles refused and carry the agent's weights alone."""
-    from rlfw.runfolder.checkpoint import load_checkpoint
+def test_every_committed_policy_is_an_exported_folder_that_loads_without_running_code():
+    """What a user downloads with the repository is input like any other: policies under
+    docs/ are exported folders (safetensors weights, no pickles) and no checkpoint is
+    committed beside them."""
+    from rlfw.launch.config import RunConfig
+    from rlfw.runfolder.policy_folder import load_policy_weights
 
     docs = Path(__file__).parents[1] / "docs"
-    committed = sorted(p for p in docs.rglob("*.pt") if "runs" not in p.relative_to(docs).parts)
-    assert committed, "the Pong policies are committed under docs/benchmarks/atari/"
-    for path in committed:
-        state = load_checkpoint(str(path))  # pickles refused: UnsafeCheckpointError otherwise
-        assert set(state) == {"agent"}, (path, set(state))
-        assert (path.parents[1] / "config.json").is_file(), path
+    outside_runs = lambda p: "runs" not in p.relative_to(docs).parts  # noqa: E731
+    assert not [p for p in docs.rglob("*.pt") if outside_runs(p)], "checkpoints under docs/"
+    policies = sorted(p.parent for p in docs.rglob("model.safetensors") if outside_runs(p))
+    assert policies, "the Pong policy is committed under docs/benchmarks/atari/"
+    for folder in policies:
+        assert load_policy_weights(str(folder))  # an rlfw policy, tensors only
+        RunConfig.load(str(folder))
+        assert (folder / "README.md").is_file()
+        assert sum(f.stat().st_size for f in folder.iterdir()) <= 8 * 2**20, folder
