@@ -40,3 +40,21 @@ def test_readme_script_runs_as_printed_and_after_the_swap(tmp_path, swap):
     assert len(folders) == 2, folders
     assert first.split("last eval return")[1].split(";")[0] == \
         second.split("last eval return")[1].split(";")[0]  # seeded: same result
+
+
+def test_the_first_screen_holds_the_commands_the_script_and_the_results():
+    first = README.read_text().splitlines()[:60]
+    text = "\n".join(first)
+    for needed in ("make run", "make test", "build_runner(config, log_dir)",
+                   "<!-- headline:end -->"):
+        assert needed in text, f"{needed!r} is not on the README's first 60 lines"
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b|p = 0\.", text), "dates or p-values up front"
+    table = [line for line in first if line.startswith("| ")][1:]
+    assert 1 <= len(table) <= 10
+
+
+def test_every_number_in_the_results_table_comes_from_a_results_file():
+    from rlfw.bench.headline import readme_block, table
+
+    assert readme_block(README.read_text()) == table(), \
+        "the README's table differs from the results files: python -m rlfw.bench.headline --write"
