@@ -8,7 +8,6 @@ import os
 import sys
 from typing import Any, Sequence
 
-from rlfw.algos.compile import COMPILE_MODES
 from rlfw.envs import env_module
 from rlfw.launch.build import build_runner, default_log_dir
 from rlfw.launch.config import (
@@ -19,13 +18,15 @@ from rlfw.launch.config import (
     schedule_for,
     set_field,
 )
+from rlfw.launch.flags import ALGO_FIELD, UNSET, add_config_flags, dest_of
+from rlfw.launch.flags import given_flags as config_given_flags
 from rlfw.launch.plugins import (
     check_named,
     import_plugins,
     load_callbacks,
     load_installed_plugins,
 )
-from rlfw.registry import ALGOS, RUNNERS, SAMPLERS
+from rlfw.registry import ALGOS, SAMPLERS
 from rlfw.runfolder.checkpoint import list_checkpoints
 from rlfw.runfolder.claim import check_run_folder
 from rlfw.runfolder.files import read_json_object
@@ -51,72 +52,17 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25; an "
                         "algorithm's fields under the run's own algo (rainbow.n_step for "
                         "--algo rainbow), atari.* for ALE games only")
-    p.add_argument("--sampler", help=f"one of {SAMPLERS.names()} (default serial)"
-                   + "".join(f"; {s.name}: {s.env_note}" for s in SAMPLERS if s.env_note))
-    p.add_argument("--batch-B", "--n-envs", dest="batch_B", type=int,
-                   help="envs stepped per batch, the B of [T, B] (preset: 8)")
     p.add_argument("--n-workers", type=_workers,
                    help="worker processes of parallel samplers (default: usable cores), or "
                         "'auto': hill-climb on measured env steps/s before training and save "
                         "the choice in config.json")
-    p.add_argument("--runner", choices=RUNNERS.names(),
-                   help="default sync; " + "; ".join(f"{r.name}: {r.summary}" for r in RUNNERS))
-    p.add_argument("--pin-cpus", action="store_const", const=True,
-                   help="pin the learner and each sampler worker to its cores in the "
-                        "affinity plan (printed at start, saved as affinity.json)")
-    p.add_argument("--batch-T", type=int, help="steps per env per batch T (preset)")
     p.add_argument("--steps", type=int, help="total env steps (default 120k; Atari 10M); with "
                                              "--resume, extends the run to this many")
-    p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--log-dir", help="run folder (default runs/<algo>-<env>-s<seed>-<time>)")
-    p.add_argument("--lr", type=float, help="learning rate (preset)")
-    p.add_argument("--entropy-coef", type=float, help="entropy bonus coefficient (preset)")
-    p.add_argument("--model", choices=("auto", "mlp", "cnn"),
-                   help="network: auto (default) picks the Nature CNN for uint8 images, else "
-                        "an MLP")
-    p.add_argument("--device", help="torch device for the model (default cpu)")
-    p.add_argument("--eval-every", type=int, help="env steps between evaluations (default: a "
-                                                  "tenth of the run, at most 250k)")
-    p.add_argument("--eval-episodes", type=int, help="episodes per evaluation (default 10)")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--eval-sampled", dest="eval_greedy", action="store_const", const=False,
-                      help="evaluate with sampled (dqn: eval-ε-greedy) actions (Atari default)")
-    mode.add_argument("--eval-greedy", dest="eval_greedy", action="store_const", const=True,
-                      help="evaluate with greedy actions (classic-control default)")
-    p.add_argument("--checkpoint-every", type=int,
-                   help="env steps between checkpoints (default 50k; one is always written "
-                        "at the end)")
-    p.add_argument("--keep-checkpoints", type=int, help="newest checkpoints kept (default 3)")
-    p.add_argument("--max-restarts", type=int,
-                   help="restart a sampler whose worker died from the newest checkpoint, up "
-                        "to this many times (default 0, as torchrun's)")
-    p.add_argument("--wandb", action="store_const", const=True,
-                   help="also log to Weights & Biases (extra [wandb]): the scalars, the config "
-                        "and videos; --set wandb.project=P --set wandb.group=G; works offline "
-                        "with WANDB_MODE=offline")
-    p.add_argument("--video-every", type=int, metavar="STEPS",
-                   help="at the first evaluation past every STEPS env steps, write a video of "
-                        "one evaluation episode to RUN/videos/ (default off; extra [video])")
-    p.add_argument("--stop-at-return", type=float,
-                   help="stop early once an evaluation's mean return reaches this")
-    p.add_argument("--save-replay", action="store_const", const=True,
-                   help=_for("save_replay") + "also checkpoint the replay buffer so a resumed "
-                        "run is bitwise identical (large on Atari)")
-    p.add_argument("--dueling", action="store_const", const=True,
-                   help=_for("dueling") + "dueling Q head")
-    p.add_argument("--double", action="store_const", const=True,
-                   help=_for("double_dqn") + "double-DQN targets")
-    p.add_argument("--apex-epsilon", action="store_const", const=True,
-                   help=_for("apex_epsilon") + "fixed per-slot exploration 0.4^(1 + 7 i/(B-1)), "
-                        "as in Ape-X")
-    p.add_argument("--n-step", type=int, help=_for("n_step") + "n-step returns (default 1)")
-    p.add_argument("--prioritized", action="store_const", const=True,
-                   help=_for("prioritized") + "prioritized replay")
-    p.add_argument("--sticky-actions", type=float,
-                   help="Atari sticky-action probability (default 0.0)")
-    p.add_argument("--compile", choices=tuple(COMPILE_MODES),
-                   help="torch.compile the learner's loss (default auto: on where the run is "
-                        "long enough to win back the compile time, see docs/results.md)")
+    p.add_argument("--help-config", action="store_true",
+                   help="list every config key of the run --algo and --env pick (type, "
+                        "default, preset value, help) and exit")
+    add_config_flags(p)  # one per config field that declares a Flag
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--callback", metavar="MODULE:NAME", action="append", default=[],
                    help="observe the run with class NAME of MODULE, constructed without "
@@ -128,11 +74,6 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                         "config (--steps and --max-restarts apply; a flag that contradicts "
                         "the run is an error)")
     _trust_flags(p, "resume")
-
-
-def _for(field: str) -> str:
-    """'dqn: ': the algorithms a flag setting ``field`` of their config applies to."""
-    return f"{_algos_with(field)}: "
 
 
 def _trust_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -370,24 +311,6 @@ def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     return 1 if failed else 0
 
 
-# flag -> dotted config key of the run.
-FLAG_KEYS = {
-    "sampler": "sampler", "runner": "runner", "batch_B": "batch_B", "pin_cpus": "pin_cpus",
-    "batch_T": "batch_T", "seed": "seed", "model": "model", "device": "device",
-    "eval_episodes": "schedule.eval_episodes", "eval_greedy": "schedule.eval_greedy",
-    "eval_every": "schedule.eval_every", "checkpoint_every": "schedule.checkpoint_every",
-    "keep_checkpoints": "schedule.keep_checkpoints", "max_restarts": "schedule.max_restarts",
-    "stop_at_return": "schedule.stop_at_return", "video_every": "schedule.video_every",
-    "wandb": "wandb.enabled",
-    "sticky_actions": "atari.sticky_action_prob",
-}
-# flag -> field of the selected algorithm's config; an algorithm without it refuses the flag.
-ALGO_FLAG_KEYS = {"lr": "learning_rate", "entropy_coef": "entropy_coef",
-                  "save_replay": "save_replay", "dueling": "dueling", "double": "double_dqn",
-                  "apex_epsilon": "apex_epsilon", "n_step": "n_step",
-                  "prioritized": "prioritized"}
-
-
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """A saved config (``--config``) or the preset for (algo, env family), then every flag
     the user set, then every ``--set``, in that order. Modules a config file's env id or
@@ -406,23 +329,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return config
 
 
-# Prefix of a key given_flags() leaves to the run's algorithm ("<algo>.learning_rate" is
-# "ppo.learning_rate" in a PPO run); not a key anyone can type.
-ALGO_FIELD = "<algo>."
-
-
 def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
     """``(flag as typed, config key, value)`` of every flag the user set (except --algo,
     --env and --steps), in the order they apply, ``--set`` last; a field of whichever
     algorithm runs is keyed ``ALGO_FIELD + field``."""
-    given = [(f"--{flag.replace('_', '-')}", key, getattr(args, flag))
-             for flag, key in FLAG_KEYS.items() if getattr(args, flag) is not None]
+    given = config_given_flags(args)
     if args.n_workers is not None:
         given.append(("--n-workers", "n_workers", args.n_workers))
-    given += [(f"--{flag.replace('_', '-')}", ALGO_FIELD + field, getattr(args, flag))
-              for flag, field in ALGO_FLAG_KEYS.items() if getattr(args, flag) is not None]
-    if args.compile is not None:
-        given.append(("--compile", ALGO_FIELD + "compile", COMPILE_MODES[args.compile]))
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:
@@ -471,6 +384,8 @@ def _chosen_modules(args: argparse.Namespace) -> list[str]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     args.plugin = _chosen_modules(args)
+    if args.help_config:
+        return _help_config(args)
     args.callbacks = load_callbacks(args.callback)
     resume_dir = args.resume or _elastic_resume_dir(args)
     if resume_dir:
@@ -490,6 +405,17 @@ def cmd_train(args: argparse.Namespace) -> int:
             ranks.close(finished=code == 0)
 
 
+def _help_config(args: argparse.Namespace) -> int:
+    """``--help-config``: the keys of the run --algo and --env pick; nothing is trained."""
+    from rlfw.launch.reference import help_config
+
+    algo, env = args.algo or "ppo", args.env or "CartPole-v1"
+    ALGOS.get(algo)  # an unknown algorithm: one line naming the known ones
+    RunConfig(env=env).env_factory().validate()
+    print(help_config(algo, env))
+    return 0
+
+
 def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
     """The run's saved config (``--steps`` extends it, ``--max-restarts`` applies); a
     contradicting flag is an error naming it, and modules the run needs must be named."""
@@ -503,8 +429,9 @@ def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
                          f"{os.path.join(run_dir, 'config.json')} without --resume")
     if args.steps is not None:  # extend (or shorten) the run; cadence stays as saved
         set_field(config, "schedule.n_steps", args.steps)
-    if args.max_restarts is not None:
-        set_field(config, "schedule.max_restarts", args.max_restarts)
+    max_restarts = getattr(args, dest_of("schedule.max_restarts"))
+    if max_restarts is not UNSET:
+        set_field(config, "schedule.max_restarts", max_restarts)
     asked = copy.deepcopy(config)
     if args.algo is not None:
         asked.algo = args.algo

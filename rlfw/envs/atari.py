@@ -6,26 +6,36 @@ rest (no-op starts, frame-skip with max-pool, 84x84 gray, frame stack) is gymnas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import gymnasium as gym
 import numpy as np
 
 from rlfw.utils.checks import check_positive
+from rlfw.utils.settings import Flag
 
 
 @dataclass(frozen=True)
 class AtariOptions:
     """Preprocessing knobs for ``ALE/<Game>-v5`` ids (defaults: Nature DQN / PPO paper)."""
 
-    frame_skip: int = 4            # agent step = this many emulator frames, max-pooled over last 2
-    screen_size: int = 84          # square, grayscale
+    frame_skip: int = 4
+    """Emulator frames per agent step (the last two max-pooled)."""
+    screen_size: int = 84
+    """Side of the square grayscale observation."""
     frame_stack: int = 4
-    noop_max: int = 30             # random no-ops after each real reset
-    sticky_action_prob: float = 0.0  # ALE v5's default is 0.25; the Nature setup used none
-    episodic_life: bool = True     # training envs only: a lost life ends the *training* episode
-    clip_reward: bool = True       # training envs only: reward -> sign(reward)
-    max_episode_frames: int = 108_000  # emulator frames (30 min of play), as in ALE v5
+    """Frames stacked into one observation."""
+    noop_max: int = 30
+    """Random no-ops after each real reset (at most this many)."""
+    sticky_action_prob: Annotated[float, Flag("--sticky-actions")] = 0.0
+    """Chance the emulator repeats the previous action (ALE v5's default is 0.25; the
+    Nature setup used none)."""
+    episodic_life: bool = True
+    """Training envs only: a lost life ends the training episode."""
+    clip_reward: bool = True
+    """Training envs only: rewards become their sign."""
+    max_episode_frames: int = 108_000
+    """Emulator frames after which an episode is cut (30 minutes of play, as ALE v5)."""
 
     def validate(self) -> None:
         """Each knob within what the preprocessing can do, the bad one named

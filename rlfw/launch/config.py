@@ -7,7 +7,7 @@ import dataclasses
 import os
 import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
@@ -16,7 +16,7 @@ from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
-from rlfw.models.cnn import check_model
+from rlfw.models.cnn import MODELS, check_model
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
 from rlfw.registry import ALGOS, MODEL_SETTINGS, RUNNERS, SAMPLERS, AlgoSpec
@@ -24,6 +24,7 @@ from rlfw.runfolder.files import read_json_object
 from rlfw.runners import RunSchedule
 from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD, default_workers
 from rlfw.utils.checks import check_positive, check_seed
+from rlfw.utils.settings import Flag
 
 __all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
            "env_family", "flatten", "preset", "schedule_for", "set_field"]
@@ -41,41 +42,82 @@ class RunConfig:
     """Everything that defines a run; saved as ``config.json`` and rebuilt from it on resume."""
 
     algo: str = "ppo"
+    """The algorithm (a registered name: ppo, a2c, dqn, c51, rainbow, r2d1, or a plugin's)."""
     env: str = "CartPole-v1"
-    sampler: str = "serial"
-    runner: str = "sync"             # 'sync', 'concurrent' (HTS-RL, ppo/a2c) or 'async'
-    async_lead: int = 2              # async: batches the sampler may run ahead (lag lead-1)
-    batch_B: int = 8                 # envs stepped per batch (the B of [T, B])
-    batch_T: int = 32                # steps per env per batch
-    seed: int = 0
-    model: str = "auto"              # 'mlp', 'cnn' or 'auto' (CNN for uint8 images)
+    """A gymnasium id (ALE/<Game>-v5 for Atari, MinAtar/<Game>-v1), or module:Class."""
+    sampler: Annotated[str, Flag("--sampler", choices=SAMPLERS.names)] = "serial"
+    """How envs are stepped: serial, cpu (worker processes), gpu (workers step, the learner
+    process infers), alternating, queue (GA3C), native (ale-py's threaded Atari)."""
+    runner: Annotated[str, Flag("--runner", choices=RUNNERS.names)] = "sync"
+    """How sampling and learning are composed: sync, concurrent (HTS-RL: policy lag
+    exactly one, ppo/a2c) or async (a sampler process running ahead)."""
+    async_lead: int = 2
+    """Runner async: batches its sampler may run ahead of the learner (policy lag
+    ``async_lead - 1``)."""
+    batch_B: Annotated[int, Flag("--batch-B", "--n-envs")] = 8
+    """Envs stepped per batch: the B of [T, B]."""
+    batch_T: Annotated[int, Flag("--batch-T")] = 32
+    """Steps per env per batch: the T of [T, B]."""
+    seed: Annotated[int, Flag("--seed")] = 0
+    """The run's seed: env seeds, action sampling and the network's initial weights."""
+    model: Annotated[str, Flag("--model", choices={m: m for m in MODELS})] = "auto"
+    """The network: 'mlp', 'cnn', or 'auto' (a CNN sized to uint8 images, else an MLP)."""
     hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"         # of MLP hidden layers: 'tanh' or 'relu'
-    log_std_init: float = 0.0        # Gaussian policies' initial log-std
-    ortho_init: bool = True          # MLP actor-critic: orthogonal init (False: PyTorch's)
-    sde_sample_freq: int = 0         # MLP, Box actions: gSDE, noise resampled every k steps
-    recurrent: str | None = None     # ppo/a2c: 'lstm' or 'gru' core before the heads
-    rnn_size: int = 128              # units of the recurrent core
-    rnn_critic: bool = False         # the value head gets its own features and core
-    device: str = "cpu"
-    normalize_obs: bool = False      # ppo/a2c: running mean/std of observations in the model
-    obs_clip: float = 10.0           # of normalized observations
-    obs_norm_update: str = "batch"   # their statistics: once per 'batch', or per env 'step'
+    """Widths of the MLP's hidden layers (empty: none)."""
+    activation: str = "tanh"
+    """Activation of the MLP's hidden layers: 'tanh' or 'relu'."""
+    log_std_init: float = 0.0
+    """Gaussian policies: the initial log standard deviation."""
+    ortho_init: bool = True
+    """MLP actor-critic: orthogonal initialization (false: PyTorch's default)."""
+    sde_sample_freq: int = 0
+    """MLP, Box actions: gSDE exploration, its noise matrix resampled every this many env
+    steps (0: plain Gaussian noise)."""
+    recurrent: str | None = None
+    """ppo/a2c: an 'lstm' or 'gru' core between the torso and the heads (none: feed-forward)."""
+    rnn_size: int = 128
+    """Units of the recurrent core."""
+    rnn_critic: bool = False
+    """Recurrent agents: the value head gets its own features and core."""
+    device: Annotated[str, Flag("--device")] = "cpu"
+    """The torch device of the learner's model ('cpu', 'cuda', 'cuda:1')."""
+    normalize_obs: bool = False
+    """ppo/a2c: normalize observations by their running mean and std, inside the model."""
+    obs_clip: float = 10.0
+    """Normalized observations are clipped to ±this."""
+    obs_norm_update: str = "batch"
+    """When the observation statistics update: once per 'batch', or at every env 'step'."""
     n_eval_envs: int = 4
-    n_eval_workers: int | None = None  # eval env processes; None: usable cores on Atari, else 0
-    n_workers: int | None = None     # parallel samplers; None: number of usable cores
-    tune_workers: bool = False       # pick n_workers by measured steps/s first (GA3C)
-    tune_seconds: float = 2.0        # measuring time per tried worker count
-    pin_cpus: bool = False           # pin learner and workers as the affinity plan says
-    start_method: str = DEFAULT_START_METHOD  # worker processes: 'forkserver', 'spawn', 'fork'
-    world_size: int = 1              # learner ranks (set by torchrun; recorded, not chosen)
-    plugins: tuple[str, ...] = ()    # modules the run imports first (--plugin; recorded)
+    """Envs that evaluation episodes are spread over."""
+    n_eval_workers: int | None = None
+    """Evaluation env processes (none: one per usable core on Atari, else 0)."""
+    n_workers: int | None = None
+    """Worker processes of the parallel samplers (none: the usable cores)."""
+    tune_workers: bool = False
+    """Pick n_workers by measured env steps/s before training (--n-workers auto, GA3C)."""
+    tune_seconds: float = 2.0
+    """Measuring time per worker count tried by tune_workers."""
+    pin_cpus: Annotated[bool, Flag("--pin-cpus", const=True)] = False
+    """Pin the learner and each sampler worker to its cores in the affinity plan (printed at
+    start, saved as affinity.json)."""
+    start_method: str = DEFAULT_START_METHOD
+    """How worker processes start: 'forkserver', 'spawn' or 'fork'."""
+    world_size: int = 1
+    """Learner ranks: torchrun's, recorded here (not chosen)."""
+    plugins: tuple[str, ...] = ()
+    """Modules the run imports first (--plugin), recorded so a resume can name them."""
     schedule: RunSchedule = field(default_factory=lambda: RunSchedule(n_steps=120_000))
+    """How long to train; when to evaluate, log and checkpoint."""
     atari: AtariOptions = field(default_factory=AtariOptions)
+    """Preprocessing of ALE/<Game>-v5 envs."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    """PPO's settings."""
     a2c: A2CConfig = field(default_factory=A2CConfig)
+    """A2C's settings."""
     dqn: DQNConfig = field(default_factory=DQNConfig)
+    """DQN's settings."""
     wandb: WandbOptions = field(default_factory=WandbOptions)
+    """Logging to Weights & Biases."""
 
     def validate(self) -> None:
         """Every check that can fail before work starts, each naming the bad value."""
@@ -327,7 +369,7 @@ def set_field(config: RunConfig, key: str, value: Any) -> None:
     if dataclasses.is_dataclass(getattr(owner, name)):
         raise ValueError(f"config key {key!r} is a group; set one of its fields: "
                          + ", ".join(k for k in config_keys() if k.startswith(key + ".")))
-    converted = _convert(key, value, typing.get_type_hints(type(owner))[name])
+    converted = convert(key, value, typing.get_type_hints(type(owner))[name])
     if group is None:
         setattr(config, name, converted)
     else:  # replaced, not mutated: some groups (atari) are frozen
@@ -420,7 +462,7 @@ def _unknown_key(key: str) -> str:
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
 
-def _convert(key: str, value: Any, hint: Any) -> Any:
+def convert(key: str, value: Any, hint: Any) -> Any:
     """``value`` as type ``hint`` (int, float, bool, str, X | None, tuple[int, ...])."""
     args = typing.get_args(hint)
     if type(None) in args:  # Optional[X]
@@ -434,12 +476,12 @@ def _convert(key: str, value: Any, hint: Any) -> Any:
             value = [v for v in value.strip("()[] ").split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
             raise wrong
-        return tuple(_convert(key, v, args[0]) for v in value)
-    convert = _SCALARS.get(hint)
-    if convert is None:
+        return tuple(convert(key, v, args[0]) for v in value)
+    scalar = _SCALARS.get(hint)
+    if scalar is None:
         raise wrong
     try:
-        return convert(value)
+        return scalar(value)
     except (TypeError, ValueError):
         raise wrong from None
 

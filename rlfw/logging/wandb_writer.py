@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from rlfw.runfolder.files import write_text
+from rlfw.utils.settings import Flag
 
 WANDB_HINT = "--wandb needs the extra 'wandb': pip install 'rlfw[wandb]'"
 RUN_ID_FILE = "wandb-run-id"
@@ -18,11 +19,17 @@ RUN_ID_FILE = "wandb-run-id"
 class WandbOptions:
     """Where a run appears in W&B (``--wandb``; ``--set wandb.project=...``)."""
 
-    enabled: bool = False
+    enabled: Annotated[bool, Flag("--wandb", const=True)] = False
+    """Also log to Weights & Biases (extra [wandb]): the scalars, the config and videos;
+    works offline with WANDB_MODE=offline."""
     project: str = "rlfw"
-    entity: str | None = None        # team or user; None: the logged-in default
-    group: str | None = None         # sweeps and benchmarks set one per sweep/suite
-    name: str | None = None          # None: the run folder's name
+    """The W&B project."""
+    entity: str | None = None
+    """The W&B team or user (none: the logged-in default)."""
+    group: str | None = None
+    """The W&B group (sweeps and benchmarks set one per sweep or suite)."""
+    name: str | None = None
+    """The W&B run name (none: the run folder's name)."""
 
 
 def wandb_module() -> Any:

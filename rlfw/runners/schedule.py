@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from rlfw.samplers.machinery.evaluation import EvalLimits
 from rlfw.utils.checks import check_positive
+from rlfw.utils.settings import Flag
 
 
 @dataclass
@@ -16,18 +18,36 @@ class RunSchedule:
     steps; None: unbounded); episodes cut by them are logged as ``eval/episodes_cut``."""
 
     n_steps: int
-    eval_every: int | None = 10_000
-    eval_episodes: int = 10
-    eval_greedy: bool = True
+    """Env steps to train for, over all envs (and ranks); --steps sets it with its
+    evaluation cadence."""
+    eval_every: Annotated[int | None, Flag("--eval-every")] = 10_000
+    """Env steps between evaluations (none: no evaluation)."""
+    eval_episodes: Annotated[int, Flag("--eval-episodes")] = 10
+    """Episodes per evaluation."""
+    eval_greedy: Annotated[bool, Flag("--eval-greedy", const=True),
+                           Flag("--eval-sampled", const=False,
+                                help="Evaluate with sampled actions (dqn: eval-ε-greedy).")
+                           ] = True
+    """Evaluate with greedy actions (false: sampled; dqn: eval-ε-greedy, the Atari
+    preset's)."""
     eval_max_episode_steps: int | None = None
+    """Agent steps after which an evaluation episode is cut (none: unbounded)."""
     eval_max_steps: int | None = None
+    """Agent steps after which a whole evaluation is cut (none: unbounded)."""
     log_every: int = 10_000
-    checkpoint_every: int = 50_000
-    keep_checkpoints: int = 3
-    stop_at_return: float | None = None  # stop once an evaluation mean reaches this
-    max_restarts: int = 0                # sampler restarts from the newest checkpoint
-    video_every: int | None = None       # at the first evaluation past each multiple, a video
-                                         # of one evaluation episode in videos/ (extra video)
+    """Env steps between rows of progress.csv, TensorBoard and the console."""
+    checkpoint_every: Annotated[int, Flag("--checkpoint-every")] = 50_000
+    """Env steps between checkpoints (one is always written at the end)."""
+    keep_checkpoints: Annotated[int, Flag("--keep-checkpoints")] = 3
+    """Newest checkpoints kept (best.pt is kept apart)."""
+    stop_at_return: Annotated[float | None, Flag("--stop-at-return")] = None
+    """Stop early once an evaluation's mean return reaches this."""
+    max_restarts: Annotated[int, Flag("--max-restarts")] = 0
+    """Restart a sampler whose worker died from the newest checkpoint, up to this many
+    times (0, as torchrun's default)."""
+    video_every: Annotated[int | None, Flag("--video-every", metavar="STEPS")] = None
+    """At the first evaluation past every this many env steps, a video of one evaluation
+    episode in RUN/videos/ (extra [video]; none: off)."""
 
     def validate(self) -> None:
         check_positive(n_steps=self.n_steps, eval_episodes=self.eval_episodes,

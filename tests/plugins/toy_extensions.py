@@ -77,9 +77,13 @@ class VPGConfig:
     """Vanilla policy gradient's settings."""
 
     learning_rate: float = 1e-2
+    """Adam's step size."""
     gamma: float = 0.99
+    """Discount factor."""
     value_coef: float = 0.5
+    """Weight of the baseline's squared error."""
     entropy_coef: float = 0.0
+    """Weight of the entropy bonus."""
 
     def validate(self) -> None:
         if not self.learning_rate > 0:

@@ -19,8 +19,11 @@ class C51Config(DQNConfig):
     ``[v_min, v_max]`` (the paper's Atari setting: 51 on [-10, 10])."""
 
     atoms: int = 51
+    """Values of the return distribution's support."""
     v_min: float = -10.0
+    """The support's lowest value."""
     v_max: float = 10.0
+    """The support's highest value."""
 
     def validate(self) -> None:
         super().validate()

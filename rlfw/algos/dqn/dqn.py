@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
@@ -17,7 +18,7 @@ import torch.nn.functional as F
 
 from rlfw.agents.dqn_agent import apex_epsilons
 from rlfw.algos.base import ReplayAlgorithm
-from rlfw.algos.compile import check_compile, compile_loss
+from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import (
     OPTIMIZERS,
     Replicas,
@@ -39,42 +40,71 @@ from rlfw.buffers.replay import (
 from rlfw.buffers.replay.storage import frames_are_stacked
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.utils.checks import check_config
+from rlfw.utils.settings import Flag
 
 
 @dataclass
 class DQNConfig:
     """DQN hyper-parameters (defaults: SB3's DQN)."""
 
-    learning_rate: float = 1e-4
-    anneal_lr: bool = False                # linear decay to 0 over the run
+    learning_rate: Annotated[float, Flag("--lr")] = 1e-4
+    """The optimizer's step size."""
+    anneal_lr: bool = False
+    """Decay the learning rate linearly to 0 over the run."""
     optimizer: str = "adam"
+    """'adam' or 'rmsprop'."""
     optimizer_eps: float = 1e-8
+    """The optimizer's epsilon."""
     gamma: float = 0.99
+    """Discount factor."""
     batch_size: int = 32
-    replay_capacity: int = 1_000_000       # transitions
-    learning_starts: int = 100             # env steps before the first update
-    replay_ratio: float = 0.25             # gradient updates per env step (train_freq 4)
-    target_update_interval: int = 10_000   # env steps between target-network updates
-    tau: float = 1.0                       # 1: hard copy; < 1: Polyak averaging
-    double_dqn: bool = False              # SB3's default; --double turns it on
-    dueling: bool = False
-    n_step: int = 1
-    advantage_learning: float = 0.0        # α of Bellemare et al. 2016's action-gap term
-    prioritized: bool = False
+    """Transitions per gradient update (r2d1: sequences)."""
+    replay_capacity: int = 1_000_000
+    """Transitions the replay holds."""
+    learning_starts: int = 100
+    """Env steps before the first update."""
+    replay_ratio: float = 0.25
+    """Gradient updates per env step (SB3's train_freq 4 with one gradient step: 0.25)."""
+    target_update_interval: int = 10_000
+    """Env steps between target-network updates."""
+    tau: float = 1.0
+    """Target update: 1 copies the weights, < 1 moves them this far (Polyak averaging)."""
+    double_dqn: Annotated[bool, Flag("--double", const=True)] = False
+    """Double-DQN targets: the online network picks the next action (SB3's default: off)."""
+    dueling: Annotated[bool, Flag("--dueling", const=True)] = False
+    """A dueling Q head (value and advantage streams)."""
+    n_step: Annotated[int, Flag("--n-step")] = 1
+    """Steps of the return before bootstrapping."""
+    advantage_learning: float = 0.0
+    """α of Bellemare et al. 2016's action-gap term (0: off)."""
+    prioritized: Annotated[bool, Flag("--prioritized", const=True)] = False
+    """Prioritized replay (proportional, a sum tree)."""
     priority_alpha: float = 0.6
-    priority_beta: float = 0.4             # annealed linearly to 1 over the run
+    """Prioritized replay: how strongly priorities shape sampling."""
+    priority_beta: float = 0.4
+    """Prioritized replay: the importance-weight exponent, annealed linearly to 1."""
     huber_delta: float = 1.0
+    """Where the Huber loss turns from quadratic to linear."""
     max_grad_norm: float | None = 10.0
+    """Clip the gradient's global norm to this (none: no clipping)."""
     epsilon_start: float = 1.0
+    """ε-greedy exploration: ε at the start."""
     epsilon_final: float = 0.05
-    exploration_fraction: float = 0.1      # of the run, for the linear ε decay
-    apex_epsilon: bool = False             # fixed ε_i = 0.4^(1 + 7 i/(B-1)) per env slot
-    # Store stacked uint8 frames once (Atari: 4x less memory). None: when the env stacks
-    # frames (``for_env``; a script's DQN without it asks its first batch).
+    """ε-greedy exploration: ε after its decay."""
+    exploration_fraction: float = 0.1
+    """Fraction of the run over which ε decays linearly."""
+    apex_epsilon: Annotated[bool, Flag("--apex-epsilon", const=True)] = False
+    """A fixed ε per env slot, 0.4^(1 + 7 i/(B-1)), as in Ape-X."""
     frame_dedup: bool | None = None
-    save_replay: bool = False              # put the replay into checkpoints (bitwise resume)
-    eval_epsilon: float = 0.0              # ε of evaluation episodes (Atari preset: 0.05)
-    compile: bool | None = None            # torch.compile the loss; None: where it pays off
+    """Store stacked uint8 frames once (Atari: 4x less memory); none: when the env stacks
+    frames."""
+    save_replay: Annotated[bool, Flag("--save-replay", const=True)] = False
+    """Put the replay into checkpoints, so a resumed run is bitwise identical (large on
+    Atari)."""
+    eval_epsilon: float = 0.0
+    """ε of evaluation episodes played with sampled actions (the Atari preset: 0.05)."""
+    compile: Annotated[bool | None, Flag("--compile", choices=COMPILE_MODES)] = None
+    """torch.compile the learner's loss: on, off, or auto (none: where it pays off)."""
 
     def for_env(self, spaces: EnvSpaces) -> "DQNConfig":
         """This config with its env-dependent choices made for ``spaces``' env."""

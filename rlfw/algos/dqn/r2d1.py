@@ -40,10 +40,15 @@ class R2D1Config(DQNConfig):
     (each update learns ``batch_size x learn_steps`` steps)."""
 
     burn_in: int = 20
+    """Rows of a sequence replayed only to warm the LSTM's state."""
     learn_steps: int = 40
+    """Rows of a sequence learned from."""
     period: int = 20
+    """Rows between the starts of consecutive sequences."""
     eta: float = 0.9
+    """A sequence's priority: eta x max |TD| + (1 - eta) x mean |TD|."""
     rnn_size: int = 128
+    """Units of the LSTM."""
     n_step: int = 5
     double_dqn: bool = True
     dueling: bool = True

@@ -2,34 +2,49 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 
-from rlfw.algos.compile import check_compile, compile_loss
+from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 from rlfw.utils.checks import check_config
+from rlfw.utils.settings import Flag
 
 
 @dataclass
 class A2CConfig:
     """A2C hyper-parameters (defaults: SB3's A2C)."""
 
-    learning_rate: float = 7e-4
-    anneal_lr: bool = False        # linear decay to 0 over the run
-    optimizer: str = "rmsprop"     # 'rmsprop' (paper) or 'adam'
+    learning_rate: Annotated[float, Flag("--lr")] = 7e-4
+    """The optimizer's step size."""
+    anneal_lr: bool = False
+    """Decay the learning rate linearly to 0 over the run."""
+    optimizer: str = "rmsprop"
+    """'rmsprop' (the paper's) or 'adam'."""
     optimizer_eps: float = 1e-5
+    """The optimizer's epsilon."""
     gamma: float = 0.99
-    gae_lambda: float = 1.0        # 1.0 = plain n-step returns
-    value_coef: float = 0.5  # on the plain squared error, as PPO's (SB3's form)
-    entropy_coef: float = 0.0
+    """Discount factor."""
+    gae_lambda: float = 1.0
+    """GAE's λ (1: plain n-step returns)."""
+    value_coef: float = 0.5
+    """Weight of the value loss, on the plain squared error (as PPO's: SB3's form)."""
+    entropy_coef: Annotated[float, Flag("--entropy-coef")] = 0.0
+    """Weight of the entropy bonus."""
     max_grad_norm: float | None = 0.5
-    normalize_reward: bool = False    # scale by the discounted return's running std
-    reward_clip: float = 10.0         # of scaled rewards
+    """Clip the gradient's global norm to this (none: no clipping)."""
+    normalize_reward: bool = False
+    """Scale rewards by the running std of the discounted return."""
+    reward_clip: float = 10.0
+    """Scaled rewards are clipped to ±this."""
     normalize_advantage: bool = False
-    compile: bool | None = None       # torch.compile the loss; None: where it pays off
+    """Normalize advantages over the batch."""
+    compile: Annotated[bool | None, Flag("--compile", choices=COMPILE_MODES)] = None
+    """torch.compile the learner's loss: on, off, or auto (none: where it pays off)."""
 
     def validate(self) -> None:
         check_config("A2CConfig", **common_checks(self), compile=check_compile(self.compile))

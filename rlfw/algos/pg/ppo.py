@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 
-from rlfw.algos.compile import check_compile, compile_loss
+from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
 from rlfw.buffers import Samples
 from rlfw.utils.checks import check_config
+from rlfw.utils.settings import Flag
 
 AMP_MODES = (None, "bf16")  # bf16 needs no loss scaling, unlike fp16
 # "max": the larger of the clipped and unclipped squared errors (OpenAI baselines' PPO2,
@@ -24,28 +26,49 @@ STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 class PPOConfig:
     """PPO hyper-parameters (defaults: SB3's PPO)."""
 
-    learning_rate: float = 3e-4
-    anneal_lr: bool = False        # linear decay to 0 over the run
+    learning_rate: Annotated[float, Flag("--lr")] = 3e-4
+    """The optimizer's step size."""
+    anneal_lr: bool = False
+    """Decay the learning rate linearly to 0 over the run."""
     optimizer: str = "adam"
-    optimizer_eps: float = 1e-5    # SB3's and CleanRL's Adam eps (torch's 1e-8 sharpens faster)
+    """'adam' or 'rmsprop'."""
+    optimizer_eps: float = 1e-5
+    """The optimizer's epsilon (SB3's and CleanRL's Adam 1e-5; torch's 1e-8 sharpens
+    faster)."""
     gamma: float = 0.99
+    """Discount factor."""
     gae_lambda: float = 0.95
-    epochs: int = 10               # passes over each batch
-    minibatch_size: int = 64       # the last minibatch of an epoch may be smaller
-    clip: float = 0.2              # surrogate clip range ε
-    anneal_clip: bool = False      # linear decay of ε with the LR schedule's fraction
-    value_clip: float | None = None  # clip value updates to ±this around the old value
-    value_clip_form: str = "max"     # one of VALUE_CLIP_FORMS
-    # on the plain squared error, SB3's form; CleanRL and PureJaxRL halve the error first,
-    # so their vf_coef 0.5 is 0.25 here
+    """GAE's λ (1: Monte Carlo returns bootstrapped at the batch's end)."""
+    epochs: int = 10
+    """Passes over each batch."""
+    minibatch_size: int = 64
+    """Env steps per minibatch (an epoch's last may be smaller)."""
+    clip: float = 0.2
+    """The surrogate's clip range ε."""
+    anneal_clip: bool = False
+    """Decay ε linearly with the learning-rate schedule's fraction."""
+    value_clip: float | None = None
+    """Clip value updates to ±this around the sampling-time value (none: no clipping)."""
+    value_clip_form: str = "max"
+    """How the clipped value loss combines: 'max' (baselines, CleanRL) or 'clipped' (SB3)."""
     value_coef: float = 0.5
-    entropy_coef: float = 0.0
+    """Weight of the value loss, on the plain squared error (SB3's form; CleanRL and
+    PureJaxRL halve the error first, so their vf_coef 0.5 is 0.25 here)."""
+    entropy_coef: Annotated[float, Flag("--entropy-coef")] = 0.0
+    """Weight of the entropy bonus."""
     max_grad_norm: float | None = 0.5
-    normalize_reward: bool = False    # scale by the discounted return's running std
-    reward_clip: float = 10.0         # of scaled rewards
-    normalize_advantage: bool = True  # per minibatch
-    compile: bool | None = None       # torch.compile the loss; None: where it pays off
-    amp: str | None = None            # 'bf16': forward and loss under bfloat16 autocast
+    """Clip the gradient's global norm to this (none: no clipping)."""
+    normalize_reward: bool = False
+    """Scale rewards by the running std of the discounted return."""
+    reward_clip: float = 10.0
+    """Scaled rewards are clipped to ±this."""
+    normalize_advantage: bool = True
+    """Normalize advantages per minibatch."""
+    compile: Annotated[bool | None, Flag("--compile", choices=COMPILE_MODES)] = None
+    """torch.compile the learner's loss: on, off, or auto (none: where the run is long
+    enough to win back the compile time)."""
+    amp: str | None = None
+    """'bf16': the forward pass and the loss under bfloat16 autocast (none: float32)."""
 
     def validate(self) -> None:
         check_config(
