@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.rlfw-installed
 
-.PHONY: run test test-fast lint venv bench clean
+.PHONY: run test test-fast lint docs venv bench clean
 
 $(STAMP): setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: lint
 test-fast: lint
 	$(PARALLEL) -m "not slow and not isolated" tests
 	$(PYTEST) -m "isolated and not slow" tests
+
+# the manual: --strict (mkdocs.yml) fails on a dead link, a missing page or a broken anchor
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python experiments/bench/cartpole_vs_sb3.py

@@ -20,8 +20,11 @@ extras = {
     "video": ["imageio>=2.31", "imageio-ffmpeg", "gymnasium[classic-control]"],
     # `--wandb`: Weights & Biases (works offline: WANDB_MODE=offline)
     "wandb": ["wandb>=0.17"],
-    # the suite, its two workers (pytest-xdist) and its linter (rules in pyproject.toml)
-    "test": ["pytest", "pytest-xdist", "ruff"],
+    # the manual (`make docs`: mkdocs with the material theme, the API from docstrings)
+    "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
+    # the suite, its two workers (pytest-xdist), its linter and type checker (rules in
+    # pyproject.toml)
+    "test": ["pytest", "pytest-xdist", "ruff", "mypy"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 

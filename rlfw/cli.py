@@ -641,7 +641,22 @@ def cmd_bench_sampler(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_plugins_first(argv: Sequence[str]) -> None:
+    """The modules the command line names with ``--plugin``, and the installed plugins, are
+    imported before the parser is made, so the flags their settings declare are there."""
+    named = [value for flag, value in zip(argv, argv[1:]) if flag == "--plugin"]
+    named += [a.split("=", 1)[1] for a in argv if a.startswith("--plugin=")]
+    import_plugins(named)
+    load_installed_plugins()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _import_plugins_first(argv)
+    except ValueError as err:
+        print(f"rlfw: error: {err}", file=sys.stderr)
+        return 2
     parser = make_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "sweep":

@@ -116,3 +116,23 @@ def test_help_config_for_an_unknown_algorithm_or_env_is_one_line(argv, message, 
         main(["train", "--help-config", *argv])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_plugin_s_flag_is_on_the_command_line_it_names(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    plugins = Path(__file__).parent / "callback_plugins"
+    env = {**os.environ, "PYTHONPATH": str(plugins)}
+    run = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "rlfw", "train", "--plugin", "flagged_algo",
+                           "--algo", "flagged", "--flagged-knob", "5", "--steps", "256",
+                           "--no-progress", "--log-dir", str(run)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((run / "config.json").read_text())["flagged"]["knob"] == 5
+    done = subprocess.run([sys.executable, "-m", "rlfw", "train", "--flagged-knob", "5"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "unrecognized arguments: --flagged-knob" in done.stderr

@@ -121,7 +121,8 @@ def main() -> int:
         f.write("# PPO and A2C on Box-action classic control over 7 seeds, with and without "
                 "gSDE\n\n"
                 "Written by `experiments/bench/gsde_seeds.py` from the records under "
-                "`records/`; what the runs show: `docs/results.md`. Returns only: the runs were "
+                "`records/`; what the runs show: `docs/notes/2026-12-05-results-log.md`. "
+                "Returns only: the runs were "
                 "timed under other load (the classic suite times Pendulum and "
                 "MountainCarContinuous quietly).\n\n"
                 + text + "\n")

@@ -48,7 +48,8 @@ def check_compile(value: object) -> tuple[object, bool, str]:
 
 
 # What compiling costs and saves, measured on the 2-core reference machine (see
-# docs/results.md, "Speed"): a cold compile of a loss and its backward takes about 40 s
+# docs/notes/2026-12-05-results-log.md, "Speed"): a cold compile of a loss and its backward
+# takes about 40 s
 # (a warm inductor cache: about 6 s); a gradient step of a CartPole-sized MLP saves about
 # 0.6 ms (PPO's 64-64; DQN's 256-256 about 1.2 ms). The Nature CNN on the CPU gains
 # nothing over its channels-last eager kernels (1.30x vs 1.31x over NCHW eager), so auto

@@ -24,10 +24,11 @@ def dqn_preset(env_id: str, family: str) -> dict[str, Any]:
     # The balanced policy's two Q-values differ by 0.03-0.1 out of ~93, so a small
     # update flips the greedy action in many states and the cart drifts out (every
     # failed evaluation episode ended at |x| = 2.4); advantage learning widens that
-    # gap (see docs/results.md). CartPole's γ 0.98 (zoo: 0.99): with 0.99 a final policy
+    # gap (see docs/notes/2026-12-05-results-log.md). CartPole's γ 0.98 (zoo: 0.99): with
+    # 0.99 a final policy
     # still collapsed now and then as Q neared its ceiling 1/(1-γ) = 100 (seed 2 of 0-3 at
     # 80k ended at 124, its Q overshooting to 109); with 0.98 every final policy of sync
-    # seeds 0-7 and async 0-4 at 80k holds 500 (docs/results.md).
+    # seeds 0-7 and async 0-4 at 80k holds 500 (docs/notes/2026-12-05-results-log.md).
     gamma = 0.98 if base_name(env_id) == "CartPole" else 0.99
     return {"batch_B": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
         learning_rate=2.3e-3, anneal_lr=True, batch_size=64, replay_capacity=100_000,

@@ -160,7 +160,7 @@ MUJOCO_PPO: dict[str, dict[str, Any]] = {
 # (SB3's defaults where the zoo sets nothing): Acrobot normalizes observations and rewards
 # and takes 16 envs x 256 steps, 4 epochs. 3 seeds at 120k, final policy over 20 greedy
 # episodes: -78.8, -80.8, -79.7 here against -75.8, -78.5, -79.8 with the CartPole
-# settings plus normalization, in 0.87x their time (docs/results.md).
+# settings plus normalization, in 0.87x their time (docs/notes/2026-12-05-results-log.md).
 CLASSIC_PPO: dict[str, dict[str, Any]] = {
     "Acrobot": {"normalize_obs": True, "batch_B": 16, "batch_T": 256, "ppo": {
         **_SB3_PPO, "gamma": 0.99, "gae_lambda": 0.94, "epochs": 4, "anneal_clip": False}},
