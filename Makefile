@@ -27,9 +27,12 @@ PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 # (process start-ups, small nets). The tests marked isolated assert machine-wide state
 # (/dev/shm) that a neighbour would change: they run after, alone.
 PARALLEL := OMP_NUM_THREADS=1 $(PYTEST) -n 2 --dist worksteal
-# lint first: a rule broken (pyproject.toml's [tool.ruff]) fails the suite before it runs
+# lint first: a rule broken (pyproject.toml's [tool.ruff] and [tool.mypy]), an unformatted
+# file or a type error fails the suite before it runs
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test: lint
 	$(PARALLEL) -m "not isolated" tests

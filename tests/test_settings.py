@@ -136,3 +136,14 @@ def test_a_plugin_s_flag_is_on_the_command_line_it_names(tmp_path):
     done = subprocess.run([sys.executable, "-m", "rlfw", "train", "--flagged-knob", "5"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "unrecognized arguments: --flagged-knob" in done.stderr
+
+
+def test_presets_are_tables_of_entries_each_with_a_one_line_source():
+    from rlfw.algos.dqn.presets import DQN_PRESETS
+    from rlfw.algos.pg.presets import A2C_PRESETS, PPO_PRESETS
+    from rlfw.launch.config import RunConfig, apply_overrides
+
+    for algo, table in (("ppo", PPO_PRESETS), ("a2c", A2C_PRESETS), ("dqn", DQN_PRESETS)):
+        for entry in table:
+            assert entry.source and "\n" not in entry.source and len(entry.source) <= 100
+            apply_overrides(RunConfig(algo=algo), entry.settings)  # every key exists, typed

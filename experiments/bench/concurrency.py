@@ -19,7 +19,7 @@ import argparse
 import resource
 import time
 
-from rlfw.algos.pg.presets import ATARI_PPO
+from rlfw.algos.pg.presets import ppo_preset
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
@@ -71,8 +71,9 @@ def sb3_pong_rate(steps: int) -> float:
     gymnasium.register_envs(ale_py)  # fork-started workers inherit the registration
     env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0, vec_env_cls=_subproc(),
                                        vec_env_kwargs={"start_method": "fork"}), n_stack=4)
-    ppo = ATARI_PPO["ppo"]
-    model = PPO("CnnPolicy", env, n_steps=ATARI_PPO["batch_T"], n_epochs=ppo["epochs"],
+    atari = ppo_preset("ALE/Pong-v5", "atari")
+    ppo = atari["ppo"]
+    model = PPO("CnnPolicy", env, n_steps=atari["batch_T"], n_epochs=ppo["epochs"],
                 batch_size=ppo["minibatch_size"], learning_rate=ppo["learning_rate"],
                 clip_range=ppo["clip"], vf_coef=0.5, ent_coef=ppo["entropy_coef"], verbose=0)
     start = time.perf_counter()

@@ -13,6 +13,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parents[2]
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
@@ -52,7 +53,7 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
 )
 
 
-def _iqm(stats: dict) -> str:
+def _iqm(stats: dict[str, Any]) -> str:
     return (f"{stats['iqm']:.1f} [{stats['iqm_low']:.1f}, {stats['iqm_high']:.1f}], "
             f"{len(stats['finals'])} seeds")
 

@@ -64,8 +64,8 @@ def encode(value: Any, where: str = "state") -> Any:
         return {MARK: "record", "type": name,
                 "fields": [encode(v, f"{where}.{f}") for f, v in zip(value._fields, value)]}
     if isinstance(value, (list, tuple)):
-        items = [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if isinstance(value, tuple) else items
+        encoded = [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(encoded) if isinstance(value, tuple) else encoded
     if isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.hasobject:
             raise TypeError(f"checkpoint state at {where!r} is a numpy array of Python objects; "
@@ -109,13 +109,13 @@ def decode(value: Any, pickles: str = "verify") -> Any:
         items = ((k, decode(v, pickles)) for k, v in value.items())
         return OrderedDict(items) if isinstance(value, OrderedDict) else dict(items)
     if isinstance(value, (list, tuple)):
-        items = [decode(v, pickles) for v in value]
-        return tuple(items) if isinstance(value, tuple) else items
+        decoded = [decode(v, pickles) for v in value]
+        return tuple(decoded) if isinstance(value, tuple) else decoded
     return value
 
 
 # -- files ---------------------------------------------------------------------------------
-def save_checkpoint(run_dir: str, step: int, state: dict, keep: int = 3) -> str:
+def save_checkpoint(run_dir: str, step: int, state: dict[str, Any], keep: int = 3) -> str:
     """Write ``checkpoints/ckpt_<step, 12 digits>.pt`` atomically and fsync'd (a crash never
     leaves a truncated checkpoint), then drop all but ``keep`` newest."""
     folder = checkpoint_dir(run_dir)
@@ -127,7 +127,7 @@ def save_checkpoint(run_dir: str, step: int, state: dict, keep: int = 3) -> str:
     return path
 
 
-def _write(path: str, state: dict) -> None:
+def _write(path: str, state: dict[str, Any]) -> None:
     tree = {**encode(state), FORMAT_KEY: FORMAT}
     write_atomically(path, lambda f: torch.save(tree, f), fsync=True)
 
@@ -147,7 +147,7 @@ def latest_checkpoint(run_dir: str) -> str:
     return found[-1]
 
 
-def load_checkpoint(path: str, pickles: str = "verify") -> dict:
+def load_checkpoint(path: str, pickles: str = "verify") -> dict[str, Any]:
     """A checkpoint's state, read without running code. ``UnsafeCheckpointError`` (naming
     the file) for one that holds pickled objects, e.g. written before the safe format;
     ``pickles='trust'`` loads those too, as ``--trust-checkpoint`` does (it may run code)."""
@@ -168,7 +168,8 @@ def load_checkpoint(path: str, pickles: str = "verify") -> dict:
                                     "checkpoint")
     tree.pop(FORMAT_KEY, None)
     try:
-        return decode(tree, pickles)
+        decoded: dict[str, Any] = decode(tree, pickles)
+        return decoded
     except sealing.UnsealedError as err:
         raise sealing.UnsealedError(
             f"{path}: {err}; if you trust where this run came from, pass {TRUST_FLAG}, or "
@@ -192,7 +193,7 @@ def best_checkpoint(run_dir: str) -> str:
     return path
 
 
-def save_best(run_dir: str, state: dict) -> str:
+def save_best(run_dir: str, state: dict[str, Any]) -> str:
     """Overwrite ``checkpoints/best.pt`` atomically."""
     folder = checkpoint_dir(run_dir)
     os.makedirs(folder, exist_ok=True)
@@ -201,8 +202,8 @@ def save_best(run_dir: str, state: dict) -> str:
     return path
 
 
-def load_newest_valid(run_dir: str, pickles: str = "verify",
-                      first: str | None = None) -> tuple[str, dict, list[tuple[str, str]]]:
+def load_newest_valid(run_dir: str, pickles: str = "verify", first: str | None = None
+                      ) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
     """The newest checkpoint that loads: ``(path, state, skipped)``, where ``skipped`` lists
     ``(path, reason)`` for files that did not load (truncated by a full disk, crafted, sealed
     by someone else), tried newest first after ``first`` (``best.pt``, say) when given.

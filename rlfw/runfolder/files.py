@@ -12,15 +12,16 @@ import tempfile
 from typing import IO, Any, Callable
 
 
-def write_atomically(path: str, write: Callable[[IO], None], binary: bool = True,
+def write_atomically(path: str, write: Callable[[IO[Any]], object], binary: bool = True,
                      fsync: bool = False) -> None:
     """Call ``write(f)`` on a temp file next to ``path``, then rename it to ``path``.
     ``fsync``: flush it to disk first (checkpoints: they must survive a power cut)."""
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else
-                                                       {"encoding": "utf-8", "newline": ""})) as f:
+        f: IO[Any]
+        with (os.fdopen(fd, "wb") if binary else
+              os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
             write(f)
             if fsync:
                 f.flush()
@@ -44,7 +45,7 @@ def write_json(path: str, data: Any) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def read_json_object(path: str, what: str) -> dict:
+def read_json_object(path: str, what: str) -> dict[str, Any]:
     """A JSON object from ``path``; ``ValueError`` naming the file when it is not one."""
     with open(path, encoding="utf-8") as f:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+from typing import IO
 
 LOCK_NAME = ".rlfw.lock"
 
@@ -22,7 +23,7 @@ class FolderLock:
     def __init__(self, run_dir: str, fd: int, created: bool):
         self.run_dir, self.created = run_dir, created
         # a file object, not a bare fd: a lock nobody releases is dropped when collected
-        self._file = os.fdopen(fd, "r+b", buffering=0)
+        self._file: IO[bytes] | None = os.fdopen(fd, "r+b", buffering=0)
 
     @classmethod
     def acquire(cls, run_dir: str) -> "FolderLock":
@@ -65,7 +66,7 @@ class FolderLock:
     def __enter__(self) -> "FolderLock":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 

@@ -1,6 +1,8 @@
 """Input checks shared by every part: each error names the bad value and what is allowed."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 
@@ -17,15 +19,15 @@ def check_seed(seed: int) -> None:
         raise ValueError(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
 
 
-def check_seeds(seeds) -> list[int]:
+def check_seeds(seeds: Iterable[int]) -> list[int]:
     """The seeds of a study (a sweep's, a benchmark's), each a run seed, none twice: a
     repeated seed is the same run counted twice in its statistics."""
-    seeds = list(seeds)
-    for seed in seeds:
+    listed = list(seeds)
+    for seed in listed:
         check_seed(seed)
-    if not seeds or len(set(seeds)) < len(seeds):
-        raise ValueError(f"seeds must be one or more different seeds, got {seeds}")
-    return seeds
+    if not listed or len(set(listed)) < len(listed):
+        raise ValueError(f"seeds must be one or more different seeds, got {listed}")
+    return listed
 
 
 def check_config(name: str, **checks: tuple[object, bool, str]) -> None:

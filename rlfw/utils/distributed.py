@@ -109,7 +109,7 @@ class RankGroup:
             raise self._failed(f"scattering {what}", err) from None
         return out[0]
 
-    def broadcast_agent(self, agent) -> None:
+    def broadcast_agent(self, agent: Any) -> None:
         """Rank 0's weights into every rank's agent (the replicas start identical)."""
         state = self.broadcast({k: v.cpu() for k, v in agent.state_dict().items()}
                                if self.is_chief else None, "the initial weights")

@@ -4,6 +4,7 @@ initialisation, and capture/restore of the global RNGs for checkpoints."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,13 +30,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def capture_rng() -> dict:
+def capture_rng() -> dict[str, Any]:
     """The process-global RNG states: python, numpy and torch."""
     return {"python": random.getstate(), "numpy": np.random.get_state(),
             "torch": torch.get_rng_state()}
 
 
-def restore_rng(state: dict) -> None:
+def restore_rng(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])

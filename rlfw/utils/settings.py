@@ -87,7 +87,7 @@ def _settings_of(cls: type) -> tuple[Setting, ...]:
         flags: tuple[Flag, ...] = ()
         for hints in declared:
             found = hints.get(f.name)
-            if typing.get_origin(found) is typing.Annotated:
+            if found is not None and typing.get_origin(found) is typing.Annotated:
                 flags = tuple(m for m in found.__metadata__ if isinstance(m, Flag))
                 break
         if typing.get_origin(hint) is typing.Annotated:
@@ -117,9 +117,10 @@ def _own_field_docs(cls: type) -> dict[str, str]:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
         return {}
-    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)][:1] or [None]
-    if node is None:
+    classes = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)]
+    if not classes:
         return {}
+    node = classes[0]
     out = {}
     body = node.body
     for stmt, following in zip(body, body[1:]):

@@ -1,52 +1,39 @@
-"""DQN's tuned settings per env family (``AlgoSpec.preset``), each with its source."""
+"""DQN's tuned settings as a table (``rlfw.algos.preset_table``), each entry with its
+source, and C51's, Rainbow's and R2D1's, derived from it. Why each entry is what it is:
+``docs/presets.md``."""
 from __future__ import annotations
 
 from typing import Any
 
-from rlfw.envs.families import base_name
+from rlfw.algos.preset_table import PresetEntry, resolve
 
-
-def dqn_preset(env_id: str, family: str) -> dict[str, Any]:
-    if family == "minatar":
-        return MINATAR_DQN
-    if family == "atari":
-        # zoo Atari: train every 4 steps per env, target every 1000 steps, 100k replay;
-        # evaluated ε-greedy with ε = 0.05, as the DQN literature reports Atari scores.
-        return {"batch_B": 8, "batch_T": 4, "schedule": {"eval_greedy": True}, "dqn": dict(
+DQN_PRESETS: tuple[PresetEntry, ...] = (
+    PresetEntry(("classic", "continuous", "mujoco"),
+                "rl-baselines3-zoo dqn.yml CartPole-v1 + 3-step double-Q, LR annealing, AL", {
+        "batch_B": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
+            learning_rate=2.3e-3, anneal_lr=True, batch_size=64, replay_capacity=100_000,
+            learning_starts=1000, gamma=0.99, target_update_interval=10, replay_ratio=0.5,
+            exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0,
+            double_dqn=True, n_step=3, advantage_learning=0.9)}),
+    PresetEntry(("classic",), "γ 0.98 (zoo: 0.99): every final policy holds 500", {
+        "dqn": {"gamma": 0.98}}, env="CartPole"),
+    PresetEntry(("minatar",), "MinAtar's reference DQN (Young & Tian 2019, examples/dqn.py)", {
+        "batch_B": 1, "batch_T": 32, "dqn": dict(
+            learning_rate=2.5e-4, optimizer="rmsprop", optimizer_eps=1e-5, batch_size=32,
+            replay_capacity=100_000, learning_starts=5_000, replay_ratio=1.0,
+            target_update_interval=1_000, gamma=0.99, epsilon_start=1.0, epsilon_final=0.1,
+            exploration_fraction=0.1, max_grad_norm=None, huber_delta=1.0)}),
+    PresetEntry(("atari",), "rl-baselines3-zoo dqn.yml Atari, evaluated ε-greedy at 0.05", {
+        "batch_B": 8, "batch_T": 4, "schedule": {"eval_greedy": True}, "dqn": dict(
             learning_rate=1e-4, batch_size=32, replay_capacity=100_000,
             learning_starts=100_000, target_update_interval=1000, replay_ratio=0.25,
             exploration_fraction=0.1, epsilon_final=0.01, optimizer_eps=1.5e-4,
-            eval_epsilon=0.05)}
-    # zoo CartPole (train every 256 steps with 128 gradient steps, replay ratio 0.5) plus
-    # 3-step double-Q targets, LR annealing and advantage learning: with zoo's 1-step
-    # targets the greedy policy learns to balance, then drifts off the track and
-    # collapses again; n-step returns carry the far-off cost of drifting back in time.
-    # The balanced policy's two Q-values differ by 0.03-0.1 out of ~93, so a small
-    # update flips the greedy action in many states and the cart drifts out (every
-    # failed evaluation episode ended at |x| = 2.4); advantage learning widens that
-    # gap (see docs/notes/2026-12-05-results-log.md). CartPole's γ 0.98 (zoo: 0.99): with
-    # 0.99 a final policy
-    # still collapsed now and then as Q neared its ceiling 1/(1-γ) = 100 (seed 2 of 0-3 at
-    # 80k ended at 124, its Q overshooting to 109); with 0.98 every final policy of sync
-    # seeds 0-7 and async 0-4 at 80k holds 500 (docs/notes/2026-12-05-results-log.md).
-    gamma = 0.98 if base_name(env_id) == "CartPole" else 0.99
-    return {"batch_B": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
-        learning_rate=2.3e-3, anneal_lr=True, batch_size=64, replay_capacity=100_000,
-        learning_starts=1000, gamma=gamma, target_update_interval=10, replay_ratio=0.5,
-        exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0,
-        double_dqn=True, n_step=3, advantage_learning=0.9)}
+            eval_epsilon=0.05)}),
+)
 
 
-# MinAtar's reference DQN (Young & Tian 2019, examples/dqn.py): one env, one update of 32
-# per env step from a 100k replay, first after 5,000 steps, target copied every 1,000,
-# RMSprop lr 2.5e-4, ε 1 -> 0.1 over 100k steps (here 10% of the run: 100k of the default
-# 1M), Huber loss, γ 0.99, no gradient clipping. What differs: RMSprop's α 0.99 and eps 1e-5
-# here (theirs: α 0.95, eps 0.01, centered), and 1M steps against their 5M frames.
-MINATAR_DQN: dict[str, Any] = {"batch_B": 1, "batch_T": 32, "dqn": dict(
-    learning_rate=2.5e-4, optimizer="rmsprop", optimizer_eps=1e-5, batch_size=32,
-    replay_capacity=100_000, learning_starts=5_000, replay_ratio=1.0,
-    target_update_interval=1_000, gamma=0.99, epsilon_start=1.0, epsilon_final=0.1,
-    exploration_fraction=0.1, max_grad_norm=None, huber_delta=1.0)}
+def dqn_preset(env_id: str, family: str) -> dict[str, Any]:
+    return resolve(DQN_PRESETS, env_id, family)
 
 
 def c51_preset(env_id: str, family: str) -> dict[str, Any]:
