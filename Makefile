@@ -21,7 +21,8 @@ run: $(STAMP)
 	rm -rf runs/ppo-cartpole
 	$(BIN)/python -m rlfw train --algo ppo --env CartPole-v1 --log-dir runs/ppo-cartpole
 
-# test-fast leaves out the learning checks (marked slow) for day-to-day work.
+# test-fast is the unit tier for day-to-day work: it leaves out the learning checks (slow)
+# and the whole-run tests (integration); make test runs every tier.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 # Two pytest-xdist workers, one torch thread per process: most tests keep one core busy
 # (process start-ups, small nets). The tests marked isolated assert machine-wide state
@@ -39,8 +40,8 @@ test: lint
 	$(PYTEST) -m isolated tests
 
 test-fast: lint
-	$(PARALLEL) -m "not slow and not isolated" tests
-	$(PYTEST) -m "isolated and not slow" tests
+	$(PARALLEL) -m "not slow and not integration and not isolated" tests
+	$(PYTEST) -m "isolated and not slow and not integration" tests
 
 # the manual: --strict (mkdocs.yml) fails on a dead link, a missing page or a broken anchor
 docs: $(STAMP)

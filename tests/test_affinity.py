@@ -97,6 +97,7 @@ def test_apply_sets_threads_and_pins(monkeypatch):
         torch.set_num_threads(before_threads)
 
 
+@pytest.mark.integration
 def test_train_prints_saves_and_pins_by_the_plan(tmp_path, capsys):
     from rlfw.cli import main
 

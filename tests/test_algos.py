@@ -31,6 +31,7 @@ def _flat_optimizer(algo) -> dict:
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c"])
+@pytest.mark.integration
 def test_same_seed_twice_gives_bitwise_identical_parameters(algo):
     a, b = final_params(algo, 0), final_params(algo, 0)
     assert a.keys() == b.keys()

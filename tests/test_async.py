@@ -32,6 +32,7 @@ def progress(run_dir):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.integration
 def test_async_dqn_holds_the_configured_replay_ratio_and_bounds_the_sampler_lead(tmp_path):
     run_dir = str(tmp_path / "run")
     runner = build_runner(async_config(), run_dir, progress=False, stdout=False)
@@ -85,6 +86,7 @@ def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path, l
     assert lags and lags[-1] == lead - 1 and all(0 <= lag <= lead - 1 for lag in lags), lags
 
 
+@pytest.mark.integration
 def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
     """The process steps its own copy: sent the learner's agent, spawn would put the
     learner's tensors in shared memory and every weight load there would overwrite them
@@ -98,6 +100,7 @@ def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
 
 
 @pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "ppo"])
+@pytest.mark.integration
 def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
     while it samples) or not: the same run, bitwise (prioritized replay too: its priorities
@@ -161,6 +164,7 @@ def test_a_killed_sampler_process_is_an_error_within_seconds_and_leaves_nothing(
     assert shm_entries() - shm_before == set()
 
 
+@pytest.mark.integration
 def test_async_ctrl_c_keeps_the_newest_checkpoint_and_the_run_resumes(tmp_path):
     run_dir = str(tmp_path / "run")
     runner = build_runner(async_config("ppo", itrs=6), run_dir, progress=False, stdout=False)
@@ -183,6 +187,7 @@ def test_async_ctrl_c_keeps_the_newest_checkpoint_and_the_run_resumes(tmp_path):
     assert not final.interrupted and final.env_steps == 6 * 256
 
 
+@pytest.mark.integration
 def test_async_prioritized_replay_learns_with_the_learner_s_priorities(tmp_path):
     """The sampler process appends; the learner reveals each batch to its priority tree
     and writes the priorities the next minibatch draws with."""

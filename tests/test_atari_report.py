@@ -5,11 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rlfw.cli import main
 
 REPORT = str(Path(__file__).parents[1] / "experiments" / "atari_report.py")
 
 
+@pytest.mark.integration
 def test_report_keeps_the_record_and_exports_the_policy_that_still_evaluates(trained, tmp_path,
                                                                              capsys):
     out = tmp_path / "atari"

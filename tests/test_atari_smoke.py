@@ -1,4 +1,5 @@
 """Two PPO iterations on real Pong, end to end through the runner."""
+import pytest
 import torch
 
 from rlfw.envs import AtariOptions
@@ -7,6 +8,7 @@ from rlfw.launch.config import RunConfig, apply_overrides, preset
 from rlfw.runners import RunSchedule
 
 
+@pytest.mark.integration
 def test_ppo_pong_two_iterations(tmp_path):
     config = apply_overrides(RunConfig(algo="ppo", env="ALE/Pong-v5"), preset("ppo", "ALE/Pong-v5"))
     config.batch_B, config.batch_T, config.n_eval_envs = 2, 16, 1

@@ -22,6 +22,7 @@ def benchmark(out, *flags, env=None):
                           timeout=600, env=env)
 
 
+@pytest.mark.integration
 def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(tmp_path):
     temp = tmp_path / "system-temp"  # the jobs' temp directory (torch keeps a cache there)
     temp.mkdir()
@@ -57,6 +58,7 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
     assert json.loads((out / "results.json").read_text()) == data
 
 
+@pytest.mark.integration
 def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_path):
     done = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite",
                            "minatar-smoke", "--peer", "sb3", "--max-parallel", "2", "--out",
@@ -117,6 +119,7 @@ def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
 
 
 @pytest.mark.parametrize("value_clip", [None, 0.2])
+@pytest.mark.integration
 def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     """The peer is given rlfw's settings; this checks it then learns as rlfw does: from one
     SB3 rollout (episode ends inside it), rlfw's GAE gives SB3's advantages, and rlfw's
@@ -217,6 +220,7 @@ def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
     assert {j.steps for j in plan(SUITES["mujoco"], ("rlfw",), [0])} == {300_000}
 
 
+@pytest.mark.integration
 def test_a_job_s_plugins_are_imported_by_the_run_that_records_them(tmp_path, monkeypatch):
     """A job whose settings name a plugin runs with it (its record says so): the job's
     process imports it, as `rlfw train --plugin` does; here the plugin's sampler."""
@@ -416,6 +420,7 @@ def test_iqm_and_its_ci_and_the_curve_binning():
     np.testing.assert_allclose(binned(curve, np.array([100.0, 200.0, 300.0])), [1, 4, 4])
 
 
+@pytest.mark.integration
 def test_report_only_runs_nothing_and_lists_what_is_not_run_yet(tmp_path):
     done = benchmark(tmp_path, "--report-only")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -442,6 +447,7 @@ def test_report_only_without_records_refuses_to_erase_a_report_of_finished_runs(
     assert json.loads((tmp_path / "results.json").read_text()) == old
 
 
+@pytest.mark.integration
 def test_a_run_that_fails_is_reported_with_its_log_and_not_counted_as_finished(tmp_path):
     from rlfw.bench.run import run_job
 

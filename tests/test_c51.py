@@ -80,6 +80,7 @@ def test_rainbow_is_c51_with_the_papers_settings():
 @pytest.mark.parametrize("algo,sampler,runner", [
     ("c51", "gpu", "sync"), ("rainbow", "cpu", "async"),  # rainbow: prioritized, async
 ])
+@pytest.mark.integration
 def test_c51_and_rainbow_train_resume_and_evaluate(tmp_path, capsys, algo, sampler, runner):
     run = tmp_path / "run"
     flags = ["--algo", algo, "--env", "CartPole-v1", "--sampler", sampler, "--runner", runner,

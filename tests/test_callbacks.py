@@ -102,6 +102,7 @@ def test_a_callback_without_hooks_is_refused():
         CallbackList([object()])
 
 
+@pytest.mark.integration
 def test_callback_from_the_cli_stops_the_run(tmp_path):
     log = tmp_path / "seen.json"
     run = tmp_path / "run"

@@ -158,6 +158,7 @@ def rlfw(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.integration
 def test_an_env_id_from_a_run_folder_never_imports_its_module(run, tmp_path):
     (tmp_path / "evilmod.py").write_text(EVIL_MODULE)
     config = (run / "config.json").read_text()
@@ -191,6 +192,7 @@ def test_a_run_s_plugins_must_be_named_however_its_config_spells_them(run, plugi
         capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_env_id_with_a_module_from_the_command_line_is_the_users_choice(tmp_path):
     (tmp_path / "mymod.py").write_text(EVIL_MODULE)
     done = rlfw("train", "--env", "mymod:CartPole-v1", "--steps", "256", "--no-progress",

@@ -113,6 +113,7 @@ def test_runner_flag_trains_and_is_saved_in_config(runner, tmp_path, capsys):
     assert RunConfig.load(run).runner == runner
 
 
+@pytest.mark.integration
 def test_auto_workers_from_the_cli_prints_trials_and_saves_the_choice(tmp_path, capsys):
     from rlfw.launch.config import RunConfig
 
@@ -287,6 +288,7 @@ def test_a_script_s_setting_of_another_algorithm_is_refused_as_the_cli_s():
     assert RunConfig.for_env("CartPole-v1", "rainbow", rainbow={"n_step": 5}).rainbow.n_step == 5
 
 
+@pytest.mark.integration
 def test_config_file_is_the_starting_point_and_flags_apply_on_top(tmp_path, capsys):
     import json
 
@@ -351,6 +353,7 @@ def test_unavailable_device_is_a_clear_error_before_any_work(device, capsys, tmp
     assert f"device {device!r} is not" in err and "available: cpu" in err
 
 
+@pytest.mark.integration
 def test_an_installed_rlfw_plugin_loads_without_a_flag(tmp_path):
     """A package that declares an ``rlfw.plugins`` entry point is the user's choice: its
     registrations are there for every command, and the run records it."""

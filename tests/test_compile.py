@@ -25,6 +25,7 @@ def _train(algo: str, compile: bool | None) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "dqn"])
+@pytest.mark.integration
 def test_compiled_loss_is_reproducible_and_close_to_eager(algo):
     eager = _train(algo, False)
     first, second = _train(algo, True), _train(algo, True)

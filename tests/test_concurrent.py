@@ -48,6 +48,7 @@ def test_every_sample_of_batch_itr_was_drawn_with_policy_version_itr_minus_one(t
 
 
 @pytest.mark.parametrize("sampler", ["serial", "cpu"])
+@pytest.mark.integration
 def test_two_runs_with_the_same_seed_end_bitwise_identical(tmp_path, sampler):
     first, _ = run(concurrent_config(sampler), tmp_path / "a")
     second, _ = run(concurrent_config(sampler), tmp_path / "b")
@@ -59,6 +60,7 @@ def test_two_runs_with_the_same_seed_end_bitwise_identical(tmp_path, sampler):
 
 
 @pytest.mark.parametrize("sampler", ["serial", "cpu"])
+@pytest.mark.integration
 def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, sampler):
     whole, whole_result = run(concurrent_config(sampler), tmp_path / "whole")
 

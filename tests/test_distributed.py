@@ -42,6 +42,7 @@ def run(cmd: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
+@pytest.mark.integration
 def test_two_ranks_stay_identical_and_apply_the_mean_gradient(algo, tmp_path):
     done = run(torchrun(PROBE, str(tmp_path), algo, "3"))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -63,6 +64,7 @@ def test_two_ranks_stay_identical_and_apply_the_mean_gradient(algo, tmp_path):
     assert not torch.equal(r0["first_obs"], r1["first_obs"])  # no duplicated experience
 
 
+@pytest.mark.integration
 def test_leaving_the_group_stops_its_threads(tmp_path):
     """After ``close`` no gloo thread is left: one alive during interpreter shutdown can
     free a finished collective's tensors there, needs the GIL for it, and aborts the rank
@@ -77,6 +79,7 @@ def test_leaving_the_group_stops_its_threads(tmp_path):
 
 # Schedules that do not depend on the run length, so a 512-step run is the first half of
 # the 1,024-step one (its checkpoint at 512 is the one an interrupted run would leave).
+@pytest.mark.integration
 def test_normalization_statistics_are_the_same_on_every_rank(tmp_path):
     """PPO on Pendulum with observations normalized and rewards scaled: every rank adds
     every rank's batch, so the statistics stay as identical as the weights."""
@@ -100,6 +103,7 @@ def _final_agent(run_dir: Path) -> dict:
     return load_checkpoint(str(newest))
 
 
+@pytest.mark.integration
 def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_path):
     whole, part = tmp_path / "whole", tmp_path / "part"
     done = run(torchrun("-m", "rlfw", "train", "--log-dir", str(whole), *FAST))
@@ -123,6 +127,7 @@ def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_p
     assert "was trained with world_size 2 and this launch has 1 rank(s)" in alone.stderr
 
 
+@pytest.mark.integration
 def test_a_rank_that_dies_stops_the_job_naming_it(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     job = subprocess.Popen(torchrun("-m", "rlfw", "train", "--log-dir", str(tmp_path / "run"),
@@ -157,6 +162,7 @@ def test_a_rank_that_dies_stops_the_job_naming_it(tmp_path):
     assert not children()  # torchrun took the other rank and every sampler worker down
 
 
+@pytest.mark.integration
 def test_the_distributed_script_runs_under_torchrun(tmp_path):
     script = str(Path(__file__).parents[1] / "experiments" / "distributed.py")
     done = run(torchrun(script, "--steps", "2048", "--log-dir", str(tmp_path / "run")))
@@ -183,6 +189,7 @@ def test_two_rank_ppo_learns_cartpole(tmp_path):
     assert mean >= 475, judged.stdout
 
 
+@pytest.mark.integration
 def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
     """torchrun's elastic restart relaunches every rank with the same command; with a fixed
     --log-dir the relaunched ranks continue from the folder's newest checkpoint."""
@@ -220,6 +227,7 @@ def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
     assert not children()
 
 
+@pytest.mark.integration
 def test_recurrent_ranks_each_carry_their_own_states(tmp_path):
     """A GRU agent under torchrun: one set of weights, while each rank's sampler keeps the
     states of its own env slots (saved per rank, so a resumed rank gets its own back)."""

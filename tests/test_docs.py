@@ -21,12 +21,14 @@ def site(tmp_path_factory):
     return out
 
 
+@pytest.mark.integration
 def test_the_manual_builds_strict(site):
     for page in ("index.html", "getting-started/index.html", "concepts/index.html",
                  "howto/callbacks/index.html", "reference/api/index.html"):
         assert (site / page).is_file(), page
 
 
+@pytest.mark.integration
 def test_generated_pages_come_from_the_code(site):
     from rlfw.bench.headline import table
     from rlfw.launch.reference import key_docs

@@ -181,6 +181,7 @@ def test_concurrent_restart_after_a_killed_worker_equals_an_uninterrupted_run(tm
     assert children() == []
 
 
+@pytest.mark.integration
 def test_async_restart_after_a_killed_worker_continues_to_the_end(tmp_path):
     marker = tmp_path / "already-killed"
     with kill_once_runner(tmp_path / "run", marker, "cpu", 1, AsyncRunner) as runner:
@@ -349,6 +350,7 @@ MASTER = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("kind", [*PARALLEL, "async-cpu"])
+@pytest.mark.integration
 def test_a_killed_master_leaves_no_process_behind(kind, tmp_path):
     """Workers (forked by a forkserver, so not the master's children) and the forkserver
     itself exit within seconds of the master's SIGKILL, whatever the workers were doing."""

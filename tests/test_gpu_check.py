@@ -15,6 +15,7 @@ def docs_gpu() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.glob("*")} if folder.exists() else {}
 
 
+@pytest.mark.integration
 def test_gpu_check_smoke_on_cpu_passes_every_row_and_writes_its_table_outside_docs():
     before = docs_gpu()
     done = subprocess.run([sys.executable, "experiments/gpu_check.py", "--device", "cpu",

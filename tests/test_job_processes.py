@@ -33,6 +33,7 @@ PARENT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.integration
 def test_a_job_child_is_interrupted_when_its_parent_is_killed(tmp_path, how):
     marker = tmp_path / "child-says"
     # the parent ignores SIGINT, as a command started with `cmd &` in a script does

@@ -77,6 +77,7 @@ def test_auto_picks_the_small_cnn_by_input_size_for_every_agent():
 
 
 @pytest.mark.parametrize("kind", list(ALL))
+@pytest.mark.integration
 def test_every_sampler_equals_the_serial_one_on_a_minatar_game(kind):
     factory = EnvFactory("MinAtar/Breakout-v1")
     agent = RandomAgent(EnvSpaces.of(factory).action)
@@ -102,6 +103,7 @@ def test_the_presets_are_minatar_s(algo):
             (2.5e-4, "rmsprop", 100_000, 5_000, 1_000, 1.0, 0.1)
 
 
+@pytest.mark.integration
 def test_train_resume_and_eval_a_minatar_run_from_the_cli(tmp_path):
     run = tmp_path / "run"
     common = [sys.executable, "-m", "rlfw"]

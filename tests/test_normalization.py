@@ -249,6 +249,7 @@ def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch):
 
 
 @mujoco
+@pytest.mark.integration
 def test_halfcheetah_trains_checkpoints_resumes_and_evaluates(tmp_path, capsys):
     run = str(tmp_path / "cheetah")
     common = ["--eval-episodes", "1", "--checkpoint-every", "2048", "--no-progress"]

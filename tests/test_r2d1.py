@@ -159,6 +159,7 @@ def test_targets_equal_a_per_step_loop_and_priorities_their_definition():
 
 
 @pytest.mark.parametrize("sampler", ["serial", "cpu"])
+@pytest.mark.integration
 def test_r2d1_trains_resumes_and_evaluates_from_the_cli(tmp_path, capsys, sampler):
     run = tmp_path / "run"
     flags = ["--algo", "r2d1", "--env", "rlfw/CartPoleNoVel-v1", "--sampler", sampler,
@@ -175,6 +176,7 @@ def test_r2d1_trains_resumes_and_evaluates_from_the_cli(tmp_path, capsys, sample
     assert "mean return" in capsys.readouterr().out
 
 
+@pytest.mark.integration
 def test_async_r2d1_repeats_bitwise_whatever_the_timing(tmp_path):
     """The sampler process writes sequences with their states into the shared storage;
     the learner reveals them batch by batch: held back or not, the same run."""
@@ -218,6 +220,7 @@ def r2d1_config(itrs: int):
     return config
 
 
+@pytest.mark.integration
 def test_resume_with_the_saved_sequence_replay_is_bitwise_identical(tmp_path, monkeypatch):
     from rlfw.launch.build import build_runner
 

@@ -25,6 +25,7 @@ def run_script(code: str, folder: Path) -> str:
 
 
 @pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.integration
 def test_readme_script_runs_as_printed_and_after_the_swap(tmp_path, swap):
     code = readme_script()
     if swap:

@@ -150,6 +150,7 @@ def test_a_trainable_recurrent_agent_samples_the_serial_samplers_bits(kind):
 
 
 
+@pytest.mark.integration
 def test_the_native_sampler_resets_where_the_learner_sees_an_episode_start():
     """ALE's own vector env with a CNN+LSTM agent: under episodic life a lost life ends a
     training episode, so the state must be zero exactly at the steps after one (and at a
@@ -215,6 +216,7 @@ def pendulum_run(sampler: str, algo: str):
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c"])
+@pytest.mark.integration
 def test_a_recurrent_run_with_the_cpu_sampler_equals_the_serial_run_bitwise(algo):
     """A real LSTM's matrix products round by rows per call (3 rows in a worker vs 4 in the
     serial sampler) and would differ in the last bits; the elementwise recurrent model
@@ -224,6 +226,7 @@ def test_a_recurrent_run_with_the_cpu_sampler_equals_the_serial_run_bitwise(algo
     assert not torch.equal(serial["a"], torch.full_like(serial["a"], 0.5))  # it trained
 
 
+@pytest.mark.integration
 def test_a_recurrent_run_killed_mid_episode_resumes_bitwise(tmp_path):
     """``rlfw train`` killed with SIGKILL after its first checkpoint (episodes open, states
     non-zero), then ``--resume``: the final checkpoint equals an uninterrupted run's."""
@@ -258,6 +261,7 @@ def test_a_recurrent_run_killed_mid_episode_resumes_bitwise(tmp_path):
     assert same_tensors(a["agent"], b["agent"])
 
 
+@pytest.mark.integration
 def test_the_concurrent_runner_twice_ends_bitwise_identical():
     """HTS-RL's lag-one runner: its behaviour copy samples with its own states."""
     first, _ = final_params(recurrent_config(runner="concurrent"))

@@ -38,6 +38,7 @@ def test_a_sampler_and_an_algorithm_registered_outside_rlfw_train_end_to_end(tmp
     assert reloaded.vpg == config.vpg and reloaded.to_dict() == config.to_dict()
 
 
+@pytest.mark.integration
 def test_the_cli_loads_a_plugin_and_trains_its_sampler_and_algorithm(tmp_path):
     """A fresh interpreter that has never seen the plugin: ``--plugin`` alone brings the
     sampler, the algorithm and its preset; eval needs the plugin named again."""

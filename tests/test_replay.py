@@ -129,6 +129,7 @@ def test_frame_storage_rebuilds_every_stack_exactly_including_episode_starts():
     assert (stacks % 16 == 0).any() and checked > 300
 
 
+@pytest.mark.integration
 def test_atari_sized_frame_storage_memory_is_measured_under_800_mb():
     process = psutil.Process()
     before = process.memory_info().rss

@@ -48,6 +48,7 @@ def test_the_lock_is_exclusive_names_its_holder_and_dies_with_it(tmp_path):
     FolderLock.acquire(str(tmp_path)).release()
 
 
+@pytest.mark.integration
 def test_a_second_train_into_a_running_folder_is_refused_at_once(tmp_path):
     run = tmp_path / "run"
     first = subprocess.Popen([sys.executable, "-m", "rlfw", "train", "--steps", "500000",

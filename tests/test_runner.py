@@ -57,6 +57,7 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
         "ckpt_000000000768.pt", "ckpt_000000001536.pt"]
 
 
+@pytest.mark.integration
 def test_the_learning_curve_leaves_the_caller_s_matplotlib_alone(tmp_path):
     """A notebook's backend stays its own and no pyplot figure is left open: the curve is
     drawn on a figure of its own, without pyplot."""

@@ -173,6 +173,7 @@ def test_worker_startup_failure_reports_the_traceback():
     assert children() == []
 
 
+@pytest.mark.integration
 def test_native_atari_layout_determinism_and_real_episode_statistics():
     from rlfw.samplers import NativeAtariSampler
 
@@ -205,6 +206,7 @@ class _MeanPixelValueAgent(RandomAgent):
         return torch.as_tensor(obs).float().mean(dim=(1, 2, 3))
 
 
+@pytest.mark.integration
 def test_native_groups_give_the_same_samples_and_games():
     """Splitting the games into groups (one stepping while the other's actions are chosen)
     and the per-batch accounting of lives, clipped rewards and whole-game statistics give
@@ -248,6 +250,7 @@ def test_native_sampler_refuses_non_atari_ids():
         NativeAtariSampler(EnvFactory("CartPole-v1"), 4, 2)
 
 
+@pytest.mark.integration
 def test_unguarded_script_under_spawn_gets_a_hint(tmp_path):
     import subprocess
     import sys

@@ -51,6 +51,7 @@ def test_dgx_plan_is_well_formed_without_running():
 CLAIMS = str(Path(__file__).parents[1] / "experiments" / "scaling" / "claims.py")
 
 
+@pytest.mark.integration
 def test_minatar_claims_smoke_runs_both_parts_keeps_records_and_rebuilds(tmp_path):
     """The batch-size and runner claims at their smoke size: every run, its record, the
     tables and curves; --report-only rebuilds the same report from the records alone."""

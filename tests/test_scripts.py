@@ -72,6 +72,7 @@ def same_bits(a, b, where: str = "checkpoint") -> None:
     ("dqn", "CartPole-v1", 1024),   # learning starts at 1,000 steps
     ("a2c", "ALE/Breakout-v5", 160),  # 2 batches of 16 x 5
 ])
+@pytest.mark.integration
 def test_script_and_cli_build_the_same_run(algo, env, steps, tmp_path):
     common = ["--env", env, "--steps", str(steps), "--seed", "1"]
     run_side_by_side(

@@ -118,6 +118,7 @@ def test_help_config_for_an_unknown_algorithm_or_env_is_one_line(argv, message, 
     assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_a_plugin_s_flag_is_on_the_command_line_it_names(tmp_path):
     import json
     import os

@@ -37,6 +37,7 @@ def test_grid_expands_keys_aliases_and_seeds():
     assert [v.settings for v in widths] == [(("hidden", "[64,64]"),), (("hidden", "[256]"),)]
 
 
+@pytest.mark.integration
 def test_two_by_two_grid_is_reported_row_by_row_and_rerun_skips_it(tmp_path):
     runs = tmp_path / "sweep"
     done = sweep(runs, *GRID, "--max-parallel", "2", *TINY)
@@ -63,6 +64,7 @@ def test_two_by_two_grid_is_reported_row_by_row_and_rerun_skips_it(tmp_path):
     assert {name: (runs / name / "train.log").stat().st_mtime for name in table} == logs
 
 
+@pytest.mark.integration
 def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     runs = tmp_path / "sweep"
     # an absurd learning rate makes the first update non-finite: that run exits 1
@@ -121,6 +123,7 @@ def test_bad_sweep_is_refused_before_anything_starts(argv, message, tmp_path, ca
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.integration
 def test_ray_backend_runs_the_same_grid_with_the_same_results(tmp_path):
     pytest.importorskip("ray", reason="the [ray] extra is part of [all], which CI installs")
     local, ray = tmp_path / "local", tmp_path / "ray"
