@@ -1,5 +1,6 @@
 """Packaging for rlfw. Install torch==2.13.0 first (see README): a looser torch
 requirement here would let pip pull a multi-GB CUDA build on CPU-only machines."""
+
 from setuptools import find_packages, setup
 
 extras = {
@@ -7,8 +8,7 @@ extras = {
     "plot": ["matplotlib"],
     # benchmark peers (rl-zoo3 holds the tuned settings `rlfw benchmark --peer sb3` reads)
     # and rliable's IQM + bootstrap CIs; its arch dependency breaks on pandas 3.
-    "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "rl_zoo3>=2.3", "rliable",
-              "pandas<3"],
+    "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "rl_zoo3>=2.3", "rliable", "pandas<3"],
     # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)
     "mujoco": ["gymnasium[mujoco]"],
     # MinAtar's five 10x10 games as MinAtar/<Game>-v1 (rlfw registers them)

@@ -13,6 +13,7 @@ Writes under OUT:
   evaluation of the committed policy (``--episodes``, as the run evaluated).
 A run folder under /tmp or anywhere else stays untouched.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,11 @@ def read_progress(run_dir: str) -> list[dict]:
 
 def column(rows: list[dict], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(env steps, elapsed seconds, value) where ``key`` was logged."""
-    got = [(float(r["step"]), float(r["time/elapsed_s"]), float(r[key])) for r in rows
-           if r.get(key) not in (None, "") and r.get("time/elapsed_s") not in (None, "")]
+    got = [
+        (float(r["step"]), float(r["time/elapsed_s"]), float(r[key]))
+        for r in rows
+        if r.get(key) not in (None, "") and r.get("time/elapsed_s") not in (None, "")
+    ]
     return tuple(np.array(c) for c in zip(*got)) if got else (np.array([]),) * 3
 
 
@@ -53,15 +57,19 @@ def keep_record(run_dir: str, dest: str) -> None:
 def policy_size(folder: str) -> int:
     size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
     if size > MAX_POLICY_BYTES:
-        raise ValueError(f"{folder} is {size / 2**20:.1f} MiB; a committed policy folder must "
-                         f"stay under {MAX_POLICY_BYTES / 2**20:.0f} MiB")
+        raise ValueError(
+            f"{folder} is {size / 2**20:.1f} MiB; a committed policy folder must "
+            f"stay under {MAX_POLICY_BYTES / 2**20:.0f} MiB"
+        )
     return size
 
 
 def plot(rows: list[dict], frame_skip: int, title: str, path: str) -> None:
     fig, axes = figure_and_axes((10, 3.8), 1, 2, sharey=True)
-    for key, label, style in (("eval/return_mean", "evaluation (mean of episodes)", "o-"),
-                              ("rollout/return_mean", "training episodes", "-")):
+    for key, label, style in (
+        ("eval/return_mean", "evaluation (mean of episodes)", "o-"),
+        ("rollout/return_mean", "training episodes", "-"),
+    ):
         steps, seconds, value = column(rows, key)
         if len(value):
             axes[0].plot(steps * frame_skip / 1e6, value, style, label=label, markersize=3)
@@ -79,8 +87,11 @@ def main() -> None:
     parser.add_argument("--out", default=os.path.join("docs", "benchmarks", "atari"))
     parser.add_argument("--name", help="default: the run folder's name")
     parser.add_argument("--episodes", type=int, default=10)
-    parser.add_argument("--policy", action="store_true",
-                        help="also commit the policy, exported to OUT/<name>-policy")
+    parser.add_argument(
+        "--policy",
+        action="store_true",
+        help="also commit the policy, exported to OUT/<name>-policy",
+    )
     args = parser.parse_args()
     config = RunConfig.load(args.run_dir)
     name = args.name or os.path.basename(os.path.normpath(args.run_dir))
@@ -88,33 +99,47 @@ def main() -> None:
     keep_record(args.run_dir, os.path.join(args.out, name))
     if args.policy:  # the headline run's policy, as `rlfw export` writes it
         policy = os.path.join(args.out, f"{name}-policy")
-        returns = export_policy(args.run_dir, policy, config, episodes=args.episodes,
-                                gif=False).returns
-        kept = (f"Committed policy: `{policy}` ({policy_size(policy) / 2**20:.1f} MiB, "
-                f"exported with `rlfw export`). `python -m rlfw eval {policy} --episodes "
-                f"{args.episodes}` played it again here: ")
+        returns = export_policy(
+            args.run_dir, policy, config, episodes=args.episodes, gif=False
+        ).returns
+        kept = (
+            f"Committed policy: `{policy}` ({policy_size(policy) / 2**20:.1f} MiB, "
+            f"exported with `rlfw export`). `python -m rlfw eval {policy} --episodes "
+            f"{args.episodes}` played it again here: "
+        )
     else:
         returns = evaluate_checkpoint(args.run_dir, args.episodes, config=config)
-        kept = (f"Its policy is not committed (only the headline run's is); at the end of "
-                f"the run `python -m rlfw eval RUN --episodes {args.episodes}` played: ")
+        kept = (
+            f"Its policy is not committed (only the headline run's is); at the end of "
+            f"the run `python -m rlfw eval RUN --episodes {args.episodes}` played: "
+        )
     frame_skip = config.atari.frame_skip
     plot(rows, frame_skip, f"{config.algo} {config.env}", os.path.join(args.out, f"{name}.png"))
     steps, seconds, evals = column(rows, "eval/return_mean")
     last = rows[-1]
     total_s = float(last["time/elapsed_s"])
     lines = [
-        f"# {config.algo} {config.env}, seed {config.seed}", "",
-        f"`{train_command(config)}` (`{name}/config.json` holds every setting).", "",
+        f"# {config.algo} {config.env}, seed {config.seed}",
+        "",
+        f"`{train_command(config)}` (`{name}/config.json` holds every setting).",
+        "",
         f"{int(float(last['step'])):,} env steps = {int(float(last['step'])) * frame_skip:,} "
         f"frames in {total_s / 60:.1f} minutes ({float(last['step']) / total_s:,.0f} env "
-        "steps/s, evaluations included).", "",
+        "steps/s, evaluations included).",
+        "",
         f"{kept}**{returns.mean():.1f} ± {returns.std():.1f}** over {len(returns)} episodes "
         f"({'greedy' if config.schedule.eval_greedy else 'sampled'} actions, as the run "
-        "evaluated).", "",
-        f"![curves]({name}.png)", "",
-        "| env steps | frames | minutes | evaluation return |", "|---:|---:|---:|---:|"]
-    lines += [f"| {int(s):,} | {int(s) * frame_skip:,} | {t / 60:.1f} | {v:.1f} |"
-              for s, t, v in zip(steps, seconds, evals)]
+        "evaluated).",
+        "",
+        f"![curves]({name}.png)",
+        "",
+        "| env steps | frames | minutes | evaluation return |",
+        "|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {int(s):,} | {int(s) * frame_skip:,} | {t / 60:.1f} | {v:.1f} |"
+        for s, t, v in zip(steps, seconds, evals)
+    ]
     write_text(os.path.join(args.out, f"{name}.md"), "\n".join(lines) + "\n")
     print(f"atari report: {os.path.join(args.out, name + '.md')}; eval {returns.mean():.1f}")
 

@@ -7,6 +7,7 @@ Without torchrun it is an ordinary one-process run. Each rank samples its own en
 own seeds), gradients are averaged with one all-reduce per step, rank 0 logs, evaluates
 and checkpoints. The global batch is ranks x batch_B x batch_T.
 """
+
 import argparse
 
 from rlfw.launch.build import build_runner

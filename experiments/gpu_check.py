@@ -18,6 +18,7 @@ Rows:
   5. peak device memory of this process.
 A row that fails keeps its error in the table; the script exits 1 if any did.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,9 @@ class Size:
 
 
 def config_for(size: Size, algo: str, device: str, **overrides) -> RunConfig:
-    config = RunConfig.for_env(size.env, algo, **{"batch_B": size.batch_B, "device": device,
-                                                  **overrides})
+    config = RunConfig.for_env(
+        size.env, algo, **{"batch_B": size.batch_B, "device": device, **overrides}
+    )
     config.n_workers = 2  # for the samplers with workers that the checks switch to
     config.schedule.eval_every = None
     config.schedule.log_every = 10**9
@@ -80,12 +82,18 @@ def check_samplers(size: Size, device: str) -> list[dict]:
         if reference is None:
             reference = got
         equal = all(torch.equal(reference[f], got[f]) for f in SAMPLE_FIELDS)
-        rate = measure_steps_per_second(build_sampler(config, env_factory), agent,
-                                        size.sampler_seconds)
+        rate = measure_steps_per_second(
+            build_sampler(config, env_factory), agent, size.sampler_seconds
+        )
         serial_rate = serial_rate or rate
-        rows.append({"check": f"sampler {kind}", "ok": equal,
-                     "result": f"{rate:,.0f} env steps/s ({rate / serial_rate:.2f}x serial); "
-                               f"samples {'equal' if equal else 'DIFFER from'} serial's"})
+        rows.append(
+            {
+                "check": f"sampler {kind}",
+                "ok": equal,
+                "result": f"{rate:,.0f} env steps/s ({rate / serial_rate:.2f}x serial); "
+                f"samples {'equal' if equal else 'DIFFER from'} serial's",
+            }
+        )
     return rows
 
 
@@ -100,30 +108,57 @@ def timed_run(config: RunConfig) -> float:
 def check_ppo_runners(size: Size, device: str) -> list[dict]:
     rows, rates = [], {}
     steps = size.ppo_itrs * size.batch_B * size.batch_T
-    variants = [("sync", {}), ("concurrent", {}), ("async", {}),
-                ("sync", {"ppo": {"amp": None}}), ("sync", {"ppo": {"amp": "bf16"}}),
-                ("sync", {"ppo": {"compile": True}})]  # amp both ways: Atari's preset is bf16
+    variants = [
+        ("sync", {}),
+        ("concurrent", {}),
+        ("async", {}),
+        ("sync", {"ppo": {"amp": None}}),
+        ("sync", {"ppo": {"amp": "bf16"}}),
+        ("sync", {"ppo": {"compile": True}}),
+    ]  # amp both ways: Atari's preset is bf16
     for runner_kind, extra in variants:
-        label = runner_kind + "".join(f" {k}={v}" for d in extra.values() for k, v in
-                                      d.items())
-        config = config_for(size, "ppo", device, batch_T=size.batch_T, runner=runner_kind,
-                            schedule={"n_steps": steps}, **extra)
+        label = runner_kind + "".join(f" {k}={v}" for d in extra.values() for k, v in d.items())
+        config = config_for(
+            size,
+            "ppo",
+            device,
+            batch_T=size.batch_T,
+            runner=runner_kind,
+            schedule={"n_steps": steps},
+            **extra,
+        )
         rates[label] = rate = timed_run(config)
-        rows.append({"check": f"ppo {label}", "ok": rate > 0,
-                     "result": f"{rate:,.0f} env steps/s"
-                               + (f" ({rate / rates['sync']:.2f}x sync)" if label != "sync"
-                                  else "")})
+        rows.append(
+            {
+                "check": f"ppo {label}",
+                "ok": rate > 0,
+                "result": f"{rate:,.0f} env steps/s"
+                + (f" ({rate / rates['sync']:.2f}x sync)" if label != "sync" else ""),
+            }
+        )
     ratio = rates["concurrent"] / rates["sync"]
-    rows.append({"check": "HTS-RL: concurrent >= 1.3x sync", "ok": True,
-                 "result": f"{ratio:.2f}x ({'met' if ratio >= 1.3 else 'not met'})"})
+    rows.append(
+        {
+            "check": "HTS-RL: concurrent >= 1.3x sync",
+            "ok": True,
+            "result": f"{ratio:.2f}x ({'met' if ratio >= 1.3 else 'not met'})",
+        }
+    )
     return rows
 
 
 def check_dqn_async(size: Size, device: str) -> list[dict]:
     steps = size.dqn_itrs * 8 * 4
-    config = config_for(size, "dqn", device, runner="async", batch_B=8, batch_T=4,
-                        schedule={"n_steps": steps},
-                        dqn={"learning_starts": steps // 4, "replay_capacity": 50_000})
+    config = config_for(
+        size,
+        "dqn",
+        device,
+        runner="async",
+        batch_B=8,
+        batch_T=4,
+        schedule={"n_steps": steps},
+        dqn={"learning_starts": steps // 4, "replay_capacity": 50_000},
+    )
     rate = timed_run(config)
     return [{"check": "dqn async", "ok": rate > 0, "result": f"{rate:,.0f} env steps/s"}]
 
@@ -134,63 +169,117 @@ def check_ranks(size: Size, device: str, work: str) -> list[dict]:
         run_dir = os.path.join(work, f"ranks{n}")
         # torchrun's log folder in the work dir: by default it makes a new one in the
         # system's temp dir per launch and never removes it
-        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                f"--nproc-per-node={n}", "--log-dir", os.path.join(work, f"torchrun{n}"),
-                "-m", "rlfw", "train", "--env", size.env,
-                "--algo", "ppo", "--steps", str(size.rank_steps * n), "--device", device,
-                "--batch-B", str(size.batch_B), "--log-dir", run_dir, "--no-progress",
-                "--set", "schedule.eval_every=None"]
+        argv = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={n}",
+            "--log-dir",
+            os.path.join(work, f"torchrun{n}"),
+            "-m",
+            "rlfw",
+            "train",
+            "--env",
+            size.env,
+            "--algo",
+            "ppo",
+            "--steps",
+            str(size.rank_steps * n),
+            "--device",
+            device,
+            "--batch-B",
+            str(size.batch_B),
+            "--log-dir",
+            run_dir,
+            "--no-progress",
+            "--set",
+            "schedule.eval_every=None",
+        ]
         start = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         seconds = time.perf_counter() - start
         backend = "nccl" if device.startswith("cuda") and n == 1 else "gloo"
         ok = done.returncode == 0
-        rows.append({"check": f"torchrun {n} rank(s), {backend}", "ok": ok,
-                     "result": (f"{size.rank_steps * n / seconds:,.0f} env steps/s with "
-                                f"start-up" if ok else
-                                f"exit {done.returncode}: {done.stderr[-400:]}")})
+        rows.append(
+            {
+                "check": f"torchrun {n} rank(s), {backend}",
+                "ok": ok,
+                "result": (
+                    f"{size.rank_steps * n / seconds:,.0f} env steps/s with start-up"
+                    if ok
+                    else f"exit {done.returncode}: {done.stderr[-400:]}"
+                ),
+            }
+        )
     return rows
 
 
 def run_checks(size: Size, device: str, work: str) -> list[dict]:
     rows = []
-    checks = [("samplers", lambda: check_samplers(size, device)),
-              ("ppo runners", lambda: check_ppo_runners(size, device)),
-              ("dqn async", lambda: check_dqn_async(size, device)),
-              ("torchrun", lambda: check_ranks(size, device, work))]
+    checks = [
+        ("samplers", lambda: check_samplers(size, device)),
+        ("ppo runners", lambda: check_ppo_runners(size, device)),
+        ("dqn async", lambda: check_dqn_async(size, device)),
+        ("torchrun", lambda: check_ranks(size, device, work)),
+    ]
     for name, check in checks:
         started = time.perf_counter()
         try:
             got = check()
         except Exception as err:  # the table says what failed; the others still run
-            got = [{"check": name, "ok": False,
+            got = [
+                {
+                    "check": name,
+                    "ok": False,
                     "result": f"{type(err).__name__}: {err}".splitlines()[0],
-                    "traceback": traceback.format_exc()}]
+                    "traceback": traceback.format_exc(),
+                }
+            ]
         for row in got:
             row["seconds"] = round(time.perf_counter() - started, 1)
         rows += got
-        print("\n".join(f"{r['check']:<36} {'ok ' if r['ok'] else 'FAIL'} {r['result']}"
-                        for r in got), flush=True)
+        print(
+            "\n".join(
+                f"{r['check']:<36} {'ok ' if r['ok'] else 'FAIL'} {r['result']}" for r in got
+            ),
+            flush=True,
+        )
     if device.startswith("cuda"):
         peak = torch.cuda.max_memory_allocated() / 2**30
-        rows.append({"check": "peak device memory (this process)", "ok": True,
-                     "result": f"{peak:.2f} GiB"})
+        rows.append(
+            {"check": "peak device memory (this process)", "ok": True, "result": f"{peak:.2f} GiB"}
+        )
     return rows
 
 
 def write(rows: list[dict], device: str, size: Size, out: str) -> None:
     os.makedirs(out, exist_ok=True)
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
-    meta = {"device": device, "device_name": name, "torch": torch.__version__,
-            "smoke": size.smoke, "env": size.env, "date": time.strftime("%Y-%m-%d %H:%M")}
+    meta = {
+        "device": device,
+        "device_name": name,
+        "torch": torch.__version__,
+        "smoke": size.smoke,
+        "env": size.env,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     write_json(os.path.join(out, "results.json"), {**meta, "rows": rows})
-    lines = [f"# GPU check ({name}, torch {torch.__version__}, {meta['date']})", "",
-             f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''}"
-             f"{'' if device == 'cuda' else ' --device ' + device}`; env {size.env}, "
-             f"{size.batch_B} envs x {size.batch_T} steps.", "",
-             "| check | ok | result | s |", "|---|---|---|---:|"]
-    lines += [f"| {r['check']} | {'yes' if r['ok'] else '**no**'} | {r['result']} | "
-              f"{r.get('seconds', '')} |" for r in rows]
+    lines = [
+        f"# GPU check ({name}, torch {torch.__version__}, {meta['date']})",
+        "",
+        f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''}"
+        f"{'' if device == 'cuda' else ' --device ' + device}`; env {size.env}, "
+        f"{size.batch_B} envs x {size.batch_T} steps.",
+        "",
+        "| check | ok | result | s |",
+        "|---|---|---|---:|",
+    ]
+    lines += [
+        f"| {r['check']} | {'yes' if r['ok'] else '**no**'} | {r['result']} | "
+        f"{r.get('seconds', '')} |"
+        for r in rows
+    ]
     write_text(os.path.join(out, "README.md"), "\n".join(lines) + "\n")
 
 
@@ -198,15 +287,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (CartPole)")
-    parser.add_argument("--out", default=None,
-                        help="README.md and results.json here (default docs/gpu; with "
-                             "--smoke a new temp folder)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="README.md and results.json here (default docs/gpu; with --smoke a new temp folder)",
+    )
     args = parser.parse_args()
-    docs = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                         "docs"))
+    docs = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs"))
     if args.smoke and args.out and os.path.realpath(args.out).startswith(docs + os.sep):
-        parser.error(f"--smoke results are not results: --out {args.out} is under {docs}; "
-                     "leave --out unset (a temp folder) or choose a folder outside docs/")
+        parser.error(
+            f"--smoke results are not results: --out {args.out} is under {docs}; "
+            "leave --out unset (a temp folder) or choose a folder outside docs/"
+        )
     if args.out is None:
         args.out = tempfile.mkdtemp(prefix="rlfw-gpu-check-") if args.smoke else "docs/gpu"
     if args.device.startswith("cuda") and not torch.cuda.is_available():

@@ -7,6 +7,7 @@ where they are going. The same run as
     python experiments/recurrent.py --recurrent none     # feed-forward: stays near 40
     python experiments/recurrent.py --recurrent gru --sampler cpu --seed 1
 """
+
 import argparse
 
 from rlfw import RunConfig, build_runner
@@ -27,8 +28,13 @@ def main() -> None:
 
     # The preset (rl-zoo's CartPole PPO settings, normalized observations), with a recurrent
     # core between the MLP features and the heads; every sampler carries its states.
-    config = RunConfig.for_env(args.env, algo="ppo", steps=args.steps, seed=args.seed,
-                               recurrent=None if args.recurrent == "none" else args.recurrent)
+    config = RunConfig.for_env(
+        args.env,
+        algo="ppo",
+        steps=args.steps,
+        seed=args.seed,
+        recurrent=None if args.recurrent == "none" else args.recurrent,
+    )
     if args.sampler:
         config.sampler = args.sampler  # the one line to swap: "serial" -> "cpu", ...
     log_dir = args.log_dir or default_log_dir(config)

@@ -7,6 +7,7 @@ flags (same config.json, same bits).
     python experiments/train.py --algo dqn --env ALE/Breakout-v5 --sampler native
     python experiments/train.py --env Pendulum-v1 --steps 20000 --seed 1 --log-dir runs/pend
 """
+
 import argparse
 
 from rlfw import RunConfig, build_runner

@@ -32,8 +32,11 @@ def sampler_kinds(with_workers: bool = False) -> dict[str, Callable]:
             kwargs.setdefault("n_workers", 2)
         return spec.build(factory, batch_T, batch_B, seed, **kwargs)
 
-    return {s.name: partial(make, s) for s in SAMPLERS
-            if s.runs_env is None and (s.has_workers or not with_workers)}
+    return {
+        s.name: partial(make, s)
+        for s in SAMPLERS
+        if s.runs_env is None and (s.has_workers or not with_workers)
+    }
 
 
 def pytest_configure(config):
@@ -46,8 +49,9 @@ def pytest_configure(config):
     # The markers are declared in pyproject.toml. The suite's own key for sealed env pickles
     # (rlfw.runfolder.sealing), not the user's; worker and CLI subprocesses inherit it.
     if "RLFW_KEY_FILE" not in os.environ:
-        os.environ["RLFW_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="rlfw-key-"),
-                                                   "pickle.key")
+        os.environ["RLFW_KEY_FILE"] = os.path.join(
+            tempfile.mkdtemp(prefix="rlfw-key-"), "pickle.key"
+        )
 
 
 def bits(x: torch.Tensor) -> torch.Tensor:
@@ -61,7 +65,8 @@ def trees_equal(a, b) -> bool:
     la, lb = tree_leaves(a), tree_leaves(b)
     return len(la) == len(lb) and all(
         x.dtype == y.dtype and x.shape == y.shape and torch.equal(bits(x), bits(y))
-        for x, y in zip(la, lb))
+        for x, y in zip(la, lb)
+    )
 
 
 @pytest.fixture
@@ -80,8 +85,9 @@ def children() -> list[psutil.Process]:
     for p in psutil.Process().children(recursive=True):
         try:
             command = " ".join(p.cmdline())
-            ours = p.ppid() == os.getpid() and ("resource_tracker" in command
-                                                or "multiprocessing.forkserver" in command)
+            ours = p.ppid() == os.getpid() and (
+                "resource_tracker" in command or "multiprocessing.forkserver" in command
+            )
             if p.status() != psutil.STATUS_ZOMBIE and not ours:
                 alive.append(p)
         except psutil.NoSuchProcess:
@@ -132,16 +138,21 @@ def map_in_processes(fn: Callable, jobs: Sequence[tuple], at_once: int | None = 
 
     def in_a_process(*job, cores):
         # forked from rlfw's forkserver, which imported torch once (about 1.2 s a process)
-        with ProcessPoolExecutor(1, mp_context=process_context("forkserver"),
-                                 initializer=_one_core_one_thread, initargs=(cores,)) as pool:
+        with ProcessPoolExecutor(
+            1,
+            mp_context=process_context("forkserver"),
+            initializer=_one_core_one_thread,
+            initargs=(cores,),
+        ) as pool:
             return pool.submit(fn, *job).result()
 
     backend = LocalBackend(at_once or max(1, min(len(jobs), _usable_cores())))
     return backend.map(in_a_process, jobs, report=lambda result: None)
 
 
-def first_passing_seeds(fn: Callable[[int], float], seeds: Sequence[int],
-                        passes: Callable[[float], bool], need: int) -> list[float]:
+def first_passing_seeds(
+    fn: Callable[[int], float], seeds: Sequence[int], passes: Callable[[float], bool], need: int
+) -> list[float]:
     """``fn(seed)`` for ``seeds`` in order, a core's worth at a time
     (``map_in_processes``), until ``need`` of the results pass; the results of every seed
     run, in seed order. The same seeds run as a one-at-a-time loop with an early stop
@@ -149,16 +160,29 @@ def first_passing_seeds(fn: Callable[[int], float], seeds: Sequence[int],
     n_cores = _usable_cores()
     results: list[float] = []
     for start in range(0, len(seeds), n_cores):
-        results += map_in_processes(fn, [(s,) for s in seeds[start:start + n_cores]])
+        results += map_in_processes(fn, [(s,) for s in seeds[start : start + n_cores]])
         if sum(map(passes, results)) >= need:
             break
     return results
 
 
 # A short PPO CartPole run (checkpoints at 256 and 512 steps) that the run-folder tests copy.
-TINY_TRAIN = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "512",
-              "--checkpoint-every", "256", "--eval-every", "256", "--eval-episodes", "2",
-              "--no-progress"]
+TINY_TRAIN = [
+    "train",
+    "--algo",
+    "ppo",
+    "--env",
+    "CartPole-v1",
+    "--steps",
+    "512",
+    "--checkpoint-every",
+    "256",
+    "--eval-every",
+    "256",
+    "--eval-episodes",
+    "2",
+    "--no-progress",
+]
 
 
 @pytest.fixture(scope="session")

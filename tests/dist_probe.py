@@ -5,6 +5,7 @@ built by ``build_runner`` and save, per rank, what the test compares across rank
 
 ALGO: ppo or dqn on CartPole, or ppo-pendulum (observation and reward normalization on).
 """
+
 import json
 import os
 import sys
@@ -53,9 +54,14 @@ def main(out_dir: str, algo: str, iterations: int) -> None:
     runner.algo.optimize = recording_optimize
     with runner:
         result = runner.train()
-    record.update(rank=ranks.rank, world_size=ranks.world_size, seed=runner.sampler.seed,
-                  iterations=result.iterations, env_steps=result.env_steps,
-                  agent=runner.agent.state_dict())
+    record.update(
+        rank=ranks.rank,
+        world_size=ranks.world_size,
+        seed=runner.sampler.seed,
+        iterations=result.iterations,
+        env_steps=result.env_steps,
+        agent=runner.agent.state_dict(),
+    )
     torch.save(record, f"{out_dir}/rank{ranks.rank}.pt")
     ranks.close(finished=True)
     with open(f"{out_dir}/rank{ranks.rank}.threads.json", "w") as out:

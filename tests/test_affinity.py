@@ -1,5 +1,6 @@
 """The affinity plan: cores split between ranks, workers one per physical core first,
 oversubscription always warned about, the plan printed, saved and applied."""
+
 import dataclasses
 import json
 import subprocess
@@ -13,8 +14,13 @@ import torch
 from rlfw.launch.affinity import Machine, apply_affinity, busy_machine_warning, plan_affinity
 
 # 4 physical cores with 2 hyperthreads each: siblings (0, 4), (1, 5), (2, 6), (3, 7)
-SMT = Machine(usable=tuple(range(8)), physical=((0, 4), (1, 5), (2, 6), (3, 7)),
-              logical_count=8, physical_count=4, gpus=2)
+SMT = Machine(
+    usable=tuple(range(8)),
+    physical=((0, 4), (1, 5), (2, 6), (3, 7)),
+    logical_count=8,
+    physical_count=4,
+    gpus=2,
+)
 
 
 def test_two_ranks_split_the_physical_cores_and_workers_avoid_siblings():
@@ -47,8 +53,9 @@ def test_more_workers_or_ranks_than_cores_is_never_silent(n_workers, ranks):
 
 
 def test_learner_threads_beyond_the_idle_cores_of_a_busy_machine_are_warned_about():
-    two_cores = Machine(usable=(0, 1), physical=((0,), (1,)), logical_count=2,
-                        physical_count=2, gpus=0, busy=1.0)  # another run holds one core
+    two_cores = Machine(
+        usable=(0, 1), physical=((0,), (1,)), logical_count=2, physical_count=2, gpus=0, busy=1.0
+    )  # another run holds one core
     warning = busy_machine_warning(two_cores, learner_threads=2)
     assert "1 other thread(s) running on 2 usable cores" in warning
     assert "2 torch threads" in warning and "OMP_NUM_THREADS=1" in warning
@@ -104,9 +111,25 @@ def test_train_prints_saves_and_pins_by_the_plan(tmp_path, capsys):
     before_cores = psutil.Process().cpu_affinity()
     run = tmp_path / "run"
     try:
-        code = main(["train", "--sampler", "cpu", "--n-workers", "3", "--pin-cpus", "--steps",
-                     "512", "--eval-every", "512", "--eval-episodes", "1", "--no-progress",
-                     "--log-dir", str(run)])
+        code = main(
+            [
+                "train",
+                "--sampler",
+                "cpu",
+                "--n-workers",
+                "3",
+                "--pin-cpus",
+                "--steps",
+                "512",
+                "--eval-every",
+                "512",
+                "--eval-episodes",
+                "1",
+                "--no-progress",
+                "--log-dir",
+                str(run),
+            ]
+        )
     finally:
         psutil.Process().cpu_affinity(before_cores)
     assert code == 0

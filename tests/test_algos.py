@@ -1,4 +1,5 @@
 """PPO/A2C: determinism, Gaussian actions, and config validation."""
+
 import gymnasium as gym
 import pytest
 import torch
@@ -20,14 +21,17 @@ def final_params(algo: str, seed: int) -> dict:
     config.schedule = RunSchedule(n_steps=2 * per_itr, eval_every=per_itr, eval_episodes=2)
     runner = build_runner(config, None, progress=False, stdout=False)
     runner.train()
-    return {**runner.agent.state_dict(),
-            **{f"opt/{k}": v for k, v in _flat_optimizer(runner.algo).items()}}
+    return {
+        **runner.agent.state_dict(),
+        **{f"opt/{k}": v for k, v in _flat_optimizer(runner.algo).items()},
+    }
 
 
 def _flat_optimizer(algo) -> dict:
     state = algo.optimizer.state_dict()["state"]
-    return {f"{i}/{k}": v for i, s in state.items() for k, v in s.items()
-            if isinstance(v, torch.Tensor)}
+    return {
+        f"{i}/{k}": v for i, s in state.items() for k, v in s.items() if isinstance(v, torch.Tensor)
+    }
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c"])
@@ -64,14 +68,21 @@ def test_unsupported_action_space_is_a_clear_error():
         ActorCriticAgent.build(spaces, algo="ppo")
 
 
-@pytest.mark.parametrize("cfg,field", [
-    (PPOConfig(epochs=0), "epochs"), (PPOConfig(minibatch_size=-1), "minibatch_size"),
-    (PPOConfig(clip=0.0), "clip"), (PPOConfig(gamma=1.5), "gamma"),
-    (PPOConfig(learning_rate=0), "learning_rate"), (PPOConfig(optimizer="sgd"), "optimizer"),
-    (PPOConfig(amp="fp16"), "amp = 'fp16' is invalid: one of \\(None, 'bf16'\\)"),
-    (PPOConfig(value_clip_form="min"), "value_clip_form = 'min' is invalid: one of"),
-    (A2CConfig(gae_lambda=-0.1), "gae_lambda"), (A2CConfig(max_grad_norm=0), "max_grad_norm"),
-])
+@pytest.mark.parametrize(
+    "cfg,field",
+    [
+        (PPOConfig(epochs=0), "epochs"),
+        (PPOConfig(minibatch_size=-1), "minibatch_size"),
+        (PPOConfig(clip=0.0), "clip"),
+        (PPOConfig(gamma=1.5), "gamma"),
+        (PPOConfig(learning_rate=0), "learning_rate"),
+        (PPOConfig(optimizer="sgd"), "optimizer"),
+        (PPOConfig(amp="fp16"), "amp = 'fp16' is invalid: one of \\(None, 'bf16'\\)"),
+        (PPOConfig(value_clip_form="min"), "value_clip_form = 'min' is invalid: one of"),
+        (A2CConfig(gae_lambda=-0.1), "gae_lambda"),
+        (A2CConfig(max_grad_norm=0), "max_grad_norm"),
+    ],
+)
 def test_bad_algorithm_config_names_the_field(cfg, field):
     with pytest.raises(ValueError, match=field):
         cfg.validate()
@@ -110,17 +121,27 @@ class _FixedValues:
         return zeros, zeros, self.value
 
 
-@pytest.mark.parametrize("value_clip,form,expected", [
-    (None, "max", (1.0 + 0.25) / 2),        # plain squared error
-    (0.2, "max", (1.0 + 0.25) / 2),         # the larger error: unclipped 1.0 beats 0.04
-    (0.2, "clipped", (0.04 + 0.25) / 2),    # SB3: the clipped prediction 0.2's error
-])
+@pytest.mark.parametrize(
+    "value_clip,form,expected",
+    [
+        (None, "max", (1.0 + 0.25) / 2),  # plain squared error
+        (0.2, "max", (1.0 + 0.25) / 2),  # the larger error: unclipped 1.0 beats 0.04
+        (0.2, "clipped", (0.04 + 0.25) / 2),  # SB3: the clipped prediction 0.2's error
+    ],
+)
 def test_ppo_value_loss_forms_against_hand_computed_values(value_clip, form, expected):
     """Predictions 1.0 and 0.0 from old values 0.0, returns 0.0 and 0.5, clip 0.2: the
     first prediction's clipped form is 0.2 (error 0.04), the second is inside the clip."""
     ppo = PPO(PPOConfig(value_clip=value_clip, value_clip_form=form))
     ppo.agent = _FixedValues([1.0, 0.0])
     zeros = torch.zeros(2)
-    _, stats = ppo._losses(None, None, zeros, zeros, torch.tensor([1.0, -1.0]),
-                           torch.tensor([0.0, 0.5]), torch.tensor(0.2))
+    _, stats = ppo._losses(
+        None,
+        None,
+        zeros,
+        zeros,
+        torch.tensor([1.0, -1.0]),
+        torch.tensor([0.0, 0.5]),
+        torch.tensor(0.2),
+    )
     assert stats[1].item() == pytest.approx(expected)

@@ -1,4 +1,5 @@
 """Async runner: replay ratio held both ways, lag logged, dead sampler process surfaced."""
+
 import csv
 import os
 import signal
@@ -54,8 +55,12 @@ def test_async_dqn_holds_the_configured_replay_ratio_and_bounds_the_sampler_lead
     assert runner.algo.updates == configured * per_itr * (result.iterations - 1)
     assert 1 <= max(leads) <= 2, leads  # never more than `lead` batches ahead
     rows = progress(run_dir)
-    for key in ("async/replay_ratio", "train/policy_lag", "async/learner_idle_s",
-                "async/sampler_idle_s"):
+    for key in (
+        "async/replay_ratio",
+        "train/policy_lag",
+        "async/learner_idle_s",
+        "async/sampler_idle_s",
+    ):
         assert rows[-1][key] != "", key
     assert float(rows[-1]["async/replay_ratio"]) == pytest.approx(configured, rel=0.1)
     assert children() == []
@@ -91,8 +96,7 @@ def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
     """The process steps its own copy: sent the learner's agent, spawn would put the
     learner's tensors in shared memory and every weight load there would overwrite them
     (DQN's per-slot ε buffer: the older version's ε, published as the newer one's)."""
-    runner = build_runner(async_config(itrs=4), str(tmp_path / "run"), progress=False,
-                          stdout=False)
+    runner = build_runner(async_config(itrs=4), str(tmp_path / "run"), progress=False, stdout=False)
     with runner:
         runner.train()
         shared = [k for k, v in runner.agent.state_dict().items() if v.is_shared()]
@@ -105,6 +109,7 @@ def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
     while it samples) or not: the same run, bitwise (prioritized replay too: its priorities
     follow the learner's batches only)."""
+
     def run(name, delay_s):
         config = async_config(algo.split("-")[0], itrs=16)
         if algo == "dqn-prioritized":
@@ -130,11 +135,11 @@ def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
 
 @pytest.mark.isolated
 @pytest.mark.parametrize("sampler", ["serial", "cpu"])
-def test_a_killed_sampler_process_is_an_error_within_seconds_and_leaves_nothing(tmp_path,
-                                                                                sampler):
+def test_a_killed_sampler_process_is_an_error_within_seconds_and_leaves_nothing(tmp_path, sampler):
     shm_before = shm_entries()
-    runner = build_runner(async_config(itrs=40, sampler=sampler), str(tmp_path / "run"),
-                          progress=False, stdout=False)
+    runner = build_runner(
+        async_config(itrs=40, sampler=sampler), str(tmp_path / "run"), progress=False, stdout=False
+    )
     killed_at = []
     real = runner.algo.learn_from_replay
 
@@ -153,8 +158,14 @@ def test_a_killed_sampler_process_is_an_error_within_seconds_and_leaves_nothing(
         real_shutdown()
 
     runner._shutdown = shutdown
-    with runner, pytest.raises(WorkerError, match=r"sampler process \(pid \d+\) died: killed "
-                                                  r"by signal 9"):
+    with (
+        runner,
+        pytest.raises(
+            WorkerError,
+            match=r"sampler process \(pid \d+\) died: killed "
+            r"by signal 9",
+        ),
+    ):
         runner.train()
     assert detected_at[0] - killed_at[0] < 5
     deadline = time.monotonic() + 5  # the dead process's own workers notice and exit
@@ -180,8 +191,9 @@ def test_async_ctrl_c_keeps_the_newest_checkpoint_and_the_run_resumes(tmp_path):
         result = runner.train()
     assert result.interrupted and result.iterations == 4
     assert children() == []
-    resumed = build_runner(async_config("ppo", itrs=6), run_dir, resume=True, progress=False,
-                           stdout=False)
+    resumed = build_runner(
+        async_config("ppo", itrs=6), run_dir, resume=True, progress=False, stdout=False
+    )
     with resumed:
         final = resumed.train()
     assert not final.interrupted and final.env_steps == 6 * 256
@@ -231,8 +243,13 @@ def _async_dqn_final_return(seed: int) -> float:
     from rlfw.launch.config import preset
 
     config = async_config(seed=seed)
-    apply_overrides(config, {**preset("dqn", "CartPole-v1"),  # no evaluations along the way
-                             "schedule": {**schedule_for(50_000), "eval_every": None}})
+    apply_overrides(
+        config,
+        {
+            **preset("dqn", "CartPole-v1"),  # no evaluations along the way
+            "schedule": {**schedule_for(50_000), "eval_every": None},
+        },
+    )
     config.runner = "async"
     with build_runner(config, None, progress=False, stdout=False) as runner:
         runner.train()
@@ -242,6 +259,5 @@ def _async_dqn_final_return(seed: int) -> float:
 
 @pytest.mark.slow
 def test_async_dqn_learns_cartpole_final_policy_for_two_of_three_seeds():
-    finals = first_passing_seeds(_async_dqn_final_return, (0, 1, 2), lambda f: f >= 475,
-                                 need=2)
+    finals = first_passing_seeds(_async_dqn_final_return, (0, 1, 2), lambda f: f >= 475, need=2)
     assert sum(f >= 475 for f in finals) >= 2, finals

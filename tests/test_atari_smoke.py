@@ -1,4 +1,5 @@
 """Two PPO iterations on real Pong, end to end through the runner."""
+
 import pytest
 import torch
 
@@ -12,8 +13,9 @@ from rlfw.runners import RunSchedule
 def test_ppo_pong_two_iterations(tmp_path):
     config = apply_overrides(RunConfig(algo="ppo", env="ALE/Pong-v5"), preset("ppo", "ALE/Pong-v5"))
     config.batch_B, config.batch_T, config.n_eval_envs = 2, 16, 1
-    config.schedule = RunSchedule(n_steps=64, eval_every=10_000, eval_episodes=1,
-                                  checkpoint_every=10_000)
+    config.schedule = RunSchedule(
+        n_steps=64, eval_every=10_000, eval_episodes=1, checkpoint_every=10_000
+    )
     config.atari = AtariOptions(max_episode_frames=400)  # keep the eval game short
     runner = build_runner(config, str(tmp_path), progress=False, stdout=False)
     seen = []
@@ -21,8 +23,13 @@ def test_ppo_pong_two_iterations(tmp_path):
 
     def record(itr):
         samples, eps = real(itr)
-        seen.append((samples.observation.dtype, tuple(samples.observation.shape),
-                     int(samples.observation.max())))
+        seen.append(
+            (
+                samples.observation.dtype,
+                tuple(samples.observation.shape),
+                int(samples.observation.max()),
+            )
+        )
         return samples, eps
 
     runner.sampler.obtain_samples = record

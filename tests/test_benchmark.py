@@ -1,4 +1,5 @@
 """`rlfw benchmark`: the smoke suite end to end against SB3, resumable; the statistics."""
+
 import json
 import os
 import shutil
@@ -17,9 +18,13 @@ from rlfw.bench.zoo import zoo_hyperparams_file, zoo_settings
 
 
 def benchmark(out, *flags, env=None):
-    return subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite", "smoke",
-                           "--out", str(out), *flags], capture_output=True, text=True,
-                          timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "rlfw", "benchmark", "--suite", "smoke", "--out", str(out), *flags],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 @pytest.mark.integration
@@ -27,8 +32,9 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
     temp = tmp_path / "system-temp"  # the jobs' temp directory (torch keeps a cache there)
     temp.mkdir()
     out = tmp_path / "out"
-    done = benchmark(out, "--peer", "sb3", "--max-parallel", "2",
-                     env={**os.environ, "TMPDIR": str(temp)})
+    done = benchmark(
+        out, "--peer", "sb3", "--max-parallel", "2", env={**os.environ, "TMPDIR": str(temp)}
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert not list(temp.glob("SB3-*"))  # SB3 logs in the run folder
     data = json.loads((out / "results.json").read_text())
@@ -60,14 +66,31 @@ def test_smoke_suite_against_sb3_writes_its_report_and_a_rerun_skips_every_run(t
 
 @pytest.mark.integration
 def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite",
-                           "minatar-smoke", "--peer", "sb3", "--max-parallel", "2", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlfw",
+            "benchmark",
+            "--suite",
+            "minatar-smoke",
+            "--peer",
+            "sb3",
+            "--max-parallel",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads((tmp_path / "results.json").read_text())
     assert len(data["runs"]) == 2 * 2 and all(r["status"] == "done" for r in data["runs"])
-    assert {r["settings"] for r in data["runs"] if r["framework"] == "sb3"} == \
-        {"rlfw's preset and network (rlfw.bench.same_settings)"}
+    assert {r["settings"] for r in data["runs"] if r["framework"] == "sb3"} == {
+        "rlfw's preset and network (rlfw.bench.same_settings)"
+    }
     assert set(data["peer_differences"]) == {"ppo", "dqn"}
     readme = (tmp_path / "README.md").read_text()
     assert "What still differs:" in readme and "MinAtar paper (Young & Tian 2019)" in readme
@@ -76,15 +99,35 @@ def test_minatar_smoke_suite_against_sb3_with_rlfw_s_settings_and_network(tmp_pa
     records = sorted((tmp_path / "records").rglob("*.json"))
     assert len(records) == 4 and all(p.stat().st_size < 100_000 for p in records)
     for run in data["runs"]:  # both frameworks ran rlfw's settings: each record holds them
-        job = Job(run["framework"], run["algo"], run["env"], run["steps"], run["seed"],
-                  peer_settings="same")
+        job = Job(
+            run["framework"],
+            run["algo"],
+            run["env"],
+            run["steps"],
+            run["seed"],
+            peer_settings="same",
+        )
         assert run["config"] == job_settings(job) and run["config"][f"{run['algo']}.gamma"]
     pngs = {p.name: p.read_bytes() for p in tmp_path.glob("curves_*.png")}
     assert len(pngs) == 2
     shutil.rmtree(tmp_path / "runs")
-    again = subprocess.run([sys.executable, "-m", "rlfw", "benchmark", "--suite",
-                            "minatar-smoke", "--peer", "sb3", "--out", str(tmp_path)],
-                           capture_output=True, text=True, timeout=600)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlfw",
+            "benchmark",
+            "--suite",
+            "minatar-smoke",
+            "--peer",
+            "sb3",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert again.returncode == 0 and again.stdout.count("(finished before)") == 4
     # The same report to the byte: the one written as the runs finished was theirs too.
     assert json.loads((tmp_path / "results.json").read_text()) == data
@@ -103,17 +146,25 @@ def test_the_sb3_peer_gets_rlfw_s_torso_and_settings():
         factory = config.env_factory()
         envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=0)
         model = sb3_model(config, envs, seed=0)
-        extractor = (model.policy.features_extractor if algo == "ppo"
-                     else model.q_net.features_extractor)
+        extractor = (
+            model.policy.features_extractor if algo == "ppo" else model.q_net.features_extractor
+        )
         assert isinstance(extractor.torso, SmallCNN)
         own = config.algo_config()
         assert model.learning_rate == own.learning_rate and model.gamma == own.gamma
         if algo == "ppo":
-            assert (model.n_steps, model.batch_size, model.n_epochs) == \
-                (config.batch_T, own.minibatch_size, own.epochs)
+            assert (model.n_steps, model.batch_size, model.n_epochs) == (
+                config.batch_T,
+                own.minibatch_size,
+                own.epochs,
+            )
         else:
-            assert (model.train_freq.frequency, model.gradient_steps, model.batch_size,
-                    model.target_update_interval) == (1, 1, 32, 1_000)
+            assert (
+                model.train_freq.frequency,
+                model.gradient_steps,
+                model.batch_size,
+                model.target_update_interval,
+            ) == (1, 1, 32, 1_000)
             assert type(model.policy.optimizer).__name__ == "RMSprop"
         envs.close()
 
@@ -128,8 +179,9 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     from rlfw.bench.same_settings import paired_ppo, rlfw_order, rollout_columns
     from rlfw.launch.config import RunConfig
 
-    ppo_settings = {} if value_clip is None else {"value_clip": value_clip,
-                                                  "value_clip_form": "clipped"}
+    ppo_settings = (
+        {} if value_clip is None else {"value_clip": value_clip, "value_clip_form": "clipped"}
+    )
     config = RunConfig.for_env("MinAtar/Breakout-v1", "ppo", ppo=ppo_settings)
     pair = paired_ppo(config, seed=0, n_itr=1)
     envs, model, agent, ppo, layers = pair.envs, pair.model, pair.agent, pair.ppo, pair.layers
@@ -146,8 +198,14 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     terminated = torch.cat([starts[1:], torch.as_tensor(model._last_episode_starts).bool()[None]])
     assert terminated.any()
     adv, ret = generalized_advantages(
-        torch.as_tensor(rollout.rewards), torch.as_tensor(rollout.values), terminated,
-        torch.zeros_like(terminated), last_value.expand(T, B), own.gamma, own.gae_lambda)
+        torch.as_tensor(rollout.rewards),
+        torch.as_tensor(rollout.values),
+        terminated,
+        torch.zeros_like(terminated),
+        last_value.expand(T, B),
+        own.gamma,
+        own.gae_lambda,
+    )
     torch.testing.assert_close(adv, torch.as_tensor(rollout.advantages), rtol=0, atol=2e-6)
     torch.testing.assert_close(ret, torch.as_tensor(rollout.returns), rtol=0, atol=2e-6)
 
@@ -161,7 +219,7 @@ def test_rlfw_s_ppo_update_is_the_sb3_peer_s_on_the_same_batch(value_clip):
     for sb3_order in orders:
         order = rlfw_order(sb3_order, T, B)
         for start in range(0, T * B, own.minibatch_size):
-            rows = order[start:start + own.minibatch_size]
+            rows = order[start : start + own.minibatch_size]
             ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))
     for ours, theirs in layers:
         for (name, x), y in zip(ours.state_dict().items(), theirs.state_dict().values()):
@@ -181,8 +239,10 @@ def test_the_value_loss_form_is_a_listed_difference_only_where_sb3_cannot_take_i
     assert not value_form_lines(value_clip=0.2, value_clip_form="clipped")  # SB3's own
     assert not value_form_lines(value_clip=None)  # no clipping on either side
     # SB3 has no choice of form: its records leave the key out, rlfw's hold it
-    jobs = [Job(fw, "ppo", "MinAtar/Freeway-v1", 1_000, 0, peer_settings="same")
-            for fw in ("rlfw", "sb3")]
+    jobs = [
+        Job(fw, "ppo", "MinAtar/Freeway-v1", 1_000, 0, peer_settings="same")
+        for fw in ("rlfw", "sb3")
+    ]
     assert ["ppo.value_clip_form" in job_settings(job) for job in jobs] == [True, False]
 
 
@@ -196,12 +256,18 @@ def test_unknown_suite_is_named_with_the_choices(capsys):
     assert "classic" in err and "smoke" in err
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--seeds", "0", "0"], "seeds must be one or more different seeds, got [0, 0]"),
-    (["--seeds", "-2"], "seed must be an integer from 0 to 2**32 - 1, got -2"),
-    (["--ray-address", "auto"], "--ray-address is for --backend ray; this benchmark runs on "
-                                "the local backend, which would ignore it"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--seeds", "0", "0"], "seeds must be one or more different seeds, got [0, 0]"),
+        (["--seeds", "-2"], "seed must be an integer from 0 to 2**32 - 1, got -2"),
+        (
+            ["--ray-address", "auto"],
+            "--ray-address is for --backend ray; this benchmark runs on "
+            "the local backend, which would ignore it",
+        ),
+    ],
+)
 def test_bad_benchmark_flags_are_refused_before_anything_runs(argv, message, tmp_path, capsys):
     from rlfw.cli import main
 
@@ -227,11 +293,18 @@ def test_a_job_s_plugins_are_imported_by_the_run_that_records_them(tmp_path, mon
     from rlfw.bench.run import run_job
 
     plugins = os.path.join(os.path.dirname(__file__), "plugins")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [plugins, *filter(None, [os.environ.get("PYTHONPATH")])]))
-    job = Job("rlfw", "ppo", "CartPole-v1", 1024, 0, label="toy",
-              settings=(("plugins", "toy_extensions"), ("sampler", "interleaved"),
-                        ("n_workers", "2")))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([plugins, *filter(None, [os.environ.get("PYTHONPATH")])])
+    )
+    job = Job(
+        "rlfw",
+        "ppo",
+        "CartPole-v1",
+        1024,
+        0,
+        label="toy",
+        settings=(("plugins", "toy_extensions"), ("sampler", "interleaved"), ("n_workers", "2")),
+    )
     record = run_job(job, str(tmp_path))
     assert record["status"] == "done", record.get("error", record)
     assert record["config"]["plugins"] == ["toy_extensions"]
@@ -284,8 +357,10 @@ def test_a_record_thins_a_long_curve_to_block_means_that_keep_the_report_s_bins(
     grid = np.linspace(100_000, 2_000_000, 20)
     np.testing.assert_allclose(binned(thinned, grid), binned(curve, grid), atol=0.05)
     assert thin_curve(curve[:RECORD_CURVE_POINTS]) == curve[:RECORD_CURVE_POINTS]
-    assert thin_curve(curve[:3], most=2) == [[np.mean(steps[:2]), np.mean(
-        [c[1] for c in curve[:2]])], curve[2]]
+    assert thin_curve(curve[:3], most=2) == [
+        [np.mean(steps[:2]), np.mean([c[1] for c in curve[:2]])],
+        curve[2],
+    ]
 
 
 def test_the_iqm_ci_depends_on_the_finals_and_seed_alone():
@@ -303,34 +378,55 @@ def test_the_iqm_ci_depends_on_the_finals_and_seed_alone():
     assert iqm_with_ci(finals, seed=1) != first
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"final_return": "high"}, "final_return must be a number, got 'high'"),
-    ({"curve": [[2048, "x"]]}, "curve must be a list of [step, return] pairs"),
-    ({"returns": None}, "returns must be a list of numbers, got None"),
-    ({"policy_lag": "one"}, "policy_lag must be a number or null, got 'one'"),
-    ({"seed": 1}, "says seed=1, but it is the place of rlfw ppo on CartPole-v1, seed 0, 2048 "
-                  "steps: a record of another run"),
-    ("{not json", "is not valid JSON"),
-    ([1, 2], "holds list, not an object"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"final_return": "high"}, "final_return must be a number, got 'high'"),
+        ({"curve": [[2048, "x"]]}, "curve must be a list of [step, return] pairs"),
+        ({"returns": None}, "returns must be a list of numbers, got None"),
+        ({"policy_lag": "one"}, "policy_lag must be a number or null, got 'one'"),
+        (
+            {"seed": 1},
+            "says seed=1, but it is the place of rlfw ppo on CartPole-v1, seed 0, 2048 "
+            "steps: a record of another run",
+        ),
+        ("{not json", "is not valid JSON"),
+        ([1, 2], "holds list, not an object"),
+    ],
+)
 def test_a_broken_or_misplaced_record_is_named_not_counted(change, message, tmp_path):
     """Records travel between machines and through git: one that is not a run's record
     fails the report with its file and field, before anything is counted."""
     from rlfw.bench.run import finished
 
     job = Job("rlfw", "ppo", "CartPole-v1", 2048, 0)
-    record = {"framework": "rlfw", "algo": "ppo", "env": "CartPole-v1", "seed": 0,
-              "steps": 2048, "status": "done", "final_return": 500.0, "returns": [500.0],
-              "curve": [[2048, 480.5]], "curve_s": [[3.5, 480.5]], "wall_s": 3.5,
-              "steps_per_s": 585.1, "policy_lag": None, "env_steps": 2048}
+    record = {
+        "framework": "rlfw",
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "seed": 0,
+        "steps": 2048,
+        "status": "done",
+        "final_return": 500.0,
+        "returns": [500.0],
+        "curve": [[2048, 480.5]],
+        "curve_s": [[3.5, 480.5]],
+        "wall_s": 3.5,
+        "steps_per_s": 585.1,
+        "policy_lag": None,
+        "env_steps": 2048,
+    }
     path = job.record_path(str(tmp_path))
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as f:
         json.dump(record, f)
     assert finished(job, str(tmp_path))["final_return"] == 500.0
     with open(path, "w") as f:
-        f.write(change if isinstance(change, str) else
-                json.dumps(change if isinstance(change, list) else {**record, **change}))
+        f.write(
+            change
+            if isinstance(change, str)
+            else json.dumps(change if isinstance(change, list) else {**record, **change})
+        )
     with pytest.raises(ValueError) as err:
         finished(job, str(tmp_path))
     assert str(err.value).startswith(f"run record {path}") and message in str(err.value)
@@ -348,10 +444,21 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
     today = job_settings(job)
     assert today["ppo.value_coef"] == 0.5 and today["batch_B"] == 8
     assert not any(key.startswith(("dqn.", "a2c.", "atari.", "wandb.")) for key in today)
-    record = {"framework": "rlfw", "algo": "ppo", "env": "CartPole-v1", "seed": 0,
-              "steps": 2048, "status": "done", "final_return": 500.0, "returns": [500.0],
-              "curve": [[2048, 480.5]], "curve_s": [[3.5, 480.5]], "wall_s": 3.5,
-              "steps_per_s": 585.1, "env_steps": 2048}
+    record = {
+        "framework": "rlfw",
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "seed": 0,
+        "steps": 2048,
+        "status": "done",
+        "final_return": 500.0,
+        "returns": [500.0],
+        "curve": [[2048, 480.5]],
+        "curve_s": [[3.5, 480.5]],
+        "wall_s": 3.5,
+        "steps_per_s": 585.1,
+        "env_steps": 2048,
+    }
     path = job.record_path(str(tmp_path))
     os.makedirs(os.path.dirname(path))
 
@@ -363,18 +470,23 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
     assert read({**today, "ppo.retired_option": 3})["final_return"] == 500.0
     with pytest.raises(ValueError) as err:
         read({**today, "ppo.value_coef": 0.25, "batch_B": 16})
-    assert str(err.value).startswith(f"run record {path} ran with batch_B=16 where today's "
-                                     "is 8; ppo.value_coef=0.25 where today's is 0.5: its "
-                                     "numbers are not those of today's settings. Delete the "
-                                     "record")
+    assert str(err.value).startswith(
+        f"run record {path} ran with batch_B=16 where today's "
+        "is 8; ppo.value_coef=0.25 where today's is 0.5: its "
+        "numbers are not those of today's settings. Delete the "
+        "record"
+    )
     with pytest.raises(ValueError, match="config must be an object of dotted keys"):
         read("rlfw preset")
     # a key added since the record ran: fine at its default, a change where set otherwise
     older = {key: value for key, value in today.items() if key != "sde_sample_freq"}
     assert read(older)["final_return"] == 500.0
     without_epochs = {key: value for key, value in today.items() if key != "ppo.epochs"}
-    with pytest.raises(ValueError, match=r"ran with ppo.epochs unset \(it came later: the run "
-                                         r"had its default 10\) where today's is 20"):
+    with pytest.raises(
+        ValueError,
+        match=r"ran with ppo.epochs unset \(it came later: the run "
+        r"had its default 10\) where today's is 20",
+    ):
         read(without_epochs)
     # the SB3 peer's record holds the zoo's block: a zoo whose settings moved is caught too
     peer = Job("sb3", "ppo", "CartPole-v1", 2048, 0)
@@ -386,10 +498,12 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
         finished(peer, str(tmp_path))
     zoo_today = job_settings(peer)
     for config, message in [
-            ({k: v for k, v in zoo_today.items() if k != "zoo.n_epochs"},
-             "ran with zoo.n_epochs unset where today's is 20"),
-            ({**zoo_today, "zoo.use_sde": True}, "ran with zoo.use_sde=True where today's "
-                                                 "sets none")]:
+        (
+            {k: v for k, v in zoo_today.items() if k != "zoo.n_epochs"},
+            "ran with zoo.n_epochs unset where today's is 20",
+        ),
+        ({**zoo_today, "zoo.use_sde": True}, "ran with zoo.use_sde=True where today's sets none"),
+    ]:
         with open(path, "w") as f:
             json.dump({**peer_record, "config": config}, f)
         with pytest.raises(ValueError, match=message):
@@ -399,17 +513,36 @@ def test_a_record_run_with_other_settings_than_today_s_is_refused(tmp_path):
 def test_a_report_names_the_seeds_whose_records_predate_their_settings():
     """Records written before they held their settings cannot be checked: the report says
     which."""
-    base = {"algo": "ppo", "env": "CartPole-v1", "steps": 2048, "status": "done",
-            "final_return": 500.0, "wall_s": 3.5, "steps_per_s": 585.1, "settings": "preset"}
-    rlfw = [{**base, "framework": "rlfw", "seed": 0},
-            {**base, "framework": "rlfw", "seed": 1, "config": {"ppo.epochs": 20}}]
+    base = {
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "steps": 2048,
+        "status": "done",
+        "final_return": 500.0,
+        "wall_s": 3.5,
+        "steps_per_s": 585.1,
+        "settings": "preset",
+    }
+    rlfw = [
+        {**base, "framework": "rlfw", "seed": 0},
+        {**base, "framework": "rlfw", "seed": 1, "config": {"ppo.epochs": 20}},
+    ]
     assert summarize(rlfw)["settings_unrecorded"] == [0]
-    entry = {"algo": "ppo", "env": "CartPole-v1", "steps": 2048, "references": [],
-             "frameworks": {"rlfw": summarize(rlfw)}, "goals": {}, "curve_png": None,
-             "gif": None}
+    entry = {
+        "algo": "ppo",
+        "env": "CartPole-v1",
+        "steps": 2048,
+        "references": [],
+        "frameworks": {"rlfw": summarize(rlfw)},
+        "goals": {},
+        "curve_png": None,
+        "gif": None,
+    }
     text = markdown({"suite": "s", "about": "a", "machine": "m", "entries": [entry]})
-    assert ("rlfw: seeds [0] were recorded before records held their settings: not checked "
-            "against today's.") in text
+    assert (
+        "rlfw: seeds [0] were recorded before records held their settings: not checked "
+        "against today's."
+    ) in text
 
 
 def test_iqm_and_its_ci_and_the_curve_binning():
@@ -439,10 +572,12 @@ def test_report_only_without_records_refuses_to_erase_a_report_of_finished_runs(
     old = {"suite": "smoke", "runs": [{"framework": "rlfw", "final_return": 500.0}]}
     (tmp_path / "results.json").write_text(json.dumps(old))
     (tmp_path / "README.md").write_text("the old report")
-    with pytest.raises(ValueError, match=r"no run records under .*records, but .*results"
-                                         r"\.json reports 1 finished run\(s\)"):
-        run_suite("smoke", str(tmp_path), LocalBackend(1), say=lambda _: None,
-                  report_only=True)
+    with pytest.raises(
+        ValueError,
+        match=r"no run records under .*records, but .*results"
+        r"\.json reports 1 finished run\(s\)",
+    ):
+        run_suite("smoke", str(tmp_path), LocalBackend(1), say=lambda _: None, report_only=True)
     assert (tmp_path / "README.md").read_text() == "the old report"
     assert json.loads((tmp_path / "results.json").read_text()) == old
 
@@ -485,18 +620,45 @@ def test_a_suite_with_a_baseline_reads_the_other_suite_s_records_env_by_env(tmp_
     curve = [(steps // 2, 1.0), (steps, 2.0)]
     for seed, final in enumerate((4.0, 6.0, 8.0)):  # the minatar suite's DQN, Breakout
         job = Job("rlfw", "dqn", "MinAtar/Breakout-v1", steps, seed, peer_settings="same")
-        write_record(job, str(tmp_path / "minatar"), {
-            **job.__dict__, "status": "done", "final_return": final, "returns": [final],
-            "wall_s": 10.0, "wait_share": 0.0, "steps_per_s": steps / 10, "curve": curve,
-            "settings": "rlfw preset"})
+        write_record(
+            job,
+            str(tmp_path / "minatar"),
+            {
+                **job.__dict__,
+                "status": "done",
+                "final_return": final,
+                "returns": [final],
+                "wall_s": 10.0,
+                "wait_share": 0.0,
+                "steps_per_s": steps / 10,
+                "curve": curve,
+                "settings": "rlfw preset",
+            },
+        )
     job = Job("rlfw", "c51", "MinAtar/Breakout-v1", steps, 0)
-    write_record(job, str(tmp_path / "minatar-qlearning"), {
-        **job.__dict__, "status": "done", "final_return": 9.0, "returns": [9.0],
-        "wall_s": 12.0, "wait_share": 0.0, "steps_per_s": steps / 12, "curve": curve,
-        "settings": "rlfw preset"})
+    write_record(
+        job,
+        str(tmp_path / "minatar-qlearning"),
+        {
+            **job.__dict__,
+            "status": "done",
+            "final_return": 9.0,
+            "returns": [9.0],
+            "wall_s": 12.0,
+            "wait_share": 0.0,
+            "steps_per_s": steps / 12,
+            "curve": curve,
+            "settings": "rlfw preset",
+        },
+    )
 
-    data = run_suite("minatar-qlearning", str(tmp_path / "minatar-qlearning"),
-                     LocalBackend(1), say=lambda _: None, report_only=True)
+    data = run_suite(
+        "minatar-qlearning",
+        str(tmp_path / "minatar-qlearning"),
+        LocalBackend(1),
+        say=lambda _: None,
+        report_only=True,
+    )
     breakout, invaders = data["comparison"]
     assert breakout["env"] == "MinAtar/Breakout-v1"
     assert list(breakout["algos"]) == ["dqn", "c51", "rainbow"]

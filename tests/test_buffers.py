@@ -7,11 +7,14 @@ from rlfw.buffers import AgentInfo, Samples, allocate, tree_index, tree_leaves
 
 def example():
     return Samples(
-        observation=torch.zeros(4, 84, 84, dtype=torch.uint8), action=torch.tensor(0),
-        reward=torch.tensor(0.0), terminated=torch.tensor(False),
+        observation=torch.zeros(4, 84, 84, dtype=torch.uint8),
+        action=torch.tensor(0),
+        reward=torch.tensor(0.0),
+        terminated=torch.tensor(False),
         truncated=torch.tensor(False),
         agent_info=AgentInfo(torch.tensor(0.0), torch.tensor(0.0)),
-        bootstrap_value=torch.tensor(0.0))
+        bootstrap_value=torch.tensor(0.0),
+    )
 
 
 def test_allocate_shapes_dtypes_from_one_example():
@@ -38,8 +41,9 @@ def test_indexing_applies_to_every_leaf_and_gives_views():
 
 def test_leafwise_assignment_from_numpy_and_scalars():
     buf = allocate(example(), (2, 2))
-    buf[1, 0] = Samples(np.full((4, 84, 84), 9, np.uint8), 2, 1.5, True, False,
-                        AgentInfo(-0.5, 3.0), 4.0)
+    buf[1, 0] = Samples(
+        np.full((4, 84, 84), 9, np.uint8), 2, 1.5, True, False, AgentInfo(-0.5, 3.0), 4.0
+    )
     assert buf.observation[1, 0].min() == 9 and buf.observation[0, 0].max() == 0
     assert buf.action[1, 0] == 2 and buf.reward[1, 0] == 1.5 and bool(buf.terminated[1, 0])
     assert buf.agent_info.logp[1, 0] == -0.5 and buf.bootstrap_value[1, 0] == 4.0
@@ -53,8 +57,11 @@ def test_row_writes_through_numpy_views_reach_the_tensors():
     rows, info_rows = numpy_views(buf), numpy_views(info)
     assert isinstance(rows.agent_info.logp, np.ndarray)
     assert isinstance(info_rows.value, torch.Tensor)  # numpy has no bfloat16: stays a tensor
-    tree_assign(rows.agent_info, (1, slice(2, 4)), AgentInfo(torch.tensor([1.0, 2.0]),
-                                                             np.array([3.0, 4.0], np.float32)))
+    tree_assign(
+        rows.agent_info,
+        (1, slice(2, 4)),
+        AgentInfo(torch.tensor([1.0, 2.0]), np.array([3.0, 4.0], np.float32)),
+    )
     tree_assign(info_rows, 2, AgentInfo(torch.ones(4), torch.full((4,), 0.5)))
     assert buf.agent_info.logp[1].tolist() == [0, 0, 1, 2]
     assert buf.agent_info.value[1].tolist() == [0, 0, 3, 4] and buf.agent_info.value.sum() == 7

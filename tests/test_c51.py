@@ -1,5 +1,6 @@
 """Categorical DQN and Rainbow minus noisy nets: the projection against a per-sample loop,
 the head, and runs through the samplers, runners, checkpoints and eval."""
+
 import json
 
 import numpy as np
@@ -35,7 +36,7 @@ def test_projection_equals_the_per_sample_loop():
     gen = torch.Generator().manual_seed(0)
     probs = torch.rand(6, 11, generator=gen).softmax(-1)
     reward = torch.tensor([0.0, 2.0, -3.0, 25.0, 0.5, -30.0])
-    discount = torch.tensor([0.99 ** 3, 0.0, 0.99, 0.99 ** 3, 0.5, 0.99])  # row 1: terminal
+    discount = torch.tensor([0.99**3, 0.0, 0.99, 0.99**3, 0.5, 0.99])  # row 1: terminal
     values = reward[:, None] + discount[:, None] * support  # rows 3, 5 leave the support
     got = project_distribution(values, probs, support)
     want = projected_by_loop(values.numpy(), probs.numpy(), support.numpy())
@@ -77,19 +78,40 @@ def test_rainbow_is_c51_with_the_papers_settings():
     assert r.target_update_interval == 8_000 and r.optimizer_eps == 0.005 / r.batch_size
 
 
-@pytest.mark.parametrize("algo,sampler,runner", [
-    ("c51", "gpu", "sync"), ("rainbow", "cpu", "async"),  # rainbow: prioritized, async
-])
+@pytest.mark.parametrize(
+    "algo,sampler,runner",
+    [
+        ("c51", "gpu", "sync"),
+        ("rainbow", "cpu", "async"),  # rainbow: prioritized, async
+    ],
+)
 @pytest.mark.integration
 def test_c51_and_rainbow_train_resume_and_evaluate(tmp_path, capsys, algo, sampler, runner):
     run = tmp_path / "run"
-    flags = ["--algo", algo, "--env", "CartPole-v1", "--sampler", sampler, "--runner", runner,
-             "--set", f"{algo}.learning_starts=256", "--eval-every", "512",
-             "--eval-episodes", "2", "--checkpoint-every", "512", "--no-progress"]
+    flags = [
+        "--algo",
+        algo,
+        "--env",
+        "CartPole-v1",
+        "--sampler",
+        sampler,
+        "--runner",
+        runner,
+        "--set",
+        f"{algo}.learning_starts=256",
+        "--eval-every",
+        "512",
+        "--eval-episodes",
+        "2",
+        "--checkpoint-every",
+        "512",
+        "--no-progress",
+    ]
     if sampler != "serial":
         flags += ["--n-workers", "2", "--batch-B", "2", "--batch-T", "128"]
-    assert main(["train", *flags, "--steps", "1024", "--log-dir", str(run)]) == 0, \
+    assert main(["train", *flags, "--steps", "1024", "--log-dir", str(run)]) == 0, (
         capsys.readouterr().err
+    )
     saved = json.loads((run / "config.json").read_text())
     assert saved["algo"] == algo and saved[algo]["atoms"] == 51
     assert main(["train", "--resume", str(run), "--steps", "1536", "--no-progress"]) == 0
@@ -105,8 +127,9 @@ def _c51_preset_final_return(seed: int, steps: int) -> float:
     from rlfw.runners import RunSchedule
 
     config = apply_overrides(RunConfig(algo="c51", seed=seed), preset("c51", "CartPole-v1"))
-    config.schedule = RunSchedule(n_steps=steps, eval_every=10**9, eval_episodes=20,
-                                  log_every=10**9)
+    config.schedule = RunSchedule(
+        n_steps=steps, eval_every=10**9, eval_episodes=20, log_every=10**9
+    )
     with build_runner(config, None, progress=False, stdout=False) as runner:
         result = runner.train()
     assert len(result.eval_history) == 1  # the end-of-run evaluation only
@@ -119,8 +142,7 @@ def test_c51_final_policy_solves_cartpole_for_three_of_three_seeds():
     seed's final policy (not its best) over 20 fresh episodes."""
     from conftest import map_in_processes
 
-    finals = map_in_processes(_c51_preset_final_return, [(s, 30_000) for s in (0, 1, 2)],
-                              at_once=3)
+    finals = map_in_processes(_c51_preset_final_return, [(s, 30_000) for s in (0, 1, 2)], at_once=3)
     assert all(f >= 475 for f in finals), finals
 
 

@@ -1,5 +1,6 @@
 """Callbacks observe a run and may stop it: from a script (``build_runner(callbacks=)``) and
 from the CLI (``--callback MODULE:NAME``), with bad specs refused in one line."""
+
 import json
 import os
 import subprocess
@@ -52,15 +53,25 @@ class OnlyEnd:
 
 def _config(**kw):
     # 8 envs x 32 steps = 256 steps an iteration; 6 iterations, evaluation every 2
-    return RunConfig.for_env("CartPole-v1", "ppo", steps=6 * 256, n_eval_envs=2,
-                             schedule={"eval_every": 512, "eval_episodes": 2,
-                                       "checkpoint_every": 512}, **kw)
+    return RunConfig.for_env(
+        "CartPole-v1",
+        "ppo",
+        steps=6 * 256,
+        n_eval_envs=2,
+        schedule={"eval_every": 512, "eval_episodes": 2, "checkpoint_every": 512},
+        **kw,
+    )
 
 
 def test_every_hook_is_called_in_order_with_the_run_s_numbers(tmp_path):
     recorder, only_end = Recorder(), OnlyEnd()
-    with build_runner(_config(), str(tmp_path / "run"), progress=False, stdout=False,
-                      callbacks=[recorder, only_end]) as runner:
+    with build_runner(
+        _config(),
+        str(tmp_path / "run"),
+        progress=False,
+        stdout=False,
+        callbacks=[recorder, only_end],
+    ) as runner:
         result = runner.train()
     kinds = [c[0] for c in recorder.calls]
     assert kinds[0] == "start" and kinds[-1] == "end" and only_end.ended == 1
@@ -83,16 +94,16 @@ def test_every_hook_is_called_in_order_with_the_run_s_numbers(tmp_path):
 def test_on_iteration_false_stops_the_run_with_a_checkpoint_that_resumes(tmp_path):
     run = str(tmp_path / "run")
     recorder = Recorder(stop_at=3)
-    with build_runner(_config(), run, progress=False, stdout=False,
-                      callbacks=[recorder]) as runner:
+    with build_runner(_config(), run, progress=False, stdout=False, callbacks=[recorder]) as runner:
         result = runner.train()
     assert result.stopped_by == "Recorder" and result.env_steps == 3 * 256
     assert not result.interrupted
     assert os.path.basename(list_checkpoints(run)[-1]) == f"ckpt_{3 * 256:012d}.pt"
     # the run goes on from there as any stopped run: resume finishes it
     resumed = Recorder()
-    with build_runner(RunConfig.load(run), run, resume=True, progress=False, stdout=False,
-                      callbacks=[resumed]) as runner:
+    with build_runner(
+        RunConfig.load(run), run, resume=True, progress=False, stdout=False, callbacks=[resumed]
+    ) as runner:
         result = runner.train()
     assert resumed.calls[0] == ("start", 3) and result.env_steps == 6 * 256
 
@@ -107,10 +118,26 @@ def test_callback_from_the_cli_stops_the_run(tmp_path):
     log = tmp_path / "seen.json"
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(PLUGINS), "RLFW_TEST_CALLBACK_LOG": str(log)}
-    done = subprocess.run([sys.executable, "-m", "rlfw", "train", "--steps", "2048",
-                           "--no-progress", "--log-dir", str(run), "--callback",
-                           "my_callbacks:StopAfterTwoIterations"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlfw",
+            "train",
+            "--steps",
+            "2048",
+            "--no-progress",
+            "--log-dir",
+            str(run),
+            "--callback",
+            "my_callbacks:StopAfterTwoIterations",
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stopped by callback StopAfterTwoIterations after 512 env steps" in done.stdout
     seen = json.loads(log.read_text())
@@ -119,21 +146,26 @@ def test_callback_from_the_cli_stops_the_run(tmp_path):
     assert seen["checkpoints"] == [[f"ckpt_{512:012d}.pt", 512]]
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("my_callbacks", "--callback my_callbacks: takes MODULE:NAME"),
-    ("no_such_module_xyz:Thing", "cannot import module 'no_such_module_xyz'"),
-    ("my_callbacks:Missing", "module 'my_callbacks' has no class 'Missing'"),
-    ("my_callbacks:NOT_A_CLASS", "has no class 'NOT_A_CLASS' (NOT_A_CLASS is a int)"),
-    ("my_callbacks:NoHooks", "class NoHooks has none of the hooks on_start, on_iteration"),
-    ("my_callbacks:NeedsArguments", "NeedsArguments() must take no arguments"),
-])
-def test_bad_callback_specs_are_one_line_and_write_nothing(spec, message, tmp_path, capsys,
-                                                           monkeypatch):
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("my_callbacks", "--callback my_callbacks: takes MODULE:NAME"),
+        ("no_such_module_xyz:Thing", "cannot import module 'no_such_module_xyz'"),
+        ("my_callbacks:Missing", "module 'my_callbacks' has no class 'Missing'"),
+        ("my_callbacks:NOT_A_CLASS", "has no class 'NOT_A_CLASS' (NOT_A_CLASS is a int)"),
+        ("my_callbacks:NoHooks", "class NoHooks has none of the hooks on_start, on_iteration"),
+        ("my_callbacks:NeedsArguments", "NeedsArguments() must take no arguments"),
+    ],
+)
+def test_bad_callback_specs_are_one_line_and_write_nothing(
+    spec, message, tmp_path, capsys, monkeypatch
+):
     monkeypatch.syspath_prepend(str(PLUGINS))
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as exc:
-        main(["train", "--steps", "256", "--no-progress", "--log-dir", str(run),
-              "--callback", spec])
+        main(
+            ["train", "--steps", "256", "--no-progress", "--log-dir", str(run), "--callback", spec]
+        )
     err = capsys.readouterr().err
     assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not run.exists()

@@ -2,6 +2,7 @@
 others"): crafted checkpoints, forged or foreign env pickles, and env ids that would import
 a module are refused with one line naming the file; eval and resume fall back to the next
 good checkpoint. Each test plants a real payload whose execution would create a file."""
+
 import os
 import subprocess
 import sys
@@ -38,9 +39,15 @@ def plant(path: Path, marker: Path) -> None:
 
 
 def test_the_format_round_trips_exactly_without_pickles(tmp_path):
-    state = {"rng": np.random.get_state(), "pcg": np.random.default_rng(3).bit_generator.state,
-             "obs": np.arange(6, dtype=np.uint8).reshape(2, 3), "scalar": np.float32(2.5),
-             "t": torch.arange(3), "nested": [(1, 2.0), {"k": None}], "blob": b"\x00env"}
+    state = {
+        "rng": np.random.get_state(),
+        "pcg": np.random.default_rng(3).bit_generator.state,
+        "obs": np.arange(6, dtype=np.uint8).reshape(2, 3),
+        "scalar": np.float32(2.5),
+        "t": torch.arange(3),
+        "nested": [(1, 2.0), {"k": None}],
+        "blob": b"\x00env",
+    }
     path = save_checkpoint(str(tmp_path), 1, state)
     # weights_only: nothing in the file names a Python global to import
     assert torch.serialization.get_unsafe_globals_in_checkpoint(path) == []
@@ -110,8 +117,7 @@ def test_a_forged_env_pickle_is_refused_before_unpickling(run, tmp_path, capsys)
     parts = list(sealed_parts(tree))
     assert parts, "the env state is stored sealed"
     for part in parts:  # the attacker keeps the tag, swaps the pickle
-        part["data"] = torch.frombuffer(bytearray(pickle.dumps(Payload(marker))),
-                                        dtype=torch.uint8)
+        part["data"] = torch.frombuffer(bytearray(pickle.dumps(Payload(marker))), dtype=torch.uint8)
     torch.save(tree, newest)
     with pytest.raises(UnsealedError, match="not sealed with this user's key"):
         load_checkpoint(newest)
@@ -122,7 +128,8 @@ def test_a_forged_env_pickle_is_refused_before_unpickling(run, tmp_path, capsys)
 
 
 def test_a_run_sealed_by_another_user_evaluates_and_resumes_only_when_trusted(
-        run, tmp_path, capsys, monkeypatch):
+    run, tmp_path, capsys, monkeypatch
+):
     monkeypatch.setenv("RLFW_KEY_FILE", str(tmp_path / "other-user.key"))
     assert main(["eval", str(run), "--episodes", "1"]) == 0  # eval needs no env state
     with pytest.raises(SystemExit) as exc:
@@ -130,8 +137,12 @@ def test_a_run_sealed_by_another_user_evaluates_and_resumes_only_when_trusted(
     err = capsys.readouterr().err
     assert exc.value.code == 1 and "not sealed with this user's key" in err
     assert "--trust-checkpoint" in err
-    assert main(["train", "--resume", str(run), "--steps", "768", "--no-progress",
-                 "--trust-checkpoint"]) == 0
+    assert (
+        main(
+            ["train", "--resume", str(run), "--steps", "768", "--no-progress", "--trust-checkpoint"]
+        )
+        == 0
+    )
 
 
 def test_an_old_pickled_checkpoint_needs_the_explicit_flag(run, capsys):
@@ -146,27 +157,35 @@ def test_an_old_pickled_checkpoint_needs_the_explicit_flag(run, capsys):
     assert exc.value.code == 1 and "holds pickled objects (numpy" in err
     assert "--trust-checkpoint" in err
     assert main(["eval", str(run), "--episodes", "1", "--trust-checkpoint"]) == 0
-    assert main(["train", "--resume", str(run), "--steps", "768", "--no-progress",
-                 "--trust-checkpoint"]) == 0
+    assert (
+        main(
+            ["train", "--resume", str(run), "--steps", "768", "--no-progress", "--trust-checkpoint"]
+        )
+        == 0
+    )
 
 
 EVIL_MODULE = "import pathlib\npathlib.Path('imported').touch()\n"
 
 
 def rlfw(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlfw", *argv], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "rlfw", *argv], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.integration
 def test_an_env_id_from_a_run_folder_never_imports_its_module(run, tmp_path):
     (tmp_path / "evilmod.py").write_text(EVIL_MODULE)
     config = (run / "config.json").read_text()
-    (run / "config.json").write_text(config.replace('"env": "CartPole-v1"',
-                                                    '"env": "evilmod:CartPole-v1"'))
-    for argv in (["eval", str(run), "--episodes", "1"],
-                 ["train", "--resume", str(run), "--no-progress"],
-                 ["train", "--config", str(run / "config.json"), "--log-dir", "fresh"]):
+    (run / "config.json").write_text(
+        config.replace('"env": "CartPole-v1"', '"env": "evilmod:CartPole-v1"')
+    )
+    for argv in (
+        ["eval", str(run), "--episodes", "1"],
+        ["train", "--resume", str(run), "--no-progress"],
+        ["train", "--config", str(run / "config.json"), "--log-dir", "fresh"],
+    ):
         done = rlfw(*argv, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert "its env id 'evilmod:CartPole-v1' imports module 'evilmod'" in done.stderr
@@ -188,14 +207,24 @@ def test_a_run_s_plugins_must_be_named_however_its_config_spells_them(run, plugi
     (run / "config.json").write_text(json.dumps({**config, "plugins": plugins}))
     with pytest.raises(SystemExit) as exc:
         main(["eval", str(run), "--episodes", "1"])
-    assert exc.value.code == 2 and "imported (it was trained with --plugin" in \
-        capsys.readouterr().err
+    assert (
+        exc.value.code == 2 and "imported (it was trained with --plugin" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.integration
 def test_env_id_with_a_module_from_the_command_line_is_the_users_choice(tmp_path):
     (tmp_path / "mymod.py").write_text(EVIL_MODULE)
-    done = rlfw("train", "--env", "mymod:CartPole-v1", "--steps", "256", "--no-progress",
-                "--log-dir", "run", cwd=tmp_path)
+    done = rlfw(
+        "train",
+        "--env",
+        "mymod:CartPole-v1",
+        "--steps",
+        "256",
+        "--no-progress",
+        "--log-dir",
+        "run",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "imported").exists()

@@ -1,5 +1,6 @@
 """``compile``: compiled losses learn like eager ones, are reproducible against themselves,
 and the auto rule turns compiling on only where a run wins back the compile time."""
+
 import pytest
 import torch
 from torch import nn
@@ -17,8 +18,9 @@ def _train(algo: str, compile: bool | None) -> dict[str, torch.Tensor]:
     config.ppo.epochs, config.ppo.minibatch_size = 2, 32
     config.dqn.learning_starts, config.dqn.replay_ratio, config.dqn.batch_size = 64, 0.5, 32
     config.algo_config().compile = compile
-    config.schedule = RunSchedule(n_steps=4 * 16 * 4, eval_every=None, log_every=10_000,
-                                  checkpoint_every=10_000)
+    config.schedule = RunSchedule(
+        n_steps=4 * 16 * 4, eval_every=None, log_every=10_000, checkpoint_every=10_000
+    )
     with build_runner(config, None, progress=False, stdout=False) as runner:
         runner.train()
         return {k: v.clone() for k, v in runner.agent.model.state_dict().items()}
@@ -48,11 +50,11 @@ def _initial(algo: str) -> dict[str, torch.Tensor]:
 def test_auto_rule_compiles_only_runs_long_enough():
     mlp = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 2))
     cnn = NatureCNN()
-    assert resolve_compile(None, mlp, 10_000) is False      # CartPole-sized run: eager
+    assert resolve_compile(None, mlp, 10_000) is False  # CartPole-sized run: eager
     assert resolve_compile(None, mlp, 1_000_000) is True
     # channels-last eager convolutions are as fast as compiled ones on the CPU
-    assert resolve_compile(None, cnn, 10 ** 7) is False
-    assert resolve_compile(False, cnn, 10 ** 9) is False     # an explicit choice wins
+    assert resolve_compile(None, cnn, 10**7) is False
+    assert resolve_compile(False, cnn, 10**9) is False  # an explicit choice wins
     assert resolve_compile(True, mlp, 1) is True
 
 

@@ -1,4 +1,5 @@
 """Concurrent (HTS-RL) runner: lag exactly one, bitwise determinism, resume after Ctrl-C."""
+
 import pytest
 import torch
 from test_runner import small_config, snapshot
@@ -64,8 +65,9 @@ def test_two_runs_with_the_same_seed_end_bitwise_identical(tmp_path, sampler):
 def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, sampler):
     whole, whole_result = run(concurrent_config(sampler), tmp_path / "whole")
 
-    part = build_runner(concurrent_config(sampler), str(tmp_path / "part"), progress=False,
-                        stdout=False)
+    part = build_runner(
+        concurrent_config(sampler), str(tmp_path / "part"), progress=False, stdout=False
+    )
     real = part.algo.optimize
 
     def interrupt_at_4(samples, itr):
@@ -81,8 +83,13 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, s
     state = load_checkpoint(latest_checkpoint(str(tmp_path / "part")))
     assert torch.all(state["pending"].policy_version == 2)  # batch 3 in hand, drawn with θ_2
 
-    resumed = build_runner(concurrent_config(sampler), str(tmp_path / "part"), resume=True,
-                           progress=False, stdout=False)
+    resumed = build_runner(
+        concurrent_config(sampler),
+        str(tmp_path / "part"),
+        resume=True,
+        progress=False,
+        stdout=False,
+    )
     with resumed:
         final = resumed.train()
     assert final.env_steps == 6 * 256
@@ -93,10 +100,12 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch, s
 
 @pytest.mark.parametrize("algo", ["dqn", "r2d1"])
 def test_replay_algorithms_keep_the_lag_at_one_repeat_bitwise_and_resume_bitwise(
-        tmp_path, monkeypatch, algo):
+    tmp_path, monkeypatch, algo
+):
     """DQN (and R2D1, whose replay also keeps the sampler's recurrent state) under the
     concurrent runner: batch k drawn with θ_{k-1}, the same run twice bit for bit, and a
     run stopped by Ctrl-C and resumed (replay in its checkpoint) equal to the whole one."""
+
     def config():
         out = concurrent_config(itrs=6)
         out.algo = algo
@@ -130,8 +139,9 @@ def test_replay_algorithms_keep_the_lag_at_one_repeat_bitwise_and_resume_bitwise
     part.algo.optimize = interrupt_at_4
     with part:
         assert part.train().interrupted
-    resumed = build_runner(config(), str(tmp_path / "part"), resume=True, progress=False,
-                           stdout=False)
+    resumed = build_runner(
+        config(), str(tmp_path / "part"), resume=True, progress=False, stdout=False
+    )
     with resumed:
         resumed.train()
     assert same_params(whole, resumed), "resumed concurrent run diverged"
@@ -140,8 +150,9 @@ def test_replay_algorithms_keep_the_lag_at_one_repeat_bitwise_and_resume_bitwise
 def test_a_worker_death_in_the_background_batch_surfaces_as_worker_error(tmp_path):
     from rlfw.samplers import WorkerError
 
-    runner = build_runner(concurrent_config("cpu", itrs=4), str(tmp_path / "run"),
-                          progress=False, stdout=False)
+    runner = build_runner(
+        concurrent_config("cpu", itrs=4), str(tmp_path / "run"), progress=False, stdout=False
+    )
     real = runner.algo.optimize
 
     def kill_worker_then_learn(samples, itr):
@@ -162,8 +173,10 @@ def test_concurrent_ppo_learns_cartpole_final_policy(tmp_path):
 
     # Only the final policy is judged: evaluations along the way never change the training
     # stream, and here they were ~11% of the check's time.
-    apply_overrides(config, {"schedule": {**schedule_for(150_000), "eval_every": None,
-                                          "checkpoint_every": 50_000}})
+    apply_overrides(
+        config,
+        {"schedule": {**schedule_for(150_000), "eval_every": None, "checkpoint_every": 50_000}},
+    )
     runner, result = run(config, tmp_path / "run")
     final = runner.sampler.evaluate(20, greedy=True)  # the policy the user ends up with
     mean = sum(e.ret for e in final) / len(final)

@@ -1,6 +1,7 @@
 """Multi-rank training on torch.distributed (gloo), launched by torchrun as a user would:
 replicas stay bitwise identical, gradients are averaged, ranks sample different
 experience, resume is bitwise, a dead rank stops the job naming it."""
+
 import json
 import os
 import re
@@ -31,14 +32,26 @@ def temp_dir_in_tmp_path(tmp_path, monkeypatch):
 
 
 def torchrun(*args: str, nproc: int = 2) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        *args,
+    ]
 
 
 def run(cmd: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=str(Path(__file__).parent))
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=str(Path(__file__).parent),
+    )
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
@@ -93,9 +106,25 @@ def test_normalization_statistics_are_the_same_on_every_rank(tmp_path):
     assert not torch.equal(r0["first_obs"], r1["first_obs"])
 
 
-FAST = ["--steps", "1024", "--batch-B", "2", "--eval-every", "512", "--eval-episodes", "2",
-        "--checkpoint-every", "512", "--no-progress", "--set", "ppo.minibatch_size=64",
-        "--set", "ppo.anneal_lr=false", "--set", "ppo.anneal_clip=false"]
+FAST = [
+    "--steps",
+    "1024",
+    "--batch-B",
+    "2",
+    "--eval-every",
+    "512",
+    "--eval-episodes",
+    "2",
+    "--checkpoint-every",
+    "512",
+    "--no-progress",
+    "--set",
+    "ppo.minibatch_size=64",
+    "--set",
+    "ppo.anneal_lr=false",
+    "--set",
+    "ppo.anneal_clip=false",
+]
 
 
 def _final_agent(run_dir: Path) -> dict:
@@ -112,8 +141,9 @@ def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_p
     first_half = [a if a != "1024" else "512" for a in FAST]
     done = run(torchrun("-m", "rlfw", "train", "--log-dir", str(part), *first_half))
     assert done.returncode == 0, done.stderr[-3000:]
-    done = run(torchrun("-m", "rlfw", "train", "--resume", str(part), "--steps", "1024",
-                        "--no-progress"))
+    done = run(
+        torchrun("-m", "rlfw", "train", "--resume", str(part), "--steps", "1024", "--no-progress")
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     a, b = _final_agent(whole), _final_agent(part)
     assert a["itr"] == b["itr"] == 8 and len(a["ranks"]) == len(b["ranks"]) == 1
@@ -121,8 +151,19 @@ def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_p
         assert torch.equal(a["agent"][key], b["agent"][key]), key
     assert torch.equal(a["ranks"][0]["rng"]["torch"], b["ranks"][0]["rng"]["torch"])
 
-    alone = run([sys.executable, "-m", "rlfw", "train", "--resume", str(part),
-                 "--steps", "2048", "--no-progress"])
+    alone = run(
+        [
+            sys.executable,
+            "-m",
+            "rlfw",
+            "train",
+            "--resume",
+            str(part),
+            "--steps",
+            "2048",
+            "--no-progress",
+        ]
+    )
     assert alone.returncode == 2
     assert "was trained with world_size 2 and this launch has 1 rank(s)" in alone.stderr
 
@@ -130,10 +171,24 @@ def test_resume_with_the_same_world_size_is_bitwise_and_another_is_refused(tmp_p
 @pytest.mark.integration
 def test_a_rank_that_dies_stops_the_job_naming_it(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    job = subprocess.Popen(torchrun("-m", "rlfw", "train", "--log-dir", str(tmp_path / "run"),
-                                    "--steps", "10000000", "--eval-every", "1000000",
-                                    "--no-progress"),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    job = subprocess.Popen(
+        torchrun(
+            "-m",
+            "rlfw",
+            "train",
+            "--log-dir",
+            str(tmp_path / "run"),
+            "--steps",
+            "10000000",
+            "--eval-every",
+            "1000000",
+            "--no-progress",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 60
         victim = None
@@ -178,9 +233,23 @@ def test_two_rank_ppo_learns_cartpole(tmp_path):
     4 envs and minibatch 128 each; the final policy, not the best evaluation, is judged."""
     run_dir = tmp_path / "run"
     # no evaluations along the way (they never change the training stream)
-    done = run(torchrun("-m", "rlfw", "train", "--batch-B", "4", "--set",
-                        "ppo.minibatch_size=128", "--set", "schedule.eval_every=none",
-                        "--log-dir", str(run_dir), "--no-progress"), timeout=600)
+    done = run(
+        torchrun(
+            "-m",
+            "rlfw",
+            "train",
+            "--batch-B",
+            "4",
+            "--set",
+            "ppo.minibatch_size=128",
+            "--set",
+            "schedule.eval_every=none",
+            "--log-dir",
+            str(run_dir),
+            "--no-progress",
+        ),
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "global batch 256" in done.stdout
     judged = run([sys.executable, "-m", "rlfw", "eval", str(run_dir), "--episodes", "20"])
@@ -195,16 +264,38 @@ def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
     --log-dir the relaunched ranks continue from the folder's newest checkpoint."""
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            "--nproc-per-node=2", "--max-restarts=1", "-m", "rlfw", "train", "--log-dir",
-            str(run_dir), "--steps", "40960", "--checkpoint-every", "2048", "--eval-every",
-            "40960", "--eval-episodes", "2", "--no-progress"]
-    job = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           env=env)
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "--max-restarts=1",
+        "-m",
+        "rlfw",
+        "train",
+        "--log-dir",
+        str(run_dir),
+        "--steps",
+        "40960",
+        "--checkpoint-every",
+        "2048",
+        "--eval-every",
+        "40960",
+        "--eval-episodes",
+        "2",
+        "--no-progress",
+    ]
+    job = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     try:
         deadline = time.monotonic() + 90
-        while not list((run_dir / "checkpoints").glob("ckpt_*.pt")) if (
-                run_dir / "checkpoints").exists() else True:
+        while (
+            not list((run_dir / "checkpoints").glob("ckpt_*.pt"))
+            if (run_dir / "checkpoints").exists()
+            else True
+        ):
             assert time.monotonic() < deadline and job.poll() is None, "no checkpoint"
             time.sleep(0.1)
         for proc in psutil.Process(job.pid).children(recursive=True):
@@ -231,12 +322,26 @@ def test_torchrun_max_restarts_resumes_from_the_newest_checkpoint(tmp_path):
 def test_recurrent_ranks_each_carry_their_own_states(tmp_path):
     """A GRU agent under torchrun: one set of weights, while each rank's sampler keeps the
     states of its own env slots (saved per rank, so a resumed rank gets its own back)."""
-    done = run(torchrun("-m", "rlfw", "train", "--log-dir", str(tmp_path / "run"), *FAST,
-                        "--set", "recurrent=gru", "--set", "rnn_size=8"))
+    done = run(
+        torchrun(
+            "-m",
+            "rlfw",
+            "train",
+            "--log-dir",
+            str(tmp_path / "run"),
+            *FAST,
+            "--set",
+            "recurrent=gru",
+            "--set",
+            "rnn_size=8",
+        )
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     newest = _final_agent(tmp_path / "run")
     assert "actor.core.rnn.weight_hh_l0" in newest["agent"]
-    states = [newest["sampler"]["collector"]["agent_state"],
-              newest["ranks"][0]["sampler"]["collector"]["agent_state"]]
+    states = [
+        newest["sampler"]["collector"]["agent_state"],
+        newest["ranks"][0]["sampler"]["collector"]["agent_state"],
+    ]
     assert all(s.shape == (2, 8) for s in states)
     assert not torch.equal(states[0], states[1])

@@ -1,5 +1,6 @@
 """The manual builds with no warning (mkdocs --strict: a dead link, a missing page or a
 broken anchor fails), and its generated pages hold what the code declares."""
+
 import os
 import subprocess
 import sys
@@ -14,17 +15,27 @@ ROOT = Path(__file__).parents[1]
 def site(tmp_path_factory):
     pytest.importorskip("mkdocs", reason="the [docs] extra")
     out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return out
 
 
 @pytest.mark.integration
 def test_the_manual_builds_strict(site):
-    for page in ("index.html", "getting-started/index.html", "concepts/index.html",
-                 "howto/callbacks/index.html", "reference/api/index.html"):
+    for page in (
+        "index.html",
+        "getting-started/index.html",
+        "concepts/index.html",
+        "howto/callbacks/index.html",
+        "reference/api/index.html",
+    ):
         assert (site / page).is_file(), page
 
 

@@ -1,4 +1,5 @@
 """DQN: exploration, targets, determinism, resume, bad input, Atari smoke, learning."""
+
 import gymnasium as gym
 import numpy as np
 import psutil
@@ -20,12 +21,18 @@ CARTPOLE = EnvSpaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
 def small_config(seed=0, itrs=8, **dqn) -> RunConfig:
     config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
     config.batch_T, config.batch_B = 32, 2
-    apply_overrides(config, {"dqn": dict(learning_starts=64, replay_ratio=0.25,
-                                         target_update_interval=64, **dqn)})
+    apply_overrides(
+        config,
+        {"dqn": dict(learning_starts=64, replay_ratio=0.25, target_update_interval=64, **dqn)},
+    )
     per_itr = 64
-    config.schedule = RunSchedule(n_steps=itrs * per_itr, eval_every=4 * per_itr,
-                                  eval_episodes=2, log_every=per_itr,
-                                  checkpoint_every=4 * per_itr)
+    config.schedule = RunSchedule(
+        n_steps=itrs * per_itr,
+        eval_every=4 * per_itr,
+        eval_episodes=2,
+        log_every=per_itr,
+        checkpoint_every=4 * per_itr,
+    )
     return config
 
 
@@ -43,7 +50,7 @@ def test_epsilon_greedy_follows_the_slot_noise_and_per_slot_epsilon():
     assert agent.step(obs, noise, slots=[1, 1, 1]).action.tolist() == [1, 1, 0]
     agent.eval_mode()
     assert torch.equal(agent.step(obs, noise).action, greedy)
-    np.testing.assert_allclose(apex_epsilons(3), [0.4, 0.4 ** 4.5, 0.4 ** 8])
+    np.testing.assert_allclose(apex_epsilons(3), [0.4, 0.4**4.5, 0.4**8])
 
 
 def test_epsilon_travels_in_the_state_dict_to_worker_copies():
@@ -55,16 +62,21 @@ def test_epsilon_travels_in_the_state_dict_to_worker_copies():
 
 
 def test_linear_epsilon_schedule_and_hard_and_soft_target_updates():
-    runner = build_runner(small_config(exploration_fraction=0.5, epsilon_final=0.1), None,
-                          progress=False, stdout=False)
+    runner = build_runner(
+        small_config(exploration_fraction=0.5, epsilon_final=0.1),
+        None,
+        progress=False,
+        stdout=False,
+    )
     result = runner.train()
     assert result.iterations == 8
     assert runner.agent.model.epsilon.tolist() == pytest.approx([0.1, 0.1])
     algo = runner.algo
     with torch.no_grad():  # after a hard update the target equals the online net
         algo._update_target()
-    assert all(torch.equal(t, o) for t, o in zip(algo.target.parameters(),
-                                                 runner.agent.q.parameters()))
+    assert all(
+        torch.equal(t, o) for t, o in zip(algo.target.parameters(), runner.agent.q.parameters())
+    )
     soft = DQN(DQNConfig(tau=0.5))
     soft.agent, soft.config = runner.agent, DQNConfig(tau=0.5)
     soft.target = type(algo.target)(CARTPOLE.observation.shape, np.float32, 2, (256, 256))
@@ -74,13 +86,13 @@ def test_linear_epsilon_schedule_and_hard_and_soft_target_updates():
         assert torch.allclose(t, 0.5 * b + 0.5 * o)
 
 
-@pytest.mark.parametrize("options", [{}, {"double_dqn": True, "dueling": True, "n_step": 3,
-                                           "prioritized": True}])
+@pytest.mark.parametrize(
+    "options", [{}, {"double_dqn": True, "dueling": True, "n_step": 3, "prioritized": True}]
+)
 def test_same_seed_twice_gives_bitwise_identical_parameters(options):
     params = []
     for _ in range(2):
-        runner = build_runner(small_config(itrs=3, **options), None, progress=False,
-                              stdout=False)
+        runner = build_runner(small_config(itrs=3, **options), None, progress=False, stdout=False)
         runner.train()
         assert runner.algo.updates >= 3
         params.append(dict(runner.agent.state_dict()))
@@ -88,11 +100,19 @@ def test_same_seed_twice_gives_bitwise_identical_parameters(options):
 
 
 def test_resume_with_saved_replay_is_bitwise_identical(tmp_path, monkeypatch):
-    whole = build_runner(small_config(save_replay=True, prioritized=True), str(tmp_path / "a"),
-                         progress=False, stdout=False)
+    whole = build_runner(
+        small_config(save_replay=True, prioritized=True),
+        str(tmp_path / "a"),
+        progress=False,
+        stdout=False,
+    )
     whole.train()
-    part = build_runner(small_config(save_replay=True, prioritized=True), str(tmp_path / "b"),
-                        progress=False, stdout=False)
+    part = build_runner(
+        small_config(save_replay=True, prioritized=True),
+        str(tmp_path / "b"),
+        progress=False,
+        stdout=False,
+    )
     real = type(part.sampler).obtain_samples
 
     def interrupt(self, itr):
@@ -103,8 +123,13 @@ def test_resume_with_saved_replay_is_bitwise_identical(tmp_path, monkeypatch):
     monkeypatch.setattr(type(part.sampler), "obtain_samples", interrupt)
     assert part.train().interrupted
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
-    resumed = build_runner(small_config(save_replay=True, prioritized=True),
-                           str(tmp_path / "b"), resume=True, progress=False, stdout=False)
+    resumed = build_runner(
+        small_config(save_replay=True, prioritized=True),
+        str(tmp_path / "b"),
+        resume=True,
+        progress=False,
+        stdout=False,
+    )
     resumed.train()
     a, b = whole.agent.state_dict(), resumed.agent.state_dict()
     assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a)
@@ -112,14 +137,19 @@ def test_resume_with_saved_replay_is_bitwise_identical(tmp_path, monkeypatch):
     assert all(torch.equal(bits(ta[k]), bits(tb[k])) for k in ta)
 
 
-@pytest.mark.parametrize("config,message", [
-    (DQNConfig(replay_capacity=16, batch_size=32), "replay_capacity = 16 is invalid"),
-    (DQNConfig(n_step=0), "n_step = 0 is invalid"),
-    (DQNConfig(replay_ratio=0.0), "replay_ratio = 0.0 is invalid"),
-    (DQNConfig(tau=0.0), "tau = 0.0 is invalid"),
-    (DQNConfig(advantage_learning=1.0),
-     r"advantage_learning = 1.0 is invalid: must be in \[0, 1\)"),
-])
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        (DQNConfig(replay_capacity=16, batch_size=32), "replay_capacity = 16 is invalid"),
+        (DQNConfig(n_step=0), "n_step = 0 is invalid"),
+        (DQNConfig(replay_ratio=0.0), "replay_ratio = 0.0 is invalid"),
+        (DQNConfig(tau=0.0), "tau = 0.0 is invalid"),
+        (
+            DQNConfig(advantage_learning=1.0),
+            r"advantage_learning = 1.0 is invalid: must be in \[0, 1\)",
+        ),
+    ],
+)
 def test_bad_dqn_config_is_a_clear_error(config, message):
     with pytest.raises(ValueError, match=message):
         DQN(config)
@@ -142,8 +172,7 @@ def test_cli_refuses_dqn_on_a_box_action_env(capsys, tmp_path):
 def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
     config = apply_overrides(RunConfig(algo="dqn", env="ALE/Pong-v5"), preset("dqn", "ALE/Pong-v5"))
     config.batch_B, config.batch_T, config.n_eval_envs = 2, 16, 1
-    apply_overrides(config, {"dqn": dict(learning_starts=32, replay_capacity=1000,
-                                         batch_size=8)})
+    apply_overrides(config, {"dqn": dict(learning_starts=32, replay_capacity=1000, batch_size=8)})
     config.atari = AtariOptions(max_episode_frames=400)
     config.schedule = RunSchedule(n_steps=96, eval_every=10_000, eval_episodes=1)
     with build_runner(config, str(tmp_path), progress=False, stdout=False) as runner:
@@ -156,8 +185,9 @@ def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
 
 def _dqn_preset_final_return(seed: int) -> float:
     config = apply_overrides(RunConfig(algo="dqn", seed=seed), preset("dqn", "CartPole-v1"))
-    config.schedule = RunSchedule(n_steps=60_000, eval_every=10**9, eval_episodes=10,
-                                  log_every=10**9)
+    config.schedule = RunSchedule(
+        n_steps=60_000, eval_every=10**9, eval_episodes=10, log_every=10**9
+    )
     with build_runner(config, None, progress=False, stdout=False) as runner:
         result = runner.train()
     # 235 batches of 256 steps; the one evaluation is the end-of-run one
@@ -169,8 +199,7 @@ def _dqn_preset_final_return(seed: int) -> float:
 def test_dqn_final_policy_solves_cartpole_at_60k_steps_for_two_of_three_seeds():
     """The policy a user gets at the end of the preset's run, not the best one seen: with
     zoo's 1-step targets the final evaluations were 156, 43 and 23 (best 462, 500, 165)."""
-    finals = first_passing_seeds(_dqn_preset_final_return, (0, 1, 2),
-                                 lambda f: f >= 475, need=2)
+    finals = first_passing_seeds(_dqn_preset_final_return, (0, 1, 2), lambda f: f >= 475, need=2)
     assert sum(f >= 475 for f in finals) >= 2, finals
 
 
@@ -181,7 +210,8 @@ def test_dqn_runs_with_a_parallel_sampler_and_workers_see_epsilon():
         result = runner.train()
     assert result.iterations == 3 and runner.algo.updates > 0
     assert runner.sampler.weights["epsilon"].tolist() == pytest.approx(
-        runner.agent.model.epsilon.tolist())  # what the workers loaded before the last batch
+        runner.agent.model.epsilon.tolist()
+    )  # what the workers loaded before the last batch
 
 
 def test_replay_warns_before_allocating_more_than_available_memory():
@@ -205,8 +235,8 @@ def test_evaluation_epsilon_acts_on_the_eval_noise_only_in_eval_mode():
     agent.set_epsilon(1.0)
     obs = torch.zeros(4, 4)
     greedy_action = agent.q(obs).argmax(-1)
-    explore = torch.tensor([[0.01, 0.99]] * 4)   # u_explore < 0.05: random action n-1
-    keep = torch.tensor([[0.5, 0.99]] * 4)       # u_explore > 0.05: the argmax
+    explore = torch.tensor([[0.01, 0.99]] * 4)  # u_explore < 0.05: random action n-1
+    keep = torch.tensor([[0.5, 0.99]] * 4)  # u_explore > 0.05: the argmax
     agent.eval_mode()
     assert agent.step(obs, explore).action.tolist() == [1] * 4
     assert torch.equal(agent.step(obs, keep).action, greedy_action)
@@ -229,7 +259,14 @@ def test_advantage_learning_lowers_the_target_of_a_worse_action_by_alpha_times_i
         last = [m for m in algo.target.modules() if isinstance(m, torch.nn.Linear)][-1]
         last.bias.copy_(torch.tensor([1.0, 3.0]))
     obs = torch.zeros(2, 2)
-    _, _, target = algo._losses(obs, obs, torch.tensor([0, 1]), torch.tensor([5.0, 5.0]),
-                                torch.zeros(2), torch.zeros(2, dtype=torch.bool),
-                                torch.zeros(2), torch.ones(2))
+    _, _, target = algo._losses(
+        obs,
+        obs,
+        torch.tensor([0, 1]),
+        torch.tensor([5.0, 5.0]),
+        torch.zeros(2),
+        torch.zeros(2, dtype=torch.bool),
+        torch.zeros(2),
+        torch.ones(2),
+    )
     assert target.tolist() == [4.0, 5.0]

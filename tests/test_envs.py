@@ -1,4 +1,5 @@
 """Env layer: ids by name, Atari Nature preprocessing, real-episode statistics."""
+
 import numpy as np
 import pytest
 
@@ -33,8 +34,14 @@ def test_atari_observations_are_stacked_uint8_frames():
     while hasattr(wrapper, "env"):
         names.append(type(wrapper).__name__)
         wrapper = wrapper.env
-    assert {"FireReset", "AtariPreprocessing", "EpisodicLife", "TransformReward",
-            "RecordEpisodeStatistics", "FrameStackObservation"} <= set(names)
+    assert {
+        "FireReset",
+        "AtariPreprocessing",
+        "EpisodicLife",
+        "TransformReward",
+        "RecordEpisodeStatistics",
+        "FrameStackObservation",
+    } <= set(names)
     env.close()
 
 
@@ -53,9 +60,9 @@ def test_training_env_ends_on_life_loss_with_clipped_rewards_but_stats_are_real_
             life_ends += 1
             env.reset()
     assert game is not None, "no game finished"
-    assert rewards <= {0.0, 1.0}                  # clipped for training
-    assert life_ends >= 2                         # SpaceInvaders: 3 lives, each ends an episode
-    assert float(game["r"]) >= 5 and float(game["r"]) % 5 == 0   # real, unclipped score
+    assert rewards <= {0.0, 1.0}  # clipped for training
+    assert life_ends >= 2  # SpaceInvaders: 3 lives, each ends an episode
+    assert float(game["r"]) >= 5 and float(game["r"]) % 5 == 0  # real, unclipped score
     env.close()
 
 
@@ -84,15 +91,21 @@ def test_sticky_actions_are_configurable():
     env.close()
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"frame_skip": 0}, "atari.frame_skip must be a positive integer, got 0"),
-    ({"frame_stack": 0}, "atari.frame_stack must be a positive integer, got 0"),
-    ({"screen_size": -84}, "atari.screen_size must be a positive integer, got -84"),
-    ({"max_episode_frames": 0}, "atari.max_episode_frames must be a positive integer, got 0"),
-    ({"noop_max": -1}, "atari.noop_max must be an integer >= 0, got -1"),
-    ({"sticky_action_prob": 1.5}, "atari.sticky_action_prob must be in [0, 1) (the chance an "
-                                  "action repeats the last one), got 1.5"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"frame_skip": 0}, "atari.frame_skip must be a positive integer, got 0"),
+        ({"frame_stack": 0}, "atari.frame_stack must be a positive integer, got 0"),
+        ({"screen_size": -84}, "atari.screen_size must be a positive integer, got -84"),
+        ({"max_episode_frames": 0}, "atari.max_episode_frames must be a positive integer, got 0"),
+        ({"noop_max": -1}, "atari.noop_max must be an integer >= 0, got -1"),
+        (
+            {"sticky_action_prob": 1.5},
+            "atari.sticky_action_prob must be in [0, 1) (the chance an "
+            "action repeats the last one), got 1.5",
+        ),
+    ],
+)
 def test_bad_atari_options_are_named_before_a_game_starts(options, message):
     factory = EnvFactory("ALE/Pong-v5", atari=AtariOptions(**options))
     with pytest.raises(ValueError) as err:
@@ -107,11 +120,14 @@ def test_mujoco_engine_warnings_print_once_and_leave_no_log_file(tmp_path):
     import subprocess
     import sys
 
-    code = ("from rlfw.envs.factory import EnvFactory\n"
-            "for env_id in ['HalfCheetah-v5'] * 3 + ['Hopper-v5'] * 2:\n"
-            "    EnvFactory(env_id)().close()\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "from rlfw.envs.factory import EnvFactory\n"
+        "for env_id in ['HalfCheetah-v5'] * 3 + ['Hopper-v5'] * 2:\n"
+        "    EnvFactory(env_id)().close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("settotalmass") == 1, done.stderr
     assert "MujocoWarning" in done.stderr

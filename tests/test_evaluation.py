@@ -1,4 +1,5 @@
 """Evaluation that follows the Atari protocols and stays bounded."""
+
 import csv
 import time
 
@@ -46,8 +47,9 @@ def test_counting_env_episodes_are_whole_unless_cut():
 
 def test_runner_logs_how_many_evaluation_episodes_were_cut(tmp_path):
     config = apply_overrides(RunConfig(algo="a2c"), preset("a2c", "CartPole-v1"))
-    config.schedule = RunSchedule(n_steps=80, eval_every=40, eval_episodes=3, log_every=40,
-                                  eval_max_episode_steps=5)
+    config.schedule = RunSchedule(
+        n_steps=80, eval_every=40, eval_episodes=3, log_every=40, eval_max_episode_steps=5
+    )
     with build_runner(config, str(tmp_path), progress=False, stdout=False) as runner:
         runner.train()
     rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
@@ -72,11 +74,16 @@ def test_evaluation_in_worker_processes_equals_the_in_process_one():
     factory = EnvFactory("counting", entry=CountingEnv, kwargs=(("lengths", (3, 9, 4)),))
     runs = []
     for n_eval_workers in (0, 2):
-        with SerialSampler(factory, 4, 1, seed=0, n_eval_envs=3,
-                           n_eval_workers=n_eval_workers) as sampler:
+        with SerialSampler(
+            factory, 4, 1, seed=0, n_eval_envs=3, n_eval_workers=n_eval_workers
+        ) as sampler:
             sampler.initialize(CountingAgent())
-            runs.append([sampler.evaluate(5, limits=EvalLimits(max_episode_steps=6)),
-                         sampler.evaluate(4, limits=EvalLimits(max_steps=10))])
+            runs.append(
+                [
+                    sampler.evaluate(5, limits=EvalLimits(max_episode_steps=6)),
+                    sampler.evaluate(4, limits=EvalLimits(max_steps=10)),
+                ]
+            )
     assert runs[0] == runs[1]
     assert any(e.truncated for e in runs[0][0]) and any(not e.truncated for e in runs[0][0])
     assert children() == []
@@ -85,8 +92,10 @@ def test_evaluation_in_worker_processes_equals_the_in_process_one():
 def test_atari_runs_evaluate_in_their_own_processes():
     from rlfw.launch.build import build_sampler
 
-    config = apply_overrides(RunConfig(algo="ppo", env="ALE/Pong-v5", sampler="cpu",
-                                       n_workers=2), preset("ppo", "ALE/Pong-v5"))
+    config = apply_overrides(
+        RunConfig(algo="ppo", env="ALE/Pong-v5", sampler="cpu", n_workers=2),
+        preset("ppo", "ALE/Pong-v5"),
+    )
     assert build_sampler(config, config.env_factory()).n_eval_workers >= 1
     config = apply_overrides(RunConfig(algo="ppo"), preset("ppo", "CartPole-v1"))
     assert build_sampler(config, config.env_factory()).n_eval_workers == 0
@@ -104,7 +113,7 @@ def test_evaluation_presses_fire_after_a_lost_life_only_where_training_does():
         return found
 
     factory = EnvFactory("ALE/Breakout-v5")
-    assert FireAfterLifeLoss in wrappers(factory(False))   # python path: training resets
+    assert FireAfterLifeLoss in wrappers(factory(False))  # python path: training resets
     assert FireAfterLifeLoss not in wrappers(factory(True))  # ... and presses FIRE itself
     native = NativeAtariSampler(factory, 4, 2)
     assert FireAfterLifeLoss not in wrappers(native.eval_env_factory(False))

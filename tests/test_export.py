@@ -1,5 +1,6 @@
 """``rlfw export``: a policy folder of weights (safetensors), config and model card that
 ``rlfw eval`` plays to the numbers of the run it came from; bad input writes nothing."""
+
 import os
 import re
 
@@ -18,8 +19,21 @@ from rlfw.runfolder.checkpoint import latest_checkpoint, load_checkpoint
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("export") / "run"
-    assert main(["train", "--steps", "2048", "--no-progress", "--log-dir", str(folder),
-                 "--set", "n_eval_envs=2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--steps",
+                "2048",
+                "--no-progress",
+                "--log-dir",
+                str(folder),
+                "--set",
+                "n_eval_envs=2",
+            ]
+        )
+        == 0
+    )
     return folder
 
 
@@ -29,16 +43,17 @@ def _printed_score(text: str) -> str:
 
 def test_exported_folder_evaluates_to_the_run_s_numbers(run, tmp_path, capsys):
     out = tmp_path / "policy"
-    assert main(["export", str(run), str(out), "--episodes", "6", "--seed", "7",
-                 "--no-gif"]) == 0
+    assert main(["export", str(run), str(out), "--episodes", "6", "--seed", "7", "--no-gif"]) == 0
     exported = _printed_score(capsys.readouterr().out)
     assert sorted(os.listdir(out)) == ["README.md", "config.json", "model.safetensors"]
     for argv in (["eval", str(out)], ["eval", str(run)]):
         assert main(argv + ["--episodes", "6", "--seed", "7"]) == 0
         assert _printed_score(capsys.readouterr().out) == exported
     config = RunConfig.load(str(run))
-    assert (evaluate_checkpoint(str(out), 6, seed=3).tolist()
-            == evaluate_checkpoint(str(run), 6, seed=3, config=config).tolist())
+    assert (
+        evaluate_checkpoint(str(out), 6, seed=3).tolist()
+        == evaluate_checkpoint(str(run), 6, seed=3, config=config).tolist()
+    )
 
 
 def test_the_folder_holds_the_agent_s_weights_and_a_model_card(run, tmp_path):
@@ -67,8 +82,9 @@ def test_a_gif_of_one_episode_when_the_video_extra_is_there(run, tmp_path):
     assert "![replay](replay.gif)" in (out / "README.md").read_text()
 
 
-@pytest.mark.parametrize("case", ["not empty", "a file", "no checkpoint", "no run",
-                                  "best of a policy"])
+@pytest.mark.parametrize(
+    "case", ["not empty", "a file", "no checkpoint", "no run", "best of a policy"]
+)
 def test_bad_input_is_one_line_and_writes_nothing(case, run, tmp_path, capsys):
     out = tmp_path / "out"
     source = str(run)
@@ -89,13 +105,19 @@ def test_bad_input_is_one_line_and_writes_nothing(case, run, tmp_path, capsys):
         capsys.readouterr()
     before = sorted(os.listdir(tmp_path))
     with pytest.raises(SystemExit) as exc:
-        main(["export", source, str(out), "--no-gif"] + (["--best"] if case.startswith("best")
-                                                         else []))
+        main(
+            ["export", source, str(out), "--no-gif"]
+            + (["--best"] if case.startswith("best") else [])
+        )
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
-    expected = {"not empty": "is a folder that is not empty", "a file": "is a file",
-                "no checkpoint": "no checkpoint", "no run": "no config.json",
-                "best of a policy": "--best is only for run folders"}[case]
+    expected = {
+        "not empty": "is a folder that is not empty",
+        "a file": "is a file",
+        "no checkpoint": "no checkpoint",
+        "no run": "no config.json",
+        "best of a policy": "--best is only for run folders",
+    }[case]
     assert expected in err
     assert sorted(os.listdir(tmp_path)) == before  # no OUT, no staging folder
     if case == "not empty":

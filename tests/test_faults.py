@@ -1,5 +1,6 @@
 """Faults survived, nothing lost: a worker killed at every moment, restart-after-kill equal to
 an uninterrupted run, damaged checkpoints, non-finite numbers."""
+
 import os
 import signal
 import textwrap
@@ -72,9 +73,12 @@ def while_loading_a_checkpoint(sampler):
     return pid, lambda: sampler.load_state_dict(state)
 
 
-MOMENTS = {"between_batches": between_batches, "during_evaluation": during_evaluation,
-           "during_checkpointing": during_checkpointing,
-           "while_loading_a_checkpoint": while_loading_a_checkpoint}
+MOMENTS = {
+    "between_batches": between_batches,
+    "during_evaluation": during_evaluation,
+    "during_checkpointing": during_checkpointing,
+    "while_loading_a_checkpoint": while_loading_a_checkpoint,
+}
 
 
 def assert_cleaned_up(sampler, shm_before):
@@ -95,8 +99,11 @@ def test_worker_killed_at_any_moment_is_a_worker_error(kind, moment):
     sampler.initialize(CountingAgent())
     pid, next_command = MOMENTS[moment](sampler)
     start = time.monotonic()
-    with pytest.raises(WorkerError, match=rf"sampler worker 1 \(pid {pid}\) died: killed by "
-                                          "signal 9"):
+    with pytest.raises(
+        WorkerError,
+        match=rf"sampler worker 1 \(pid {pid}\) died: killed by "
+        "signal 9",
+    ):
         next_command()
     assert time.monotonic() - start < 5.0
     assert_cleaned_up(sampler, shm_before)
@@ -133,20 +140,28 @@ def test_a_failed_sampler_can_be_initialized_again():
 # -- restarts ---------------------------------------------------------------------------
 
 
-def kill_once_runner(log_dir, marker, kind: str, max_restarts: int,
-                     runner_cls=SyncRunner) -> SyncRunner:
+def kill_once_runner(
+    log_dir, marker, kind: str, max_restarts: int, runner_cls=SyncRunner
+) -> SyncRunner:
     seed_everything(0)
     # Each env's 100th step lies in iteration 3 (32 steps per env per iteration); the
     # newest checkpoint before it is iteration 2's.
-    factory = EnvFactory("KillOnce", entry=KillOnceEnv,
-                         kwargs=(("kill_at", 100), ("marker", str(marker))))
+    factory = EnvFactory(
+        "KillOnce", entry=KillOnceEnv, kwargs=(("kill_at", 100), ("marker", str(marker)))
+    )
     agent = ActorCriticAgent.build(EnvSpaces.of(factory))
     sampler = PARALLEL[kind](factory, 32, 4, 3)
     algo = PPO(PPOConfig(learning_rate=1e-3, epochs=2, minibatch_size=64))
-    schedule = RunSchedule(n_steps=6 * 128, eval_every=None, log_every=128,
-                           checkpoint_every=256, max_restarts=max_restarts)
-    return runner_cls(algo, agent, sampler, schedule, log_dir=str(log_dir), seed=3,
-                      progress=False, stdout=False)
+    schedule = RunSchedule(
+        n_steps=6 * 128,
+        eval_every=None,
+        log_every=128,
+        checkpoint_every=256,
+        max_restarts=max_restarts,
+    )
+    return runner_cls(
+        algo, agent, sampler, schedule, log_dir=str(log_dir), seed=3, progress=False, stdout=False
+    )
 
 
 @pytest.mark.parametrize("kind", list(PARALLEL))
@@ -172,8 +187,7 @@ def test_concurrent_restart_after_a_killed_worker_equals_an_uninterrupted_run(tm
     with kill_once_runner(tmp_path / "whole", marker, "cpu", 0, ConcurrentRunner) as whole:
         whole.train()
     marker.unlink()
-    with kill_once_runner(tmp_path / "restarted", marker, "cpu", 1,
-                          ConcurrentRunner) as restarted:
+    with kill_once_runner(tmp_path / "restarted", marker, "cpu", 1, ConcurrentRunner) as restarted:
         result = restarted.train()
     assert marker.exists() and result.restarts == 1 and result.env_steps == 6 * 128
     a, b = whole.agent.state_dict(), restarted.agent.state_dict()
@@ -198,8 +212,9 @@ def test_without_restarts_left_the_worker_error_propagates(tmp_path):
     assert children() == []
 
 
-def test_cli_reports_a_dead_worker_in_one_line_with_the_resume_command(tmp_path, capsys,
-                                                                       monkeypatch):
+def test_cli_reports_a_dead_worker_in_one_line_with_the_resume_command(
+    tmp_path, capsys, monkeypatch
+):
     run = tmp_path / "run"
     real = ParallelCpuSampler._collect
 
@@ -209,9 +224,24 @@ def test_cli_reports_a_dead_worker_in_one_line_with_the_resume_command(tmp_path,
         return real(self, itr)
 
     monkeypatch.setattr(ParallelCpuSampler, "_collect", die_in_iteration_3)
-    code = main(["train", "--algo", "a2c", "--sampler", "cpu", "--n-workers", "2",
-                 "--steps", "400", "--checkpoint-every", "80", "--no-progress",
-                 "--log-dir", str(run)])
+    code = main(
+        [
+            "train",
+            "--algo",
+            "a2c",
+            "--sampler",
+            "cpu",
+            "--n-workers",
+            "2",
+            "--steps",
+            "400",
+            "--checkpoint-every",
+            "80",
+            "--no-progress",
+            "--log-dir",
+            str(run),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert "rlfw: error: sampler worker 0 (pid" in err and "died: killed by signal 9" in err
@@ -224,15 +254,18 @@ def test_cli_reports_a_dead_worker_in_one_line_with_the_resume_command(tmp_path,
 # -- damaged checkpoints ----------------------------------------------------------------
 def small_config(itrs: int) -> RunConfig:
     config = apply_overrides(RunConfig(algo="ppo", seed=0), preset("ppo", "CartPole-v1"))
-    config.schedule = RunSchedule(n_steps=itrs * 256, eval_every=None, log_every=256,
-                                  checkpoint_every=512, keep_checkpoints=3)
+    config.schedule = RunSchedule(
+        n_steps=itrs * 256, eval_every=None, log_every=256, checkpoint_every=512, keep_checkpoints=3
+    )
     return config
 
 
-def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, capsys,
-                                                                      monkeypatch):
-    with build_runner(small_config(6), str(tmp_path / "whole"), progress=False,
-                      stdout=False) as whole:
+def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(
+    tmp_path, capsys, monkeypatch
+):
+    with build_runner(
+        small_config(6), str(tmp_path / "whole"), progress=False, stdout=False
+    ) as whole:
         whole.train()
     run = tmp_path / "part"
     with build_runner(small_config(6), str(run), progress=False, stdout=False) as part:
@@ -261,8 +294,10 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, 
 
 def test_no_loadable_checkpoint_is_an_error_naming_the_folder(tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(["train", "--algo", "a2c", "--steps", "80", "--no-progress",
-                 "--log-dir", str(run)]) == 0
+    assert (
+        main(["train", "--algo", "a2c", "--steps", "80", "--no-progress", "--log-dir", str(run)])
+        == 0
+    )
     for path in list_checkpoints(str(run)):
         with open(path, "wb") as f:
             f.write(b"garbage")
@@ -279,13 +314,14 @@ def test_nan_reward_names_the_env_slot_and_step():
     with SerialSampler(factory, 4, 3, seed=0) as sampler:
         sampler.initialize(CountingAgent())
         sampler.obtain_samples(0)
-        with pytest.raises(NonFiniteError, match="env 'nan-reward' slot 0 emitted a "
-                                                 "non-finite reward at step 2 of batch 1"):
+        with pytest.raises(
+            NonFiniteError,
+            match="env 'nan-reward' slot 0 emitted a non-finite reward at step 2 of batch 1",
+        ):
             sampler.obtain_samples(1)
 
 
-def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(tmp_path,
-                                                                             monkeypatch):
+def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     config = small_config(6)
     config.schedule.checkpoint_every = 256
     runner = build_runner(config, str(tmp_path), progress=False, stdout=False)
@@ -310,8 +346,9 @@ def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(tmp
     assert newest.endswith("ckpt_000000000512.pt")  # iterations 0 and 1, nothing after
     saved = load_checkpoint(newest)["agent"]
     now = runner.agent.state_dict()
-    assert all(torch.equal(bits(saved[k]), bits(now[k])) for k in saved), \
+    assert all(torch.equal(bits(saved[k]), bits(now[k])) for k in saved), (
         "the non-finite update was applied"
+    )
 
 
 # A master that keeps sampling until it is killed; prints the pids of everything it started.
@@ -364,9 +401,12 @@ def test_a_killed_master_leaves_no_process_behind(kind, tmp_path):
 
     # A SIGKILLed process cannot remove its multiprocessing temp folder (the forkserver's
     # socket): it goes in this test's folder, not the machine's /tmp.
-    master = subprocess.Popen([sys.executable, "-c", MASTER, kind, str(PLUGINS),
-                               *PLUGIN_MODULES], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    master = subprocess.Popen(
+        [sys.executable, "-c", MASTER, kind, str(PLUGINS), *PLUGIN_MODULES],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     try:
         assert select.select([master.stdout], [], [], 60)[0], "the master never started"
         pids = [int(p) for p in master.stdout.readline().split()]

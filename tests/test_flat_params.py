@@ -52,8 +52,9 @@ def test_flat_parameters_keep_channels_last_layout():
     assert w.untyped_storage().data_ptr() == flat.flat.untyped_storage().data_ptr()
     # Autograd accumulates into the flat gradient through the strided views.
     conv(torch.randn(2, 4, 6, 6)).sum().backward()
-    expected = torch.cat([conv.weight.grad.permute(0, 2, 3, 1).reshape(-1),
-                          conv.bias.grad.reshape(-1)])
+    expected = torch.cat(
+        [conv.weight.grad.permute(0, 2, 3, 1).reshape(-1), conv.bias.grad.reshape(-1)]
+    )
     assert torch.equal(flat.flat.grad, expected)
 
 
@@ -77,8 +78,7 @@ def _adam_run(direct: bool, steps: int = 6):
         return kernel_steps[-1]
 
     optim_fused = optim._fused_adam_step
-    with mock.patch.object(optim, "_fused_adam_step",
-                           direct_step if direct else lambda _: False):
+    with mock.patch.object(optim, "_fused_adam_step", direct_step if direct else lambda _: False):
         for i in range(steps):
             if i == steps // 2:
                 opt.load_state_dict(copy.deepcopy(opt.state_dict()))
@@ -121,8 +121,7 @@ def _rmsprop_run(direct: bool, eps: float, weight_decay: float, steps: int = 6):
         return direct_steps[-1]
 
     optim_direct = optim._rmsprop_step
-    with mock.patch.object(optim, "_rmsprop_step",
-                           direct_step if direct else lambda _: False):
+    with mock.patch.object(optim, "_rmsprop_step", direct_step if direct else lambda _: False):
         for i in range(steps):
             if i == 1:
                 opt.state[flat.flat]["square_avg"][-8:] = 1e-39  # subnormal in float32
@@ -151,7 +150,8 @@ def test_direct_rmsprop_step_is_torch_optims_step_bit_for_bit(eps, weight_decay)
 
 @pytest.mark.parametrize("caller_flushes", [False, True])
 def test_the_optimizer_step_flushes_subnormal_moments_and_restores_the_callers_setting(
-        caller_flushes):
+    caller_flushes,
+):
     """A parameter whose gradient went to zero (a ReLU unit that stopped firing): Adam's
     first moment decays by beta1 per step; from a subnormal value the step makes it 0, not
     0.9 x 1e-39 (which x86 computes on many times slower)."""

@@ -1,6 +1,7 @@
 """A sweep's or benchmark's job processes do not outlive it: however the parent dies, each
 child gets the Ctrl-C it stops on cleanly, even when the parent ran in the background with
 SIGINT ignored."""
+
 import os
 import signal
 import subprocess
@@ -10,8 +11,9 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="parent-death signals are Linux's")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="parent-death signals are Linux's"
+)
 
 PARENT = textwrap.dedent("""
     import subprocess, sys, threading
@@ -37,8 +39,10 @@ PARENT = textwrap.dedent("""
 def test_a_job_child_is_interrupted_when_its_parent_is_killed(tmp_path, how):
     marker = tmp_path / "child-says"
     # the parent ignores SIGINT, as a command started with `cmd &` in a script does
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(marker)],
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(marker)],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         import psutil
 

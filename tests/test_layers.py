@@ -1,5 +1,6 @@
 """Imports point only down the layers (docs/guide.md, "Layers"): a module may import its own
 layer and the ones below, never one above."""
+
 import ast
 from pathlib import Path
 
@@ -10,8 +11,7 @@ PACKAGE = Path(__file__).parents[1] / "rlfw"
 # Bottom to top. A module belongs to the first entry that is its dotted path or a prefix.
 LAYERS = [
     ("utils", ["rlfw.utils"]),
-    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging",
-                    "rlfw.runfolder"]),
+    ("foundation", ["rlfw.envs", "rlfw.buffers", "rlfw.models", "rlfw.logging", "rlfw.runfolder"]),
     ("agents", ["rlfw.agents"]),
     ("samplers", ["rlfw.samplers", "rlfw.testing"]),
     ("algos", ["rlfw.algos"]),
@@ -25,8 +25,7 @@ LAYERS = [
 
 def layer_of(module: str) -> int:
     for rank, (_, prefixes) in enumerate(LAYERS):
-        if any(module == p or (p != "rlfw" and module.startswith(p + "."))
-               for p in prefixes):
+        if any(module == p or (p != "rlfw" and module.startswith(p + ".")) for p in prefixes):
             return rank
     raise AssertionError(f"module {module} is in no layer; add it to LAYERS and the guide")
 
@@ -70,9 +69,12 @@ def test_every_module_has_a_layer():
 def test_imports_point_only_down(path):
     source = module_name(path)
     here = layer_of(source)
-    up = [f"{source} ({LAYERS[here][0]}) imports {target} ({LAYERS[layer_of(target)][0]}) "
-          f"at line {line}"
-          for line, target in rlfw_imports(path) if layer_of(target) > here]
+    up = [
+        f"{source} ({LAYERS[here][0]}) imports {target} ({LAYERS[layer_of(target)][0]}) "
+        f"at line {line}"
+        for line, target in rlfw_imports(path)
+        if layer_of(target) > here
+    ]
     assert not up, "imports that point up:\n" + "\n".join(up)
 
 
@@ -134,8 +136,9 @@ def test_no_import_cycles():
     known = {module_name(p) for p in MODULES}
     graph = {module_name(p): module_imports(p, known) - {module_name(p)} for p in MODULES}
     cycles = import_cycles(graph)
-    assert not cycles, "modules that import each other (at any depth, lazily too):\n" + \
-        "\n".join(" <-> ".join(c) for c in cycles)
+    assert not cycles, "modules that import each other (at any depth, lazily too):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
 
 
 def test_the_cycle_check_finds_a_cycle():

@@ -1,6 +1,7 @@
 """Learning checks with fixed step budgets and reward bounds that fail if learning breaks.
 They assert the *final* policy a user gets: runs stop at the target (so the final policy is
 the one that reached it) or run to their budget."""
+
 import pytest
 
 from rlfw.launch.build import build_runner
@@ -9,10 +10,12 @@ from rlfw.runners import RunSchedule
 
 
 def train(algo: str, seed: int, budget: int, target: float = 475.0, sampler: str = "serial"):
-    config = apply_overrides(RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2),
-                             preset(algo, "CartPole-v1"))
-    config.schedule = RunSchedule(n_steps=budget, eval_every=10_000, eval_episodes=10,
-                                  log_every=budget, stop_at_return=target)
+    config = apply_overrides(
+        RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2), preset(algo, "CartPole-v1")
+    )
+    config.schedule = RunSchedule(
+        n_steps=budget, eval_every=10_000, eval_episodes=10, log_every=budget, stop_at_return=target
+    )
     with build_runner(config, None, progress=False, stdout=False) as runner:
         return runner.train()
 

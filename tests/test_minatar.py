@@ -1,5 +1,6 @@
 """MinAtar through rlfw's env layer: registered on import, channels-first uint8, the small
 CNN by input size, every sampler equal to the serial one, and a run end to end."""
+
 import json
 import subprocess
 import sys
@@ -23,10 +24,13 @@ from conftest import trees_equal
 
 
 def test_the_games_are_registered_by_importing_rlfw_alone():
-    code = ("import gymnasium, rlfw; print(sorted(i for i in gymnasium.registry "
-            "if i.startswith('MinAtar/')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    code = (
+        "import gymnasium, rlfw; print(sorted(i for i in gymnasium.registry "
+        "if i.startswith('MinAtar/')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     assert eval(out) == sorted(minatar_id(name) for name in GAMES)
     assert gym.spec("MinAtar/Breakout-v1").max_episode_steps == MAX_EPISODE_STEPS
 
@@ -98,30 +102,61 @@ def test_the_presets_are_minatar_s(algo):
     assert (config.batch_B, config.batch_T) == expected
     if algo == "dqn":  # MinAtar's reference DQN
         d = config.dqn
-        assert (d.learning_rate, d.optimizer, d.replay_capacity, d.learning_starts,
-                d.target_update_interval, d.replay_ratio, d.epsilon_final) == \
-            (2.5e-4, "rmsprop", 100_000, 5_000, 1_000, 1.0, 0.1)
+        assert (
+            d.learning_rate,
+            d.optimizer,
+            d.replay_capacity,
+            d.learning_starts,
+            d.target_update_interval,
+            d.replay_ratio,
+            d.epsilon_final,
+        ) == (2.5e-4, "rmsprop", 100_000, 5_000, 1_000, 1.0, 0.1)
 
 
 @pytest.mark.integration
 def test_train_resume_and_eval_a_minatar_run_from_the_cli(tmp_path):
     run = tmp_path / "run"
     common = [sys.executable, "-m", "rlfw"]
-    train = [*common, "train", "--algo", "ppo", "--env", "MinAtar/Breakout-v1",
-             "--sampler", "cpu", "--n-workers", "2", "--batch-B", "4", "--batch-T", "32",
-             "--eval-every", "256", "--eval-episodes", "2", "--checkpoint-every", "256",
-             "--no-progress", "--log-dir", str(run)]
-    done = subprocess.run([*train, "--steps", "256"], capture_output=True, text=True,
-                          timeout=300)
+    train = [
+        *common,
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "MinAtar/Breakout-v1",
+        "--sampler",
+        "cpu",
+        "--n-workers",
+        "2",
+        "--batch-B",
+        "4",
+        "--batch-T",
+        "32",
+        "--eval-every",
+        "256",
+        "--eval-episodes",
+        "2",
+        "--checkpoint-every",
+        "256",
+        "--no-progress",
+        "--log-dir",
+        str(run),
+    ]
+    done = subprocess.run([*train, "--steps", "256"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    resumed = subprocess.run([*common, "train", "--resume", str(run), "--steps", "512",
-                              "--no-progress"], capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        [*common, "train", "--resume", str(run), "--steps", "512", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr
     rows = (run / "progress.csv").read_text().splitlines()
     assert rows[-1].split(",")[0] == "512"  # the step column
     assert json.loads((run / "config.json").read_text())["env"] == "MinAtar/Breakout-v1"
-    shown = subprocess.run([*common, "eval", str(run), "--episodes", "2"],
-                           capture_output=True, text=True, timeout=300)
+    shown = subprocess.run(
+        [*common, "eval", str(run), "--episodes", "2"], capture_output=True, text=True, timeout=300
+    )
     assert shown.returncode == 0 and "mean return" in shown.stdout, shown.stderr
 
 

@@ -1,4 +1,5 @@
 """Models: actor-critic MLP structure, CNN input handling."""
+
 import torch
 
 from rlfw.models import CnnActorCritic, MlpActorCritic, NatureCNN
@@ -69,7 +70,7 @@ def test_gsde_samples_latent_times_held_noise_and_scores_it_under_its_gaussian()
     std = model.log_std.exp()  # [8, 2]
     expected = mean + torch.einsum("bl,bla->ba", latent, std * noise)
     assert torch.allclose(action, expected, atol=1e-6)
-    gaussian = torch.distributions.Normal(mean, ((latent ** 2) @ std ** 2 + 1e-6).sqrt())
+    gaussian = torch.distributions.Normal(mean, ((latent**2) @ std**2 + 1e-6).sqrt())
     logp, entropy, _ = agent.evaluate_actions(obs, action)
     assert torch.allclose(logp, gaussian.log_prob(action).sum(-1), atol=1e-5)
     assert torch.allclose(entropy, gaussian.entropy().sum(-1), atol=1e-5)
@@ -90,12 +91,18 @@ def test_gsde_is_refused_where_there_is_no_mlp_gaussian_policy():
     from rlfw.envs import EnvSpaces
 
     box = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
-    with pytest.raises(ValueError, match=r"sde_sample_freq=4 \(gSDE\) is for Box actions; "
-                                         r"Discrete\(2\) is not one"):
-        ActorCriticAgent.build(EnvSpaces(box.observation, gym.spaces.Discrete(2)),
-                               sde_sample_freq=4)
-    with pytest.raises(ValueError, match="gSDE.*model 'mlp' with recurrent='lstm' has no gSDE: "
-                                         "set sde_sample_freq=0"):
+    with pytest.raises(
+        ValueError,
+        match=r"sde_sample_freq=4 \(gSDE\) is for Box actions; "
+        r"Discrete\(2\) is not one",
+    ):
+        ActorCriticAgent.build(
+            EnvSpaces(box.observation, gym.spaces.Discrete(2)), sde_sample_freq=4
+        )
+    with pytest.raises(
+        ValueError,
+        match="gSDE.*model 'mlp' with recurrent='lstm' has no gSDE: set sde_sample_freq=0",
+    ):
         ActorCriticAgent.build(box, recurrent="lstm", sde_sample_freq=4)
     with pytest.raises(ValueError, match=r"sde_sample_freq must be an int >= 0.*got -1"):
         ActorCriticAgent.build(box, sde_sample_freq=-1)

@@ -1,6 +1,7 @@
 """Observation normalization and reward scaling for continuous control: exact statistics,
 identical whatever the worker count, saved and restored, frozen at evaluation; presets,
 the MuJoCo extra, Box actions on every sampler."""
+
 import functools
 import importlib.util
 import os
@@ -26,13 +27,16 @@ from conftest import bits, first_passing_seeds
 def trees_equal(a: dict, b: dict) -> bool:
     """Same keys and bitwise-equal tensors (state dicts, nested dicts of them)."""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(
-            trees_equal(a[k], b[k]) for k in a)
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(trees_equal(a[k], b[k]) for k in a)
+        )
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(bits(a), bits(b))
 
 
-mujoco = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None,
-                            reason="the [mujoco] extra is part of [all], which CI installs")
+mujoco = pytest.mark.skipif(
+    importlib.util.find_spec("mujoco") is None,
+    reason="the [mujoco] extra is part of [all], which CI installs",
+)
 
 
 def test_running_statistics_equal_those_of_all_rows_at_once():
@@ -65,13 +69,26 @@ def test_reward_scaler_divides_by_the_std_of_the_discounted_return():
 def pendulum_config(sampler: str, **overrides) -> RunConfig:
     """Pendulum's preset with observations and rewards normalized (what these tests are
     about; the preset itself, the zoo's entry, normalizes nothing) and a plain Gaussian."""
-    config = apply_overrides(RunConfig(algo="ppo", env="Pendulum-v1", sampler=sampler,
-                                       n_workers=2 if sampler != "serial" else None),
-                             preset("ppo", "Pendulum-v1"))
-    apply_overrides(config, {"batch_T": 64, "normalize_obs": True, "sde_sample_freq": 0,
-                             "ppo": {"epochs": 2, "normalize_reward": True},
-                             "schedule": {"n_steps": 3 * 4 * 64, "eval_every": None},
-                             **overrides})
+    config = apply_overrides(
+        RunConfig(
+            algo="ppo",
+            env="Pendulum-v1",
+            sampler=sampler,
+            n_workers=2 if sampler != "serial" else None,
+        ),
+        preset("ppo", "Pendulum-v1"),
+    )
+    apply_overrides(
+        config,
+        {
+            "batch_T": 64,
+            "normalize_obs": True,
+            "sde_sample_freq": 0,
+            "ppo": {"epochs": 2, "normalize_reward": True},
+            "schedule": {"n_steps": 3 * 4 * 64, "eval_every": None},
+            **overrides,
+        },
+    )
     return config
 
 
@@ -93,8 +110,14 @@ def elementwise_run(sampler: str):
     factory = config.env_factory()
     spaces = EnvSpaces.of(factory)
     agent = elementwise_gaussian_agent(spaces)
-    runner = SyncRunner(build_algo(config, spaces), agent, build_sampler(config, factory),
-                        config.schedule, progress=False, stdout=False)
+    runner = SyncRunner(
+        build_algo(config, spaces),
+        agent,
+        build_sampler(config, factory),
+        config.schedule,
+        progress=False,
+        stdout=False,
+    )
     with runner:
         runner.train()
     return runner
@@ -124,32 +147,40 @@ def test_statistics_come_from_all_workers_with_the_real_model():
 
 
 def test_statistics_are_saved_restored_and_a_resumed_run_is_bitwise(tmp_path):
-    whole = train(pendulum_config("serial", schedule={"n_steps": 4 * 4 * 64,
-                                                      "eval_every": None,
-                                                      "checkpoint_every": 2 * 4 * 64}),
-                  str(tmp_path / "whole"))
-    part_config = pendulum_config("serial", schedule={"n_steps": 2 * 4 * 64, "eval_every": None,
-                                                      "checkpoint_every": 2 * 4 * 64})
+    whole = train(
+        pendulum_config(
+            "serial",
+            schedule={"n_steps": 4 * 4 * 64, "eval_every": None, "checkpoint_every": 2 * 4 * 64},
+        ),
+        str(tmp_path / "whole"),
+    )
+    part_config = pendulum_config(
+        "serial",
+        schedule={"n_steps": 2 * 4 * 64, "eval_every": None, "checkpoint_every": 2 * 4 * 64},
+    )
     first = train(part_config, str(tmp_path / "part"))
     saved = load_checkpoint(list_checkpoints(str(tmp_path / "part"))[-1])
     assert trees_equal(saved["agent"], first.agent.state_dict())
     assert "normalizer.stats.mean" in saved["agent"]
-    assert trees_equal(saved["algo"]["normalizers"]["stats"],
-                       first.algo.normalizers.state_dict()["stats"])
+    assert trees_equal(
+        saved["algo"]["normalizers"]["stats"], first.algo.normalizers.state_dict()["stats"]
+    )
     resumed_config = RunConfig.load(str(tmp_path / "part"))
     resumed_config.schedule.n_steps = 4 * 4 * 64
     resumed = train(resumed_config, str(tmp_path / "part"), resume=True)
     assert trees_equal(whole.agent.state_dict(), resumed.agent.state_dict())
-    assert trees_equal(whole.algo.normalizers.state_dict()["stats"],
-                       resumed.algo.normalizers.state_dict()["stats"])
+    assert trees_equal(
+        whole.algo.normalizers.state_dict()["stats"], resumed.algo.normalizers.state_dict()["stats"]
+    )
 
 
 def test_evaluation_uses_the_statistics_and_never_changes_them(tmp_path):
     from rlfw.launch.evaluate import evaluate_checkpoint
 
     run = tmp_path / "run"
-    runner = train(pendulum_config("serial", schedule={"n_steps": 3 * 4 * 64,
-                                                       "eval_every": None}), str(run))
+    runner = train(
+        pendulum_config("serial", schedule={"n_steps": 3 * 4 * 64, "eval_every": None}), str(run)
+    )
     before = {k: v.clone() for k, v in runner.agent.state_dict().items()}
     runner.sampler.evaluate(2)
     assert trees_equal(before, runner.agent.state_dict())  # frozen at evaluation
@@ -181,8 +212,9 @@ def test_gaussian_actions_are_clipped_for_the_env_only():
 
 
 def test_presets_follow_the_action_space_and_the_family():
-    pendulum, cheetah, cartpole = (preset("ppo", e) for e in
-                                   ("Pendulum-v1", "HalfCheetah-v5", "CartPole-v1"))
+    pendulum, cheetah, cartpole = (
+        preset("ppo", e) for e in ("Pendulum-v1", "HalfCheetah-v5", "CartPole-v1")
+    )
     # Pendulum: the zoo's entry as written (gSDE, nothing normalized); other Box-action
     # classic ids: its settings, normalized
     assert not pendulum["normalize_obs"] and not pendulum["ppo"]["normalize_reward"]
@@ -220,10 +252,17 @@ def test_the_mountain_car_continuous_preset_is_the_zoo_s_entry_with_gsde():
     assert mcc["sde_sample_freq"] == mcc["batch_T"] == zoo["n_steps"]
     assert mcc["batch_B"] == zoo["n_envs"] and mcc["schedule"]["n_steps"] == zoo["n_timesteps"]
     assert mcc["normalize_obs"] and ppo["normalize_reward"] and zoo["normalize"]
-    pairs = {"learning_rate": "learning_rate", "gamma": "gamma", "gae_lambda": "gae_lambda",
-             "epochs": "n_epochs", "minibatch_size": "batch_size", "clip": "clip_range",
-             "entropy_coef": "ent_coef", "value_coef": "vf_coef",
-             "max_grad_norm": "max_grad_norm"}
+    pairs = {
+        "learning_rate": "learning_rate",
+        "gamma": "gamma",
+        "gae_lambda": "gae_lambda",
+        "epochs": "n_epochs",
+        "minibatch_size": "batch_size",
+        "clip": "clip_range",
+        "entropy_coef": "ent_coef",
+        "value_coef": "vf_coef",
+        "max_grad_norm": "max_grad_norm",
+    }
     assert {ours: ppo[ours] for ours in pairs} == {ours: zoo[z] for ours, z in pairs.items()}
     assert zoo["policy_kwargs"] == "dict(log_std_init=-3.29, ortho_init=False)"
     assert mcc["log_std_init"] == -3.29 and mcc["ortho_init"] is False
@@ -232,8 +271,17 @@ def test_the_mountain_car_continuous_preset_is_the_zoo_s_entry_with_gsde():
 
 def test_normalize_obs_with_dqn_is_refused(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
-        main(["train", "--algo", "dqn", "--set", "normalize_obs=true", "--log-dir",
-              str(tmp_path / "r")])
+        main(
+            [
+                "train",
+                "--algo",
+                "dqn",
+                "--set",
+                "normalize_obs=true",
+                "--log-dir",
+                str(tmp_path / "r"),
+            ]
+        )
     assert exc.value.code == 2
     assert "normalize_obs is for ppo and a2c" in capsys.readouterr().err
 
@@ -242,8 +290,9 @@ def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch):
     from rlfw.envs import EnvFactory
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mujoco" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mujoco" else real(name, *a)
+    )
     with pytest.raises(ValueError, match=re.escape("pip install -e '.[mujoco]'")):
         EnvFactory("HalfCheetah-v5").validate()
 
@@ -253,8 +302,23 @@ def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch):
 def test_halfcheetah_trains_checkpoints_resumes_and_evaluates(tmp_path, capsys):
     run = str(tmp_path / "cheetah")
     common = ["--eval-episodes", "1", "--checkpoint-every", "2048", "--no-progress"]
-    assert main(["train", "--env", "HalfCheetah-v5", "--steps", "2048", "--eval-every",
-                 "2048", "--log-dir", run, *common]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--env",
+                "HalfCheetah-v5",
+                "--steps",
+                "2048",
+                "--eval-every",
+                "2048",
+                "--log-dir",
+                run,
+                *common,
+            ]
+        )
+        == 0
+    )
     assert "done after 2048 env steps" in capsys.readouterr().out
     assert main(["train", "--resume", run, "--steps", "4096", "--no-progress"]) == 0
     out = capsys.readouterr().out
@@ -265,9 +329,27 @@ def test_halfcheetah_trains_checkpoints_resumes_and_evaluates(tmp_path, capsys):
 
 
 def test_a2c_runs_on_a_continuous_preset(tmp_path, capsys):
-    assert main(["train", "--algo", "a2c", "--env", "Pendulum-v1", "--steps", "1024",
-                 "--eval-every", "1024", "--eval-episodes", "1", "--no-progress",
-                 "--log-dir", str(tmp_path / "a2c")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--algo",
+                "a2c",
+                "--env",
+                "Pendulum-v1",
+                "--steps",
+                "1024",
+                "--eval-every",
+                "1024",
+                "--eval-episodes",
+                "1",
+                "--no-progress",
+                "--log-dir",
+                str(tmp_path / "a2c"),
+            ]
+        )
+        == 0
+    )
     assert "done after 1024 env steps" in capsys.readouterr().out
 
 
@@ -277,8 +359,23 @@ def _pendulum_cli_final_return(folder: str, seed: int) -> float:
     run = os.path.join(folder, f"s{seed}")
     # Only the final policy is judged: no evaluations along the way (they never change the
     # training stream).
-    assert main(["train", "--env", "Pendulum-v1", "--seed", str(seed), "--log-dir", run,
-                 "--set", "schedule.eval_every=none", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--env",
+                "Pendulum-v1",
+                "--seed",
+                str(seed),
+                "--log-dir",
+                run,
+                "--set",
+                "schedule.eval_every=none",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return float(evaluate_checkpoint(run, 20).mean())
 
 
@@ -289,8 +386,12 @@ def test_ppo_learns_pendulum_for_two_of_three_seeds(tmp_path):
     end above -300, docs/benchmarks/gsde/). Seeds 2 and 1 run first, one per core; seed 0
     runs only where one of them misses, so the verdict is the three seeds' whatever the
     order."""
-    finals = first_passing_seeds(functools.partial(_pendulum_cli_final_return, str(tmp_path)),
-                                 (2, 1, 0), lambda f: f >= -300, need=2)
+    finals = first_passing_seeds(
+        functools.partial(_pendulum_cli_final_return, str(tmp_path)),
+        (2, 1, 0),
+        lambda f: f >= -300,
+        need=2,
+    )
     assert sum(f >= -300 for f in finals) >= 2, finals
 
 
@@ -301,18 +402,19 @@ def test_ortho_init_false_keeps_pytorchs_default_init_for_the_mlp_and_is_refused
     # orthogonal: zero biases, a policy head scaled by 0.01; PyTorch's: uniform biases
     assert all(not m.bias.any() for m in ortho.modules() if isinstance(m, torch.nn.Linear))
     assert ortho.pi[-1].weight.abs().max() < 0.02
-    assert all(m.bias.abs().min() > 0 for m in default.modules()
-               if isinstance(m, torch.nn.Linear))
+    assert all(m.bias.abs().min() > 0 for m in default.modules() if isinstance(m, torch.nn.Linear))
     assert default.pi[-1].weight.abs().max() > 0.1
     image = EnvSpaces(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), gym.spaces.Discrete(3))
-    with pytest.raises(ValueError, match="ortho_init=False is for the MLP actor-critic; "
-                                         "model 'cnn'"):
+    with pytest.raises(
+        ValueError, match="ortho_init=False is for the MLP actor-critic; model 'cnn'"
+    ):
         ActorCriticAgent.build(image, ortho_init=False)
 
 
 # -- per-step statistics (VecNormalize's rule) ------------------------------------------------
 def per_step_agent(factory):
     from rlfw.testing import elementwise_gaussian_agent
+
     return elementwise_gaussian_agent(EnvSpaces.of(factory), obs_norm_update="step")
 
 
@@ -330,10 +432,12 @@ def test_per_step_statistics_merge_each_row_before_the_policy_acts_on_it():
             for t in range(16):
                 reference.stats.update(samples.observation[t])  # row t, slots in order
                 # the policy acted on row t normalized with statistics that include it
-                assert torch.equal(bits(samples.agent_info.model_input[t]),
-                                   bits(reference(samples.observation[t])))
-            assert trees_equal(agent.model.normalizer.stats.state_dict(),
-                               reference.stats.state_dict())
+                assert torch.equal(
+                    bits(samples.agent_info.model_input[t]), bits(reference(samples.observation[t]))
+                )
+            assert trees_equal(
+                agent.model.normalizer.stats.state_dict(), reference.stats.state_dict()
+            )
     assert reference.stats.count.item() > 2 * 16 * 4 - 1
 
 
@@ -377,22 +481,29 @@ def test_per_step_statistics_are_identical_on_the_gpu_sampler_and_after_a_resume
     assert trees_equal(serial.agent.state_dict(), resumed.agent.state_dict())
 
 
-@pytest.mark.parametrize("overrides, named", [
-    ({"sampler": "cpu", "n_workers": 2}, "sampler 'cpu'"),
-    ({"sampler": "alternating", "n_workers": 2}, "sampler 'alternating'"),
-    ({"runner": "concurrent"}, "runner 'concurrent'"),
-    ({"runner": "async"}, "runner 'async'"),
-    ({"world_size": 2}, "2 ranks"),
-    ({"normalize_obs": False}, "needs normalize_obs=true"),
-])
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"sampler": "cpu", "n_workers": 2}, "sampler 'cpu'"),
+        ({"sampler": "alternating", "n_workers": 2}, "sampler 'alternating'"),
+        ({"runner": "concurrent"}, "runner 'concurrent'"),
+        ({"runner": "async"}, "runner 'async'"),
+        ({"world_size": 2}, "2 ranks"),
+        ({"normalize_obs": False}, "needs normalize_obs=true"),
+    ],
+)
 def test_per_step_statistics_where_they_cannot_work_are_refused_by_name(overrides, named):
     overrides = dict(overrides)
-    config = pendulum_config(overrides.pop("sampler", "serial"), obs_norm_update="step",
-                             **overrides)
+    config = pendulum_config(
+        overrides.pop("sampler", "serial"), obs_norm_update="step", **overrides
+    )
     with pytest.raises(ValueError, match=re.escape(named)):
         config.validate()
-    with pytest.raises(ValueError, match=r"obs_norm_update must be one of \('batch', 'step'\), "
-                                         r"got 'env'"):
+    with pytest.raises(
+        ValueError,
+        match=r"obs_norm_update must be one of \('batch', 'step'\), "
+        r"got 'env'",
+    ):
         pendulum_config("serial", obs_norm_update="env").validate()
 
 
@@ -408,6 +519,10 @@ def test_samplers_and_runners_built_by_hand_refuse_per_step_statistics_by_name()
                 sampler.initialize(per_step_agent(factory))
     config = pendulum_config("serial")
     with pytest.raises(ValueError, match="ConcurrentRunner cannot run an agent with per-step"):
-        ConcurrentRunner(build_algo(config, EnvSpaces.of(factory)),
-                         per_step_agent(factory),
-                         SerialSampler(factory, 4, 4), config.schedule, progress=False)
+        ConcurrentRunner(
+            build_algo(config, EnvSpaces.of(factory)),
+            per_step_agent(factory),
+            SerialSampler(factory, 4, 4),
+            config.schedule,
+            progress=False,
+        )

@@ -1,5 +1,6 @@
 """R2D1: sequence replay (stored states, episode starts, priorities), the value rescaling,
 burn-in without loss, n-step targets against a loop, and runs from the CLI."""
+
 import functools
 import json
 
@@ -24,10 +25,16 @@ def batch_of(T, B, start, dones=(), state_size=4):
     for t, b in dones:
         terminated[t - start, b] = True
     state = (row * 100 + col).unsqueeze(-1).expand(T, B, state_size).clone()
-    return Samples(torch.stack([row, col], -1), (row % 2).long(), torch.ones(T, B),
-                   terminated, torch.zeros(T, B, dtype=torch.bool),
-                   AgentInfo(torch.zeros(T, B), torch.zeros(T, B)), torch.zeros(T, B),
-                   agent_state=state)
+    return Samples(
+        torch.stack([row, col], -1),
+        (row % 2).long(),
+        torch.ones(T, B),
+        terminated,
+        torch.zeros(T, B, dtype=torch.bool),
+        AgentInfo(torch.zeros(T, B), torch.zeros(T, B)),
+        torch.zeros(T, B),
+        agent_state=state,
+    )
 
 
 def replay(T=24, B=2, length=6, period=3, alpha=0.0):
@@ -40,9 +47,10 @@ def test_sequences_carry_the_sampler_s_state_at_their_first_row_and_every_episod
     r.append_samples(batch_of(10, 2, 0, dones=[(4, 1)]))
     # complete sequences: starts 0 and 3 (rows 0-5, 3-8), both columns
     assert len(r) == 4
-    batch = r.batch(np.array([0, 1, 2, 3]))   # (start 0, col 0), (0, 1), (3, 0), (3, 1)
-    assert batch.observation[:, :, 0].T.tolist() == [[0, 1, 2, 3, 4, 5]] * 2 + \
-        [[3, 4, 5, 6, 7, 8]] * 2
+    batch = r.batch(np.array([0, 1, 2, 3]))  # (start 0, col 0), (0, 1), (3, 0), (3, 1)
+    assert (
+        batch.observation[:, :, 0].T.tolist() == [[0, 1, 2, 3, 4, 5]] * 2 + [[3, 4, 5, 6, 7, 8]] * 2
+    )
     assert batch.initial_state[:, 0].tolist() == [0.0, 1.0, 300.0, 301.0]
     # column 1 ended an episode at row 4: row 5 starts the next, and the learner resets
     assert batch.episode_start[:, 1].tolist() == [False] * 5 + [True]
@@ -78,8 +86,17 @@ def test_value_rescaling_is_inverted_exactly():
 
 
 def make_algo(**changes):
-    config = R2D1Config(burn_in=2, learn_steps=3, period=3, n_step=2, gamma=0.9,
-                        batch_size=4, replay_capacity=64, rnn_size=8, **changes)
+    config = R2D1Config(
+        burn_in=2,
+        learn_steps=3,
+        period=3,
+        n_step=2,
+        gamma=0.9,
+        batch_size=4,
+        replay_capacity=64,
+        rnn_size=8,
+        **changes,
+    )
     spaces = EnvSpaces.of(EnvFactory("rlfw/CartPoleNoVel-v1"))
     torch.manual_seed(0)
     agent = RecurrentDqnAgent.build_recurrent(spaces, 2, rnn_size=8, hidden=(8,))
@@ -98,12 +115,18 @@ def sequence(length=7, n=4, seed=0):
     trunc[4, 2] = True
     start = torch.zeros(length, n, dtype=torch.bool)
     start[4, 1] = start[5, 2] = True
-    return SequenceBatch(torch.randn(length, n, 2, generator=gen),
-                         torch.randint(0, 2, (length, n), generator=gen),
-                         torch.rand(length, n, generator=gen), term, trunc,
-                         torch.rand(length, n, generator=gen) * 3, start,
-                         torch.randn(n, 16, generator=gen) * 0.1, torch.ones(n),
-                         np.arange(n))
+    return SequenceBatch(
+        torch.randn(length, n, 2, generator=gen),
+        torch.randint(0, 2, (length, n), generator=gen),
+        torch.rand(length, n, generator=gen),
+        term,
+        trunc,
+        torch.rand(length, n, generator=gen) * 3,
+        start,
+        torch.randn(n, 16, generator=gen) * 0.1,
+        torch.ones(n),
+        np.arange(n),
+    )
 
 
 def test_burn_in_steps_carry_no_loss():
@@ -123,16 +146,18 @@ def test_targets_equal_a_per_step_loop_and_priorities_their_definition():
     batch = sequence()
     burn, learn, n = c.burn_in, c.learn_steps, c.n_step
     with torch.no_grad():
-        _, s_on = algo.agent.q.sequence_and_state(batch.observation[:burn],
-                                                  batch.initial_state,
-                                                  batch.episode_start[:burn])
-        _, s_tg = algo.target.sequence_and_state(batch.observation[:burn],
-                                                 batch.initial_state,
-                                                 batch.episode_start[:burn])
-        q = algo.agent.q.forward_sequence(batch.observation[burn:], s_on,
-                                          batch.episode_start[burn:])
-        tq = algo.target.forward_sequence(batch.observation[burn:], s_tg,
-                                          batch.episode_start[burn:])
+        _, s_on = algo.agent.q.sequence_and_state(
+            batch.observation[:burn], batch.initial_state, batch.episode_start[:burn]
+        )
+        _, s_tg = algo.target.sequence_and_state(
+            batch.observation[:burn], batch.initial_state, batch.episode_start[:burn]
+        )
+        q = algo.agent.q.forward_sequence(
+            batch.observation[burn:], s_on, batch.episode_start[burn:]
+        )
+        tq = algo.target.forward_sequence(
+            batch.observation[burn:], s_tg, batch.episode_start[burn:]
+        )
         got = algo._targets(batch, q, tq)
     for t in range(learn):
         for j in range(batch.action.shape[1]):
@@ -150,8 +175,9 @@ def test_targets_equal_a_per_step_loop_and_priorities_their_definition():
             if y is None:
                 a = int(q[t + n, j].argmax())
                 y = ret + disc * float(unrescale(tq[t + n, j, a].double()))
-            assert float(got[t, j]) == pytest.approx(float(rescale(torch.tensor(y))),
-                                                     rel=1e-5, abs=1e-6)
+            assert float(got[t, j]) == pytest.approx(
+                float(rescale(torch.tensor(y))), rel=1e-5, abs=1e-6
+            )
     _, q_taken, priority = algo._sequence_losses(batch)
     td = (q_taken - got).abs()
     expected = c.eta * td.max(0).values + (1 - c.eta) * td.mean(0)
@@ -162,13 +188,28 @@ def test_targets_equal_a_per_step_loop_and_priorities_their_definition():
 @pytest.mark.integration
 def test_r2d1_trains_resumes_and_evaluates_from_the_cli(tmp_path, capsys, sampler):
     run = tmp_path / "run"
-    flags = ["--algo", "r2d1", "--env", "rlfw/CartPoleNoVel-v1", "--sampler", sampler,
-             "--set", "r2d1.learning_starts=640", "--eval-every", "640",
-             "--eval-episodes", "2", "--checkpoint-every", "640", "--no-progress"]
+    flags = [
+        "--algo",
+        "r2d1",
+        "--env",
+        "rlfw/CartPoleNoVel-v1",
+        "--sampler",
+        sampler,
+        "--set",
+        "r2d1.learning_starts=640",
+        "--eval-every",
+        "640",
+        "--eval-episodes",
+        "2",
+        "--checkpoint-every",
+        "640",
+        "--no-progress",
+    ]
     if sampler == "cpu":
         flags += ["--n-workers", "2"]
-    assert main(["train", *flags, "--steps", "1280", "--log-dir", str(run)]) == 0, \
+    assert main(["train", *flags, "--steps", "1280", "--log-dir", str(run)]) == 0, (
         capsys.readouterr().err
+    )
     saved = json.loads((run / "config.json").read_text())
     assert saved["algo"] == "r2d1" and saved["r2d1"]["burn_in"] == 10
     assert main(["train", "--resume", str(run), "--steps", "1920", "--no-progress"]) == 0
@@ -212,11 +253,19 @@ def r2d1_config(itrs: int):
     from rlfw.runners import RunSchedule
 
     config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", "r2d1", batch_B=4, batch_T=40)
-    config.r2d1 = R2D1Config(**{**config.r2d1.__dict__, "learning_starts": 320,
-                                "save_replay": True, "prioritized": True,
-                                "replay_capacity": 4_000, "target_update_interval": 320})
-    config.schedule = RunSchedule(n_steps=itrs * 160, eval_every=None, log_every=160,
-                                  checkpoint_every=320, keep_checkpoints=3)
+    config.r2d1 = R2D1Config(
+        **{
+            **config.r2d1.__dict__,
+            "learning_starts": 320,
+            "save_replay": True,
+            "prioritized": True,
+            "replay_capacity": 4_000,
+            "target_update_interval": 320,
+        }
+    )
+    config.schedule = RunSchedule(
+        n_steps=itrs * 160, eval_every=None, log_every=160, checkpoint_every=320, keep_checkpoints=3
+    )
     return config
 
 
@@ -241,8 +290,9 @@ def test_resume_with_the_saved_sequence_replay_is_bitwise_identical(tmp_path, mo
     with part:
         assert part.train().interrupted
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
-    resumed = build_runner(r2d1_config(8), str(tmp_path / "b"), resume=True, progress=False,
-                           stdout=False)
+    resumed = build_runner(
+        r2d1_config(8), str(tmp_path / "b"), resume=True, progress=False, stdout=False
+    )
     with resumed:
         resumed.train()
     assert whole.algo.updates == resumed.algo.updates > 0
@@ -277,6 +327,10 @@ def test_r2d1_final_policy_solves_cartpole_without_velocities_for_two_of_three_s
     whatever the order."""
     from conftest import first_passing_seeds
 
-    finals = first_passing_seeds(functools.partial(_novel_final_return, "r2d1", steps=120_000),
-                                 (0, 2, 1), lambda f: f >= 475, need=2)
+    finals = first_passing_seeds(
+        functools.partial(_novel_final_return, "r2d1", steps=120_000),
+        (0, 2, 1),
+        lambda f: f >= 475,
+        need=2,
+    )
     assert sum(f >= 475 for f in finals) >= 2, finals

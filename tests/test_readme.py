@@ -1,4 +1,5 @@
 """The README's script works as printed, after its one-line sampler swap, and twice."""
+
 import re
 import subprocess
 import sys
@@ -18,8 +19,9 @@ def readme_script() -> str:
 def run_script(code: str, folder: Path) -> str:
     path = folder / "script.py"
     path.write_text(code)
-    done = subprocess.run([sys.executable, str(path)], cwd=folder, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(path)], cwd=folder, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -39,15 +41,21 @@ def test_readme_script_runs_as_printed_and_after_the_swap(tmp_path, swap):
     second = run_script(code, tmp_path)  # a second run gets its own folder
     folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert len(folders) == 2, folders
-    assert first.split("last eval return")[1].split(";")[0] == \
-        second.split("last eval return")[1].split(";")[0]  # seeded: same result
+    assert (
+        first.split("last eval return")[1].split(";")[0]
+        == second.split("last eval return")[1].split(";")[0]
+    )  # seeded: same result
 
 
 def test_the_first_screen_holds_the_commands_the_script_and_the_results():
     first = README.read_text().splitlines()[:60]
     text = "\n".join(first)
-    for needed in ("make run", "make test", "build_runner(config, log_dir)",
-                   "<!-- headline:end -->"):
+    for needed in (
+        "make run",
+        "make test",
+        "build_runner(config, log_dir)",
+        "<!-- headline:end -->",
+    ):
         assert needed in text, f"{needed!r} is not on the README's first 60 lines"
     assert not re.search(r"\b20\d\d-\d\d-\d\d\b|p = 0\.", text), "dates or p-values up front"
     table = [line for line in first if line.startswith("| ")][1:]
@@ -57,5 +65,6 @@ def test_the_first_screen_holds_the_commands_the_script_and_the_results():
 def test_every_number_in_the_results_table_comes_from_a_results_file():
     from rlfw.bench.headline import readme_block, table
 
-    assert readme_block(README.read_text()) == table(), \
+    assert readme_block(README.read_text()) == table(), (
         "the README's table differs from the results files: python -m rlfw.bench.headline --write"
+    )

@@ -1,5 +1,6 @@
 """Recurrent agents: every sampler carries and resets each slot's state exactly as the serial
 one does, evaluation keeps its own, and the learner re-runs the sampled sequences."""
+
 import os
 import signal
 import subprocess
@@ -50,8 +51,10 @@ def test_states_reset_exactly_at_episode_starts_and_equal_the_serial_samplers(ki
         # a truncated step bootstraps from its own state after the step: the episode length
         truncated = got_samples.truncated
         assert torch.equal(got_samples.bootstrap_value[truncated], state[truncated] + 1)
-    assert all(any(getattr(s, end)[:-1].any() for s, _ in expected)  # mid-batch ends
-               for end in ("terminated", "truncated"))
+    assert all(
+        any(getattr(s, end)[:-1].any() for s, _ in expected)  # mid-batch ends
+        for end in ("terminated", "truncated")
+    )
 
 
 @pytest.mark.parametrize("kind", ["serial", "cpu"])
@@ -80,8 +83,9 @@ def lstm_batch(core: str):
         sampler.initialize(agent)
         sampler.obtain_samples(0)
         samples, _ = sampler.obtain_samples(1)  # starts mid-episode: stored states non-zero
-        samples = samples._replace(**{k: getattr(samples, k).clone()
-                                      for k in ("observation", "action", "agent_state")})
+        samples = samples._replace(
+            **{k: getattr(samples, k).clone() for k in ("observation", "action", "agent_state")}
+        )
     return agent, samples
 
 
@@ -94,15 +98,19 @@ def test_the_learner_re_runs_the_sampled_sequences(core):
     agent, samples = lstm_batch(core)
     assert samples.agent_state[0].abs().sum() > 0 and samples.episode_start.any()
     with torch.no_grad():
-        logp, _, value = agent.evaluate_actions(samples.observation, samples.action,
-                                                samples.agent_state[0], samples.episode_start)
+        logp, _, value = agent.evaluate_actions(
+            samples.observation, samples.action, samples.agent_state[0], samples.episode_start
+        )
     torch.testing.assert_close(logp, samples.agent_info.logp, rtol=0, atol=1e-6)
     torch.testing.assert_close(value, samples.agent_info.value, rtol=0, atol=1e-6)
     # without the resets the recomputation would be wrong: the mask matters
     with torch.no_grad():
-        _, _, unreset = agent.evaluate_actions(samples.observation, samples.action,
-                                               samples.agent_state[0],
-                                               torch.zeros_like(samples.episode_start))
+        _, _, unreset = agent.evaluate_actions(
+            samples.observation,
+            samples.action,
+            samples.agent_state[0],
+            torch.zeros_like(samples.episode_start),
+        )
     assert (unreset - samples.agent_info.value).abs().max() > 1e-3
 
 
@@ -120,8 +128,9 @@ def test_a_core_stretch_is_nn_rnn_s_own_bits_forward_and_backward(core, steps):
     out, last = rnn_core(x, state)
     if core == "lstm":
         h, c = state.split(8, dim=-1)
-        ref_out, (ref_h, ref_c) = rnn_core.rnn(x, (h.unsqueeze(0).contiguous(),
-                                                   c.unsqueeze(0).contiguous()))
+        ref_out, (ref_h, ref_c) = rnn_core.rnn(
+            x, (h.unsqueeze(0).contiguous(), c.unsqueeze(0).contiguous())
+        )
         ref_last = torch.cat((ref_h, ref_c), dim=-1).squeeze(0)
     else:
         ref_out, ref_h = rnn_core.rnn(x, state.unsqueeze(0))
@@ -149,7 +158,6 @@ def test_a_trainable_recurrent_agent_samples_the_serial_samplers_bits(kind):
     assert runs[0][1][0].agent_state.abs().sum() > 0
 
 
-
 @pytest.mark.integration
 def test_the_native_sampler_resets_where_the_learner_sees_an_episode_start():
     """ALE's own vector env with a CNN+LSTM agent: under episodic life a lost life ends a
@@ -172,13 +180,15 @@ def test_the_native_sampler_resets_where_the_learner_sees_an_episode_start():
         previous_end = samples.done[-1]
         with torch.no_grad():
             logp, _, value = agent.evaluate_actions(
-                samples.observation, samples.action, samples.agent_state[0],
-                samples.episode_start)
+                samples.observation, samples.action, samples.agent_state[0], samples.episode_start
+            )
         torch.testing.assert_close(logp, samples.agent_info.logp, rtol=0, atol=1e-6)
         torch.testing.assert_close(value, samples.agent_info.value, rtol=0, atol=1e-6)
     assert sum(int(s.episode_start.sum()) for s, _ in batches) >= 2  # lives were lost
 
+
 # -- runners -------------------------------------------------------------------------------
+
 
 def same_tensors(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(trees_equal(a[k], b[k]) for k in a)
@@ -192,8 +202,9 @@ def recurrent_config(sampler="serial", runner="sync", itrs=6, core="lstm"):
 
 
 def final_params(config, log_dir=None):
-    with build_runner(config, None if log_dir is None else str(log_dir), progress=False,
-                      stdout=False) as runner:
+    with build_runner(
+        config, None if log_dir is None else str(log_dir), progress=False, stdout=False
+    ) as runner:
         result = runner.train()
     return runner.agent.state_dict(), result
 
@@ -202,15 +213,29 @@ def pendulum_run(sampler: str, algo: str):
     """PPO/A2C through a real sync runner on an agent whose sampled bits cannot depend on
     rows per inference call (``ElementwiseRecurrentActorCritic``)."""
     workers = {} if sampler == "serial" else {"n_workers": 2}
-    config = RunConfig.for_env("Pendulum-v1", algo=algo, steps=3 * 4 * 64, sampler=sampler,
-                               batch_B=4, batch_T=64, normalize_obs=False, **workers)
+    config = RunConfig.for_env(
+        "Pendulum-v1",
+        algo=algo,
+        steps=3 * 4 * 64,
+        sampler=sampler,
+        batch_B=4,
+        batch_T=64,
+        normalize_obs=False,
+        **workers,
+    )
     config.schedule = RunSchedule(n_steps=3 * 4 * 64, eval_every=None, log_every=256)
     factory = config.env_factory()
     torch.manual_seed(0)
     spaces = EnvSpaces.of(factory)
     agent = elementwise_recurrent_agent(spaces)
-    with SyncRunner(build_algo(config, spaces), agent, build_sampler(config, factory),
-                    config.schedule, progress=False, stdout=False) as runner:
+    with SyncRunner(
+        build_algo(config, spaces),
+        agent,
+        build_sampler(config, factory),
+        config.schedule,
+        progress=False,
+        stdout=False,
+    ) as runner:
         runner.train()
     return agent.state_dict()
 
@@ -230,20 +255,46 @@ def test_a_recurrent_run_with_the_cpu_sampler_equals_the_serial_run_bitwise(algo
 def test_a_recurrent_run_killed_mid_episode_resumes_bitwise(tmp_path):
     """``rlfw train`` killed with SIGKILL after its first checkpoint (episodes open, states
     non-zero), then ``--resume``: the final checkpoint equals an uninterrupted run's."""
-    args = ["--algo", "ppo", "--env", "CartPole-v1", "--steps", str(12 * 256), "--seed", "4",
-            "--sampler", "cpu", "--n-workers", "2", "--set", "recurrent=lstm",
-            "--set", "rnn_size=16", "--set", "ppo.epochs=2",
-            "--set", f"schedule.checkpoint_every={3 * 256}",
-            "--set", "schedule.eval_every=none", "--set", "schedule.keep_checkpoints=10",
-            "--no-progress"]
+    args = [
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--steps",
+        str(12 * 256),
+        "--seed",
+        "4",
+        "--sampler",
+        "cpu",
+        "--n-workers",
+        "2",
+        "--set",
+        "recurrent=lstm",
+        "--set",
+        "rnn_size=16",
+        "--set",
+        "ppo.epochs=2",
+        "--set",
+        f"schedule.checkpoint_every={3 * 256}",
+        "--set",
+        "schedule.eval_every=none",
+        "--set",
+        "schedule.keep_checkpoints=10",
+        "--no-progress",
+    ]
     whole, part = tmp_path / "whole", tmp_path / "part"
-    subprocess.run([sys.executable, "-m", "rlfw", "train", *args, "--log-dir", str(whole)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "rlfw", "train", *args, "--log-dir", str(whole)],
+        check=True,
+        capture_output=True,
+    )
     # a SIGKILLed run cannot remove its multiprocessing temp folder: keep it in tmp_path
-    proc = subprocess.Popen([sys.executable, "-m", "rlfw", "train", *args,
-                             "--log-dir", str(part)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
-                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlfw", "train", *args, "--log-dir", str(part)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     deadline = time.monotonic() + 120
     while not list_checkpoints(str(part)) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -253,8 +304,11 @@ def test_a_recurrent_run_killed_mid_episode_resumes_bitwise(tmp_path):
     assert kept and kept[-1] != list_checkpoints(str(whole))[-1], "killed too late"
     saved = load_checkpoint(kept[-1])["sampler"]
     assert any(w["agent_state"].abs().sum() > 0 for w in saved["workers"])  # mid-episode
-    subprocess.run([sys.executable, "-m", "rlfw", "train", "--resume", str(part),
-                    "--no-progress"], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "rlfw", "train", "--resume", str(part), "--no-progress"],
+        check=True,
+        capture_output=True,
+    )
     a = load_checkpoint(list_checkpoints(str(whole))[-1])
     b = load_checkpoint(list_checkpoints(str(part))[-1])
     assert a["result"]["env_steps"] == b["result"]["env_steps"] == 12 * 256
@@ -307,29 +361,34 @@ def test_a_worker_fault_with_a_recurrent_agent_surfaces_fast_with_cleanup():
 
 
 def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
-    with pytest.raises(ValueError, match="recurrent='lstm' is for ppo and a2c; dqn has no "
-                                         "recurrent agent \\(r2d1 is"):
+    with pytest.raises(
+        ValueError,
+        match="recurrent='lstm' is for ppo and a2c; dqn has no recurrent agent \\(r2d1 is",
+    ):
         RunConfig(algo="dqn", recurrent="lstm").validate()
-    with pytest.raises(ValueError, match="r2d1 is recurrent by itself \\(its LSTM: "
-                                         "r2d1.rnn_size\\)"):
+    with pytest.raises(
+        ValueError, match="r2d1 is recurrent by itself \\(its LSTM: r2d1.rnn_size\\)"
+    ):
         RunConfig(algo="r2d1", recurrent="gru").validate()
     for core_setting in ({"rnn_critic": True}, {"rnn_size": 64}):  # would be ignored
-        with pytest.raises(ValueError, match="shapes ppo's and a2c's recurrent core, and this "
-                                             "run has none .* set recurrent=lstm or gru"):
+        with pytest.raises(
+            ValueError,
+            match="shapes ppo's and a2c's recurrent core, and this "
+            "run has none .* set recurrent=lstm or gru",
+        ):
             RunConfig.for_env("CartPole-v1", **core_setting)
     assert RunConfig.for_env("CartPole-v1", recurrent="gru", rnn_size=64).rnn_size == 64
     with pytest.raises(ValueError, match="recurrent must be one of .*'transformer'"):
         RunConfig(recurrent="transformer").validate()
-    with pytest.raises(ValueError, match="ppo.compile=true is not supported with "
-                                         "recurrent='gru'"):
+    with pytest.raises(ValueError, match="ppo.compile=true is not supported with recurrent='gru'"):
         RunConfig.for_env("CartPole-v1", recurrent="gru", ppo={"compile": True}).validate()
 
 
 # -- learning ------------------------------------------------------------------------------
 
+
 def _novel_final_return(seed: int, recurrent: str | None) -> float:
-    config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed,
-                               recurrent=recurrent)
+    config = RunConfig.for_env("rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed, recurrent=recurrent)
     assert config.schedule.n_steps == 150_000
     config.schedule.eval_every = None  # only the final policy counts
     with build_runner(config, None, progress=False, stdout=False) as runner:
@@ -348,7 +407,8 @@ def test_memory_solves_cartpole_without_velocities_and_no_memory_does_not():
     feed-forward run, three at once on the two cores; seed 0 runs only where one of them
     misses, so the verdict is the three seeds' whatever the order."""
     *finals, feed_forward = map_in_processes(
-        _novel_final_return, [(1, "lstm"), (2, "lstm"), (0, None)], at_once=3)
+        _novel_final_return, [(1, "lstm"), (2, "lstm"), (0, None)], at_once=3
+    )
     if sum(f >= 475 for f in finals) < 2:
         finals += map_in_processes(_novel_final_return, [(0, "lstm")])
     assert sum(f >= 475 for f in finals) >= 2, finals

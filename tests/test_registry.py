@@ -1,6 +1,7 @@
 """Samplers, algorithms and runners are declared once (rlfw/registry.py): validation, CLI
 choices, errors and the docs' table come from there, and a user registers their own from a
 script — here, from this file, outside the package — and trains with them."""
+
 import csv
 import json
 import os
@@ -18,12 +19,12 @@ PLUGIN_DIR = Path(__file__).parent / "plugins"
 
 
 def test_a_sampler_and_an_algorithm_registered_outside_rlfw_train_end_to_end(tmp_path):
-    config = rlfw.RunConfig.for_env("CartPole-v1", algo="vpg", steps=3200,
-                                    sampler="interleaved", vpg={"learning_rate": 3e-3})
+    config = rlfw.RunConfig.for_env(
+        "CartPole-v1", algo="vpg", steps=3200, sampler="interleaved", vpg={"learning_rate": 3e-3}
+    )
     assert config.vpg == VPGConfig(learning_rate=3e-3)
     assert (config.batch_B, config.batch_T, config.hidden) == (8, 200, (32,))  # its preset
-    with rlfw.build_runner(config, str(tmp_path / "run"), progress=False,
-                           stdout=False) as runner:
+    with rlfw.build_runner(config, str(tmp_path / "run"), progress=False, stdout=False) as runner:
         result = runner.train()
     assert isinstance(runner.sampler, InterleavedSampler) and isinstance(runner.algo, VPG)
     assert result.iterations == 2
@@ -42,32 +43,61 @@ def test_a_sampler_and_an_algorithm_registered_outside_rlfw_train_end_to_end(tmp
 def test_the_cli_loads_a_plugin_and_trains_its_sampler_and_algorithm(tmp_path):
     """A fresh interpreter that has never seen the plugin: ``--plugin`` alone brings the
     sampler, the algorithm and its preset; eval needs the plugin named again."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR),
-                                                        os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")]),
+    }
     run = tmp_path / "run"
-    train = [sys.executable, "-m", "rlfw", "train", "--plugin", "toy_extensions",
-             "--algo", "vpg", "--sampler", "interleaved", "--n-workers", "2",
-             "--steps", "1600", "--set", "vpg.gamma=0.9", "--no-progress",
-             "--log-dir", str(run)]
+    train = [
+        sys.executable,
+        "-m",
+        "rlfw",
+        "train",
+        "--plugin",
+        "toy_extensions",
+        "--algo",
+        "vpg",
+        "--sampler",
+        "interleaved",
+        "--n-workers",
+        "2",
+        "--steps",
+        "1600",
+        "--set",
+        "vpg.gamma=0.9",
+        "--no-progress",
+        "--log-dir",
+        str(run),
+    ]
     done = subprocess.run(train, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     saved = json.loads((run / "config.json").read_text())
-    assert (saved["algo"], saved["sampler"], saved["vpg"]["gamma"]) == ("vpg", "interleaved",
-                                                                        0.9)
+    assert (saved["algo"], saved["sampler"], saved["vpg"]["gamma"]) == ("vpg", "interleaved", 0.9)
     assert saved["plugins"] == ["toy_extensions"] and saved["batch_T"] == 200
     evaluate = [sys.executable, "-m", "rlfw", "eval", str(run), "--episodes", "2"]
     refused = subprocess.run(evaluate, env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode != 0 and "--plugin toy_extensions" in refused.stderr
-    done = subprocess.run(evaluate + ["--plugin", "toy_extensions"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        evaluate + ["--plugin", "toy_extensions"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "return" in done.stdout, done.stderr
 
 
 def test_unknown_names_are_refused_naming_what_is_registered():
-    for kind, name, registry in (("sampler", "warp", SAMPLERS), ("algorithm", "sac", ALGOS),
-                                 ("runner", "hyper", RUNNERS)):
-        with pytest.raises(ValueError, match=rf"{kind} '{name}' unknown; choose from "
-                                             rf"\(.*'{registry.names()[-1]}'\)"):
+    for kind, name, registry in (
+        ("sampler", "warp", SAMPLERS),
+        ("algorithm", "sac", ALGOS),
+        ("runner", "hyper", RUNNERS),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=rf"{kind} '{name}' unknown; choose from "
+            rf"\(.*'{registry.names()[-1]}'\)",
+        ):
             registry.get(name)
     assert "interleaved" in SAMPLERS.names() and "vpg" in ALGOS.names()
     with pytest.raises(ValueError, match="sampler 'interleaved' is registered already"):
@@ -76,18 +106,25 @@ def test_unknown_names_are_refused_naming_what_is_registered():
 
 def test_what_a_spec_says_replaces_lists_of_names():
     assert [a.name for a in ALGOS if a.uses_replay] == ["dqn", "c51", "rainbow", "r2d1"]
-    assert {s.name: s.worker_groups for s in SAMPLERS if s.worker_groups > 1} == \
-        {"alternating": 2}
+    assert {s.name: s.worker_groups for s in SAMPLERS if s.worker_groups > 1} == {"alternating": 2}
     assert SAMPLERS.get("interleaved").has_workers
     # queue's constructor is (*args, max_batch, ..., **kwargs): n_workers is its base's
-    assert [s.name for s in SAMPLERS if s.has_workers] == \
-        ["cpu", "gpu", "alternating", "native", "queue", "interleaved"]
+    assert [s.name for s in SAMPLERS if s.has_workers] == [
+        "cpu",
+        "gpu",
+        "alternating",
+        "native",
+        "queue",
+        "interleaved",
+    ]
 
 
 def test_the_docs_table_of_samplers_is_the_registry_s():
     docs = (Path(__file__).parents[1] / "docs" / "samplers.md").read_text()
     shipped = [s for s in SAMPLERS if s.cls.__module__.startswith("rlfw.")]
-    assert sampler_table(shipped) in docs, "regenerate the table: python -c 'from rlfw.registry " \
-                                    "import sampler_table; print(sampler_table())'"
+    assert sampler_table(shipped) in docs, (
+        "regenerate the table: python -c 'from rlfw.registry "
+        "import sampler_table; print(sampler_table())'"
+    )
     for spec in shipped:
         assert f"`{spec.name}`" in docs

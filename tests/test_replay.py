@@ -1,4 +1,5 @@
 """Replay: sum-tree statistics, n-step targets by hand, frame-deduplicated stacks."""
+
 import gymnasium as gym
 import numpy as np
 import psutil
@@ -35,15 +36,24 @@ def test_sum_tree_rejects_bad_priorities():
 
 def rows(rewards, terminated, truncated, boot=None, B=1, obs=None):
     T = len(rewards)
+
     def col(x, dt):
         return torch.tensor(x, dtype=dt).reshape(T, 1).repeat(1, B)
 
-    observation = obs if obs is not None else torch.arange(T, dtype=torch.float32).reshape(
-        T, 1, 1).repeat(1, B, 1)
-    return Samples(observation, torch.zeros(T, B, dtype=torch.long), col(rewards, torch.float32),
-                   col(terminated, torch.bool), col(truncated, torch.bool),
-                   AgentInfo(torch.zeros(T, B), torch.zeros(T, B)),
-                   col(boot if boot is not None else [0.0] * T, torch.float32))
+    observation = (
+        obs
+        if obs is not None
+        else torch.arange(T, dtype=torch.float32).reshape(T, 1, 1).repeat(1, B, 1)
+    )
+    return Samples(
+        observation,
+        torch.zeros(T, B, dtype=torch.long),
+        col(rewards, torch.float32),
+        col(terminated, torch.bool),
+        col(truncated, torch.bool),
+        AgentInfo(torch.zeros(T, B), torch.zeros(T, B)),
+        col(boot if boot is not None else [0.0] * T, torch.float32),
+    )
 
 
 def make_replay(capacity, n, gamma, B=1, sampling=None):
@@ -55,18 +65,22 @@ def test_n_step_targets_by_hand_across_termination_and_truncation():
     g = 0.5
     replay = make_replay(16, 3, g)
     # rows: 0 1 2 3(terminated) 4 5(truncated, V=8) 6 7 8 9
-    replay.append_samples(rows([1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-                               [0, 0, 0, 1, 0, 0, 0, 0, 0, 0],
-                               [0, 0, 0, 0, 0, 1, 0, 0, 0, 0],
-                               boot=[0, 0, 0, 0, 0, 8.0, 0, 0, 0, 0]))
+    replay.append_samples(
+        rows(
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            [0, 0, 0, 1, 0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 1, 0, 0, 0, 0],
+            boot=[0, 0, 0, 0, 0, 8.0, 0, 0, 0, 0],
+        )
+    )
     b = replay.batch(np.array([0, 2, 3, 4, 5, 6]))
     ret, disc = b.n_step_return.tolist(), b.bootstrap_discount.tolist()
-    assert ret[0] == pytest.approx(1 + g * 2 + g * g * 3) and disc[0] == pytest.approx(g ** 3)
-    assert b.next_observation[0].item() == 3.0                       # obs at row 0 + 3
-    assert ret[1] == pytest.approx(3 + g * 4) and disc[1] == 0.0     # stops at termination
+    assert ret[0] == pytest.approx(1 + g * 2 + g * g * 3) and disc[0] == pytest.approx(g**3)
+    assert b.next_observation[0].item() == 3.0  # obs at row 0 + 3
+    assert ret[1] == pytest.approx(3 + g * 4) and disc[1] == 0.0  # stops at termination
     assert ret[2] == pytest.approx(4) and disc[2] == 0.0
     assert ret[3] == pytest.approx(5 + g * 6) and disc[3] == pytest.approx(g * g)
-    assert b.next_value_known[3] and b.next_value[3] == 8.0          # V(true final obs)
+    assert b.next_value_known[3] and b.next_value[3] == 8.0  # V(true final obs)
     assert ret[4] == pytest.approx(6) and b.next_value_known[4]
     assert ret[5] == pytest.approx(7 + g * 8 + g * g * 9) and not b.next_value_known[5]
     assert b.next_observation[5].item() == 9.0
@@ -75,8 +89,14 @@ def test_n_step_targets_by_hand_across_termination_and_truncation():
 def test_n_step_targets_wrap_around_the_ring():
     replay = make_replay(6, 2, 0.9)
     replay.append_samples(rows([1, 2, 3, 4], [0] * 4, [0] * 4))
-    replay.append_samples(rows([5, 6, 7, 8], [0, 0, 0, 1], [0] * 4,
-                               obs=torch.arange(4, 8, dtype=torch.float32).reshape(4, 1, 1)))
+    replay.append_samples(
+        rows(
+            [5, 6, 7, 8],
+            [0, 0, 0, 1],
+            [0] * 4,
+            obs=torch.arange(4, 8, dtype=torch.float32).reshape(4, 1, 1),
+        )
+    )
     # Steps 0..7 in a ring of 6 rows: rows [0..5] hold steps [6, 7, 2, 3, 4, 5].
     assert replay.oldest_row == 2
     # Steps 2..5 are sampleable; steps 6 and 7 (the newest n=2) lack their lookahead.
@@ -84,9 +104,9 @@ def test_n_step_targets_wrap_around_the_ring():
     b = replay.batch(np.array([5, 4]))  # step 5 (row 5) and step 4 (row 4)
     assert b.n_step_return[0].item() == pytest.approx(6 + 0.9 * 7)  # row 5 -> row 0
     assert b.bootstrap_discount[0].item() == pytest.approx(0.81)
-    assert b.next_observation[0].item() == 7.0                       # step 7, at row 1
+    assert b.next_observation[0].item() == 7.0  # step 7, at row 1
     assert b.n_step_return[1].item() == pytest.approx(5 + 0.9 * 6)
-    assert b.next_observation[1].item() == 6.0                       # step 6, at row 0
+    assert b.next_observation[1].item() == 6.0  # step 6, at row 0
     sampled = {int(i) for _ in range(50) for i in replay.sample(4).index}
     assert sampled == {2, 3, 4, 5}
     empty = make_replay(6, 2, 0.9)
@@ -103,10 +123,18 @@ def test_frame_storage_rebuilds_every_stack_exactly_including_episode_starts():
 
     factory = EnvFactory("frames", entry=stacked_frame_counting_env)
     B, T, capacity = 3, 10, 3 * 25  # 25 rows: the ring wraps during the run
-    frames = Replay(FrameStorage(capacity, B, (4, 2, 2), np.uint8, (), np.int64),
-                    UniformSampling(0), n_step=3, gamma=0.9)
-    full = Replay(RowStorage(capacity, B, (4, 2, 2), np.uint8, (), np.int64),
-                  UniformSampling(0), n_step=3, gamma=0.9)
+    frames = Replay(
+        FrameStorage(capacity, B, (4, 2, 2), np.uint8, (), np.int64),
+        UniformSampling(0),
+        n_step=3,
+        gamma=0.9,
+    )
+    full = Replay(
+        RowStorage(capacity, B, (4, 2, 2), np.uint8, (), np.int64),
+        UniformSampling(0),
+        n_step=3,
+        gamma=0.9,
+    )
     assert frames.storage.frames.nbytes * 4 == full.storage.obs.nbytes
     with SerialSampler(factory, T, B, seed=0) as sampler:
         sampler.initialize(RandomAgent(factory().action_space))
@@ -115,8 +143,13 @@ def test_frame_storage_rebuilds_every_stack_exactly_including_episode_starts():
             samples, _ = sampler.obtain_samples(itr)
             frames.append_samples(samples)
             full.append_samples(samples)
-            ids = np.array([(frames.oldest_row + o) % frames.storage.T * B + b
-                            for o in frames.valid_offsets() for b in range(B)])
+            ids = np.array(
+                [
+                    (frames.oldest_row + o) % frames.storage.T * B + b
+                    for o in frames.valid_offsets()
+                    for b in range(B)
+                ]
+            )
             got, want = frames.batch(ids), full.batch(ids)
             assert torch.equal(got.observation, want.observation)
             assert torch.equal(got.next_observation, want.next_observation)
@@ -134,8 +167,15 @@ def test_atari_sized_frame_storage_memory_is_measured_under_800_mb():
     process = psutil.Process()
     before = process.memory_info().rss
     storage = FrameStorage(100_000, 8, (4, 84, 84), np.uint8, (), np.int64)
-    for array in (storage.frames, storage.action, storage.reward, storage.terminated,
-                  storage.truncated, storage.bootstrap_value, storage.episode_start):
+    for array in (
+        storage.frames,
+        storage.action,
+        storage.reward,
+        storage.terminated,
+        storage.truncated,
+        storage.bootstrap_value,
+        storage.episode_start,
+    ):
         array.fill(1)  # touch every page: measure what is really resident
     grown = process.memory_info().rss - before
     assert grown <= 800 * 2**20, f"{grown / 2**20:.0f} MB"
@@ -169,23 +209,27 @@ def test_prioritized_sampling_prefers_high_td_errors_and_weights_correct_bias():
 def test_rows_written_ahead_into_the_reserve_change_no_sampled_transition():
     """The async runner's view: sampling sees ``visible_rows`` in a window of ``capacity``
     rows; a writer up to ``reserve_rows`` ahead (wrapping included) changes nothing drawn."""
+
     def replay_with(extra_batches):
         storage = RowStorage(8 + 4, 1, (1,), np.float32, (), np.int64)  # 8 rows + 4 reserve
         replay = Replay(storage, UniformSampling(3), n_step=1, gamma=0.9, reserve_rows=4)
+
         def obs(start):
             return torch.arange(start, start + 4, dtype=torch.float32).reshape(4, 1, 1)
 
         for k in range(3 + extra_batches):  # batches of 4 rows; rows 8-11 wrap past the window
-            replay.append_samples(rows([float(4 * k + t) for t in range(4)], [0] * 4, [0] * 4,
-                                       obs=obs(4 * k)))
+            replay.append_samples(
+                rows([float(4 * k + t) for t in range(4)], [0] * 4, [0] * 4, obs=obs(4 * k))
+            )
         replay.visible_rows = 12
         return replay
 
     alone, ahead = replay_with(0), replay_with(1)
     assert len(alone) == len(ahead) == 7  # window 8 rows, the newest has no successor yet
     a, b = alone.sample(64), ahead.sample(64)
-    assert torch.equal(a.observation, b.observation) and torch.equal(a.n_step_return,
-                                                                       b.n_step_return)
+    assert torch.equal(a.observation, b.observation) and torch.equal(
+        a.n_step_return, b.n_step_return
+    )
     assert set(a.observation.flatten().tolist()) == set(range(4, 11))  # rows 4..10
     assert torch.equal(a.next_observation, a.observation + 1)
 
@@ -211,7 +255,8 @@ def test_revealed_rows_get_the_max_priority_and_rows_leaving_the_window_none():
     replay.update_priorities(np.array([1]), np.array([15.0]))  # the learner's TD error
     assert sampling.tree.get(np.array([1]))[0] == pytest.approx((15.0 + 1e-6) ** 0.5)
     assert np.mean(replay.sample(2000).index == 1) == pytest.approx(
-        15 ** 0.5 / (15 ** 0.5 + 2), abs=0.04)  # the next draws use it
+        15**0.5 / (15**0.5 + 2), abs=0.04
+    )  # the next draws use it
     replay.reveal(8)
     # rows 3..6 new at the max priority (|15| + eps)^0.5; row 1 keeps its own
     held = sampling.tree.get(np.arange(12))
@@ -223,12 +268,17 @@ def test_revealed_rows_get_the_max_priority_and_rows_leaving_the_window_none():
     held = sampling.tree.get(np.arange(12))
     assert (held[[8, 9, 10, 11, 0, 1, 2]] > 0).all() and (held[3:8] == 0).all()
     state = replay.state_dict()
-    again = Replay(RowStorage(12, 1, (1,), np.float32, (), np.int64),
-                   PrioritizedSampling(alpha=0.5, beta=0.4, seed=0), n_step=1, gamma=0.9,
-                   reserve_rows=4)
+    again = Replay(
+        RowStorage(12, 1, (1,), np.float32, (), np.int64),
+        PrioritizedSampling(alpha=0.5, beta=0.4, seed=0),
+        n_step=1,
+        gamma=0.9,
+        reserve_rows=4,
+    )
     again.load_state_dict(state)
-    assert again.visible_rows == 16 and np.array_equal(again.sampling.tree.nodes,
-                                                       sampling.tree.nodes)
+    assert again.visible_rows == 16 and np.array_equal(
+        again.sampling.tree.nodes, sampling.tree.nodes
+    )
 
 
 def _stacked_frames_batch(stack: bool):
@@ -260,8 +310,7 @@ def test_frame_storage_refuses_observations_that_are_not_frame_stacks():
     storage = FrameStorage(100, 2, (4, 2, 2), np.uint8, (), np.int64)
     storage.append(_stacked_frames_batch(True))
     with pytest.raises(ValueError, match=r"not a stack of frames .* set frame_dedup=False"):
-        FrameStorage(100, 2, (4, 2, 2), np.uint8, (), np.int64).append(
-            _stacked_frames_batch(False))
+        FrameStorage(100, 2, (4, 2, 2), np.uint8, (), np.int64).append(_stacked_frames_batch(False))
 
 
 def test_dqn_asks_the_env_whether_it_stacks_frames():

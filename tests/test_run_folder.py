@@ -1,5 +1,6 @@
 """One run per folder, files written whole and never through a symlink, progress.csv cut
 back on resume, and every way a run folder or its start can go wrong is one line."""
+
 import csv
 import errno
 import os
@@ -33,11 +34,19 @@ def test_the_lock_is_exclusive_names_its_holder_and_dies_with_it(tmp_path):
         FolderLock.acquire(str(tmp_path))
     lock.release()
     FolderLock.acquire(str(tmp_path)).release()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from "
-                               "rlfw.runfolder.folder_lock import FolderLock; "
-                               "lock = FolderLock.acquire(sys.argv[1]); "
-                               "print('held', flush=True); time.sleep(60)", str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from "
+            "rlfw.runfolder.folder_lock import FolderLock; "
+            "lock = FolderLock.acquire(sys.argv[1]); "
+            "print('held', flush=True); time.sleep(60)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(FolderBusyError, match=f"pid {holder.pid}"):
@@ -51,21 +60,45 @@ def test_the_lock_is_exclusive_names_its_holder_and_dies_with_it(tmp_path):
 @pytest.mark.integration
 def test_a_second_train_into_a_running_folder_is_refused_at_once(tmp_path):
     run = tmp_path / "run"
-    first = subprocess.Popen([sys.executable, "-m", "rlfw", "train", "--steps", "500000",
-                              "--eval-every", "250000", "--checkpoint-every", "2048",
-                              "--set", "schedule.log_every=1024",
-                              "--seed", "1", "--no-progress", "--log-dir", str(run)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rlfw",
+            "train",
+            "--steps",
+            "500000",
+            "--eval-every",
+            "250000",
+            "--checkpoint-every",
+            "2048",
+            "--set",
+            "schedule.log_every=1024",
+            "--seed",
+            "1",
+            "--no-progress",
+            "--log-dir",
+            str(run),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
-        while not (list_checkpoints(str(run)) and (run / "progress.csv").exists()) \
-                and time.time() < deadline:
+        while (
+            not (list_checkpoints(str(run)) and (run / "progress.csv").exists())
+            and time.time() < deadline
+        ):
             time.sleep(0.2)
         assert list_checkpoints(str(run)), "the first run did not start"
         started = time.perf_counter()
-        second = subprocess.run([sys.executable, "-m", "rlfw", *TRAIN, "--seed", "2",
-                                 "--log-dir", str(run)], capture_output=True, text=True,
-                                timeout=120)
+        second = subprocess.run(
+            [sys.executable, "-m", "rlfw", *TRAIN, "--seed", "2", "--log-dir", str(run)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert second.returncode == 2
         assert f"is in use by another rlfw run (pid {first.pid})" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
@@ -132,8 +165,21 @@ def test_resume_refuses_flags_that_contradict_the_run(run, capsys):
     assert exc.value.code == 2 and "contradicts the run" in err
     assert "algo='a2c' (the run has 'ppo')" in err and "a2c.learning_rate=0.5" in err
     same_lr = load_checkpoint(list_checkpoints(str(run))[-1], "drop")["config"]["ppo"]
-    assert main(["train", "--resume", str(run), "--steps", "768", "--no-progress",
-                 "--set", f"ppo.learning_rate={same_lr['learning_rate']}"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--resume",
+                str(run),
+                "--steps",
+                "768",
+                "--no-progress",
+                "--set",
+                f"ppo.learning_rate={same_lr['learning_rate']}",
+            ]
+        )
+        == 0
+    )
 
 
 def test_an_unreadable_config_json_falls_back_to_the_checkpoints(run, capsys):
@@ -150,15 +196,27 @@ def test_no_abbreviated_flags(run, capsys):
         main(["train", "--res", str(run)])
     assert exc.value.code == 2 and "unrecognized arguments: --res" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["sweep", "--runs-dir", str(run.parent / "sweep"), "--grid", "ppo.epochs=2",
-              "--res", str(run)])
+        main(
+            [
+                "sweep",
+                "--runs-dir",
+                str(run.parent / "sweep"),
+                "--grid",
+                "ppo.epochs=2",
+                "--res",
+                str(run),
+            ]
+        )
     assert "remove --res from the train flags" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("bad,message", [
-    ("file", "exists and is not a folder"),
-    ("list", "holds a JSON list, not an object"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ("file", "exists and is not a folder"),
+        ("list", "holds a JSON list, not an object"),
+    ],
+)
 def test_bad_folders_and_config_files_are_one_line(tmp_path, bad, message, capsys):
     target = tmp_path / "target"
     if bad == "file":
@@ -175,7 +233,8 @@ def test_bad_folders_and_config_files_are_one_line(tmp_path, bad, message, capsy
 
 @pytest.mark.parametrize("error", [errno.ENOSPC, errno.EROFS])
 def test_a_full_disk_or_read_only_folder_is_one_line_and_loses_nothing(
-        run, error, capsys, monkeypatch):
+    run, error, capsys, monkeypatch
+):
     # (as root, permissions do not stop writes: the error is injected where the disk gives it)
     before = {p: Path(p).read_bytes() for p in list_checkpoints(str(run))}
 
@@ -193,8 +252,7 @@ def test_a_full_disk_or_read_only_folder_is_one_line_and_loses_nothing(
     assert main(["train", "--resume", str(run), "--steps", "1024", "--no-progress"]) == 0
 
 
-def test_ctrl_c_while_starting_is_one_line_and_claims_no_checkpoint(tmp_path, capsys,
-                                                                     monkeypatch):
+def test_ctrl_c_while_starting_is_one_line_and_claims_no_checkpoint(tmp_path, capsys, monkeypatch):
     import rlfw.launch.build as build
 
     def interrupted(*args, **kwargs):
@@ -203,14 +261,17 @@ def test_ctrl_c_while_starting_is_one_line_and_claims_no_checkpoint(tmp_path, ca
     monkeypatch.setattr(build, "build_sampler", interrupted)
     assert main([*TRAIN, "--log-dir", str(tmp_path / "run")]) == 130
     err = capsys.readouterr().err
-    assert err.strip() == (f"rlfw: interrupted while starting; no checkpoint was written in "
-                           f"{tmp_path / 'run'}; the same command starts the run again")
+    assert err.strip() == (
+        f"rlfw: interrupted while starting; no checkpoint was written in "
+        f"{tmp_path / 'run'}; the same command starts the run again"
+    )
     monkeypatch.undo()
     assert main([*TRAIN, "--log-dir", str(tmp_path / "run")]) == 0  # the folder is free
 
 
-def test_a_run_that_fails_before_its_first_checkpoint_says_how_to_start_again(tmp_path, capsys,
-                                                                              monkeypatch):
+def test_a_run_that_fails_before_its_first_checkpoint_says_how_to_start_again(
+    tmp_path, capsys, monkeypatch
+):
     """A run folder with a config and no checkpoint can be neither resumed nor reused by a
     fresh run: the advice names the way that works, and it does. W&B that will not start
     (no login) is such a failure, one clean error line."""
@@ -223,13 +284,17 @@ def test_a_run_that_fails_before_its_first_checkpoint_says_how_to_start_again(tm
     run = tmp_path / "run"
     assert main([*TRAIN, "--log-dir", str(run), "--wandb"]) == 2
     err = capsys.readouterr().err
-    assert ("rlfw: error: --wandb could not start a W&B run (UsageError: No API key configured. "
-            "Use `wandb login` to log in): log in (`wandb login`), or log offline with "
-            "WANDB_MODE=offline") in err
-    advice = (f"rlfw: no checkpoint was written in {run}, so there is nothing to resume; start "
-              f"the run again in a new folder (python -m rlfw train --config "
-              f"{run / 'config.json'} --log-dir NEW_DIR), or delete {run} and run the same "
-              "command")
+    assert (
+        "rlfw: error: --wandb could not start a W&B run (UsageError: No API key configured. "
+        "Use `wandb login` to log in): log in (`wandb login`), or log offline with "
+        "WANDB_MODE=offline"
+    ) in err
+    advice = (
+        f"rlfw: no checkpoint was written in {run}, so there is nothing to resume; start "
+        f"the run again in a new folder (python -m rlfw train --config "
+        f"{run / 'config.json'} --log-dir NEW_DIR), or delete {run} and run the same "
+        "command"
+    )
     assert advice in err and "Traceback" not in err
     # what does not work: resuming it, or reusing the folder
     assert main(["train", "--resume", str(run), "--no-progress"]) == 1
@@ -238,8 +303,21 @@ def test_a_run_that_fails_before_its_first_checkpoint_says_how_to_start_again(tm
         main([*TRAIN, "--log-dir", str(run)])
     assert "already holds a run (config.json)" in capsys.readouterr().err
     monkeypatch.undo()
-    assert main(["train", "--config", str(run / "config.json"), "--set", "wandb.enabled=false",
-                 "--log-dir", str(tmp_path / "again"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(run / "config.json"),
+                "--set",
+                "wandb.enabled=false",
+                "--log-dir",
+                str(tmp_path / "again"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
 
 
 def test_the_lock_file_is_left_but_never_a_symlink(tmp_path):

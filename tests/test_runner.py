@@ -1,4 +1,5 @@
 """Sync runner: run folder contents, checkpoints, bitwise resume, Ctrl-C."""
+
 import csv
 import errno
 import glob
@@ -24,12 +25,18 @@ from conftest import bits
 
 
 def small_config(algo="ppo", itrs=6, seed=0, sampler="serial") -> RunConfig:
-    config = apply_overrides(RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2),
-                             preset(algo, "CartPole-v1"))
+    config = apply_overrides(
+        RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2), preset(algo, "CartPole-v1")
+    )
     per_itr = config.batch_B * config.batch_T
-    config.schedule = RunSchedule(n_steps=itrs * per_itr, eval_every=2 * per_itr,
-                                  eval_episodes=2, log_every=per_itr,
-                                  checkpoint_every=3 * per_itr, keep_checkpoints=2)
+    config.schedule = RunSchedule(
+        n_steps=itrs * per_itr,
+        eval_every=2 * per_itr,
+        eval_episodes=2,
+        log_every=per_itr,
+        checkpoint_every=3 * per_itr,
+        keep_checkpoints=2,
+    )
     return config
 
 
@@ -48,13 +55,22 @@ def test_run_folder_has_config_csv_tensorboard_checkpoint_and_plot(tmp_path):
     assert config["algo"] == "ppo" and config["env"] == "CartPole-v1"
     assert json.loads(json.dumps(RunConfig.from_dict(config).to_dict())) == config
     header = (run / "progress.csv").read_text().splitlines()[0].split(",")
-    for key in ("step", "eval/return_mean", "rollout/return_mean", "train/policy_loss",
-                "time/sample", "time/learn", "time/steps_per_second"):
+    for key in (
+        "step",
+        "eval/return_mean",
+        "rollout/return_mean",
+        "train/policy_loss",
+        "time/sample",
+        "time/learn",
+        "time/steps_per_second",
+    ):
         assert key in header
     assert glob.glob(str(run / "events.out.tfevents.*"))
     assert (run / "learning_curve.png").stat().st_size > 1000
     assert [os.path.basename(p) for p in list_checkpoints(str(run))] == [
-        "ckpt_000000000768.pt", "ckpt_000000001536.pt"]
+        "ckpt_000000000768.pt",
+        "ckpt_000000001536.pt",
+    ]
 
 
 @pytest.mark.integration
@@ -63,13 +79,16 @@ def test_the_learning_curve_leaves_the_caller_s_matplotlib_alone(tmp_path):
     drawn on a figure of its own, without pyplot."""
     csv_path, png = tmp_path / "progress.csv", tmp_path / "curve.png"
     csv_path.write_text("step,rollout/return_mean,eval/return_mean\n100,1.5,\n200,2.5,3.0\n")
-    script = ("import sys, matplotlib; matplotlib.use('svg'); "
-              "from rlfw.logging.plot import plot_learning_curve; "
-              f"written = plot_learning_curve({str(csv_path)!r}, {str(png)!r}); "
-              "print(written is not None, matplotlib.get_backend(), "
-              "'matplotlib.pyplot' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+    script = (
+        "import sys, matplotlib; matplotlib.use('svg'); "
+        "from rlfw.logging.plot import plot_learning_curve; "
+        f"written = plot_learning_curve({str(csv_path)!r}, {str(png)!r}); "
+        "print(written is not None, matplotlib.get_backend(), "
+        "'matplotlib.pyplot' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "svg", "False"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -84,13 +103,15 @@ def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):
     config.schedule.eval_every, config.schedule.log_every = 3 * per_itr, 4 * per_itr
     run = tmp_path / "run"
     result = build_runner(config, str(run), progress=False, stdout=False).train()
-    assert [step for step, _ in result.eval_history] == [3 * per_itr, 6 * per_itr,
-                                                         7 * per_itr]
+    assert [step for step, _ in result.eval_history] == [3 * per_itr, 6 * per_itr, 7 * per_itr]
     with open(run / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     assert [int(r["step"]) for r in rows] == [k * per_itr for k in (3, 4, 6, 7)]
-    logged = [(int(r["step"]), float(r["eval/return_mean"])) for r in rows
-              if r["eval/return_mean"] not in ("", "nan")]
+    logged = [
+        (int(r["step"]), float(r["eval/return_mean"]))
+        for r in rows
+        if r["eval/return_mean"] not in ("", "nan")
+    ]
     assert logged == result.eval_history
 
 
@@ -98,13 +119,15 @@ def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):
 def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch, sampler):
     from conftest import children
 
-    whole = build_runner(small_config(sampler=sampler), str(tmp_path / "whole"), progress=False,
-                         stdout=False)
+    whole = build_runner(
+        small_config(sampler=sampler), str(tmp_path / "whole"), progress=False, stdout=False
+    )
     with whole:
         whole.train()
 
-    part = build_runner(small_config(sampler=sampler), str(tmp_path / "part"), progress=False,
-                        stdout=False)
+    part = build_runner(
+        small_config(sampler=sampler), str(tmp_path / "part"), progress=False, stdout=False
+    )
     real = type(part.sampler).obtain_samples
 
     def interrupt_at_4(self, itr):
@@ -119,8 +142,13 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
     assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
 
-    resumed = build_runner(small_config(sampler=sampler), str(tmp_path / "part"), resume=True,
-                           progress=False, stdout=False)
+    resumed = build_runner(
+        small_config(sampler=sampler),
+        str(tmp_path / "part"),
+        resume=True,
+        progress=False,
+        stdout=False,
+    )
     with resumed:
         final = resumed.train()
     assert final.env_steps == 6 * 256
@@ -128,8 +156,7 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
     assert a.keys() == b.keys()
     assert children() == []  # `with runner:` closed every sampler
     assert all(torch.equal(bits(a[k]), bits(b[k])) for k in a), "resumed run diverged"
-    assert final.eval_history[-1] == pytest.approx(
-        build_history_tail(tmp_path / "whole"))
+    assert final.eval_history[-1] == pytest.approx(build_history_tail(tmp_path / "whole"))
 
 
 def build_history_tail(run_dir):

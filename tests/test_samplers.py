@@ -1,4 +1,5 @@
 """Every sampler against the serial one: exact arrays, determinism, faults, learning."""
+
 import time
 
 import numpy as np
@@ -51,8 +52,9 @@ def test_counting_env_samples_equal_the_serial_samplers_exactly(kind):
     for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
         assert trees_equal(exp_samples, got_samples)
         assert exp_eps == got_eps
-    assert all(any(getattr(s, end).any() for s, _ in expected)
-               for end in ("terminated", "truncated"))
+    assert all(
+        any(getattr(s, end).any() for s, _ in expected) for end in ("terminated", "truncated")
+    )
     assert sum(s.bootstrap_value.abs().sum() for s, _ in expected) > 0
 
 
@@ -111,10 +113,13 @@ def test_same_seed_twice_is_bitwise_identical_with_a_stochastic_agent(kind):
 
 @pytest.mark.isolated
 @pytest.mark.parametrize("kind", list(PARALLEL))
-@pytest.mark.parametrize("env_cls,message", [
-    (RaisingEnv, "RaisingEnv: deliberate failure at step 9"),
-    (SelfKillingEnv, "killed by signal 9"),
-])
+@pytest.mark.parametrize(
+    "env_cls,message",
+    [
+        (RaisingEnv, "RaisingEnv: deliberate failure at step 9"),
+        (SelfKillingEnv, "killed by signal 9"),
+    ],
+)
 def test_worker_fault_surfaces_fast_with_cleanup(kind, env_cls, message):
     shm_before = shm_entries()
     key = "raise_at" if env_cls is RaisingEnv else "kill_at"
@@ -148,10 +153,13 @@ def test_close_is_idempotent_and_leaves_nothing():
     assert children() == []
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(n_workers=3, batch_B=2), "n_workers=3 exceeds batch_B=2"),
-    (dict(n_workers=0, batch_B=2), "n_workers must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(n_workers=3, batch_B=2), "n_workers=3 exceeds batch_B=2"),
+        (dict(n_workers=0, batch_B=2), "n_workers must be a positive integer"),
+    ],
+)
 def test_bad_worker_counts(kwargs, message):
     factory = EnvFactory("counting", entry=CountingEnv)
     with pytest.raises(ValueError, match=message):
@@ -217,8 +225,9 @@ def test_native_groups_give_the_same_samples_and_games():
     from rlfw.envs.atari import AtariOptions
     from rlfw.samplers import NativeAtariSampler
 
-    factory = EnvFactory("ALE/SpaceInvaders-v5",
-                         atari=replace(AtariOptions(), max_episode_frames=1200))
+    factory = EnvFactory(
+        "ALE/SpaceInvaders-v5", atari=replace(AtariOptions(), max_episode_frames=1200)
+    )
     runs = {}
     for n_groups in (1, 2, 3):
         agent = _MeanPixelValueAgent(EnvSpaces.of(factory).action)
@@ -261,9 +270,9 @@ def test_unguarded_script_under_spawn_gets_a_hint(tmp_path):
         "from rlfw.samplers import ParallelCpuSampler\n"
         "from rlfw.testing import CountingAgent, CountingEnv\n"
         "sampler = ParallelCpuSampler(EnvFactory('c', entry=CountingEnv), 4, 2, n_workers=1)\n"
-        "sampler.initialize(CountingAgent())\n")
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=60)
+        "sampler.initialize(CountingAgent())\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert run.returncode != 0
     assert "if __name__ == '__main__':" in run.stderr and "WorkerError" in run.stderr
 
@@ -325,10 +334,14 @@ def test_an_unknown_start_method_is_named_with_the_choices():
     from rlfw.samplers import ParallelCpuSampler
     from rlfw.testing import CountingAgent, CountingEnv
 
-    sampler = ParallelCpuSampler(EnvFactory("c", entry=CountingEnv), 4, 2, n_workers=1,
-                                 start_method="thread")
-    with pytest.raises(ValueError, match=r"start method 'thread' unknown; choose from "
-                                         r"\[.*'forkserver'.*\]"):
+    sampler = ParallelCpuSampler(
+        EnvFactory("c", entry=CountingEnv), 4, 2, n_workers=1, start_method="thread"
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"start method 'thread' unknown; choose from "
+        r"\[.*'forkserver'.*\]",
+    ):
         sampler.initialize(CountingAgent())
     sampler.close()
 
@@ -340,8 +353,9 @@ def test_the_run_s_start_method_starts_evaluation_workers_and_the_async_sampler_
     from rlfw.launch.build import build_runner
     from rlfw.launch.config import RunConfig
 
-    config = RunConfig.for_env("CartPole-v1", "ppo", steps=512, runner="async",
-                               n_eval_workers=1, start_method="spawn")
+    config = RunConfig.for_env(
+        "CartPole-v1", "ppo", steps=512, runner="async", n_eval_workers=1, start_method="spawn"
+    )
     with build_runner(config, None, progress=False, stdout=False) as runner:
         assert runner.sampler.start_method == "spawn"  # the async runner's sampler process
         serial = runner.sampler.sampler

@@ -1,5 +1,6 @@
 """experiments/scaling/study.py: the smoke scale runs all three parts and writes its
 tables, plots and numbers; the DGX plan is well-formed without a GPU."""
+
 import json
 import subprocess
 import sys
@@ -14,9 +15,12 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.mark.slow
 def test_smoke_scale_writes_tables_and_plots(tmp_path):
     out, runs = tmp_path / "out", tmp_path / "runs"
-    done = subprocess.run([sys.executable, STUDY, "--scale", "smoke", "--out", str(out),
-                           "--runs-dir", str(runs)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, STUDY, "--scale", "smoke", "--out", str(out), "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     kinds = {r["sampler"] for r in results["sampler"]}
@@ -25,13 +29,21 @@ def test_smoke_scale_writes_tables_and_plots(tmp_path):
     assert "batch" not in results  # on MinAtar: claims.py, tested below
     assert "claims.py --part batch --scale smoke" in done.stdout
     ranks = {(r["kind"], r["ranks"]): r for r in results["ranks"]}
-    assert set(ranks) == {("strong", 1), ("strong", 2), ("weak", 1), ("weak", 2),
-                          ("weak, 1 core per rank", 1), ("weak, 1 core per rank", 2)}
+    assert set(ranks) == {
+        ("strong", 1),
+        ("strong", 2),
+        ("weak", 1),
+        ("weak", 2),
+        ("weak, 1 core per rank", 1),
+        ("weak, 1 core per rank", 2),
+    }
     assert ranks[("weak, 1 core per rank", 1)]["efficiency"] == 1.0
     assert all(r["status"] == 0 and r["steps_per_s"] > 0 for r in ranks.values())
     assert ranks[("weak", 1)]["efficiency"] == 1.0 and ranks[("weak", 2)]["efficiency"] > 0
-    assert json.loads((runs / "ranks" / "strong-ranks=2" / "config.json").read_text())[
-        "world_size"] == 2
+    assert (
+        json.loads((runs / "ranks" / "strong-ranks=2" / "config.json").read_text())["world_size"]
+        == 2
+    )
     text = (out / "README.md").read_text()
     for heading in ("## (a) Sampler throughput", "## (c) Learner ranks (torchrun)"):
         assert heading in text
@@ -41,8 +53,12 @@ def test_smoke_scale_writes_tables_and_plots(tmp_path):
 
 
 def test_dgx_plan_is_well_formed_without_running():
-    done = subprocess.run([sys.executable, STUDY, "--scale", "dgx", "--dry-run"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, STUDY, "--scale", "dgx", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "(b) 12 training runs; (c) 8 torchrun launches" in done.stdout
     assert '"device": "cuda"' in done.stdout
@@ -57,14 +73,17 @@ def test_minatar_claims_smoke_runs_both_parts_keeps_records_and_rebuilds(tmp_pat
     tables and curves; --report-only rebuilds the same report from the records alone."""
     for part, rows in (("batch", ("x1", "x2")), ("runners", ("sync", "concurrent", "async"))):
         out = tmp_path / part
-        done = subprocess.run([sys.executable, CLAIMS, "--part", part, "--scale", "smoke",
-                               "--out", str(out)], capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, CLAIMS, "--part", part, "--scale", "smoke", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         data = json.loads((out / "results.json").read_text())
         (table,) = data["tables"]
         assert sorted(table["rows"]) == sorted(rows)
-        assert all(r["seeds"] == [0] and len(r["finals"]) == 1
-                   for r in table["rows"].values())
+        assert all(r["seeds"] == [0] and len(r["finals"]) == 1 for r in table["rows"].values())
         if part == "batch":
             assert table["target"] is not None
         else:
@@ -75,17 +94,44 @@ def test_minatar_claims_smoke_runs_both_parts_keeps_records_and_rebuilds(tmp_pat
         import shutil
 
         shutil.rmtree(out / "runs")
-        again = subprocess.run([sys.executable, CLAIMS, "--part", part, "--scale", "smoke",
-                                "--out", str(out), "--report-only"], capture_output=True,
-                               text=True, timeout=300)
+        again = subprocess.run(
+            [
+                sys.executable,
+                CLAIMS,
+                "--part",
+                part,
+                "--scale",
+                "smoke",
+                "--out",
+                str(out),
+                "--report-only",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert again.returncode == 0, again.stderr[-2000:]
         assert (out / "README.md").read_text() == readme
 
 
 def test_minatar_claims_rejects_an_algorithm_its_scale_does_not_study(tmp_path):
-    done = subprocess.run([sys.executable, CLAIMS, "--part", "batch", "--scale", "smoke",
-                           "--out", str(tmp_path), "--algos", "ppo,dqn"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            CLAIMS,
+            "--part",
+            "batch",
+            "--scale",
+            "smoke",
+            "--out",
+            str(tmp_path),
+            "--algos",
+            "ppo,dqn",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "--algos 'ppo,dqn'" in done.stderr and "studies ppo" in done.stderr
     assert not (tmp_path / "records").exists()

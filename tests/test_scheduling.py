@@ -1,4 +1,5 @@
 """Dynamic scheduling: the hill-climb picks the best worker count and the run keeps it."""
+
 import json
 
 import pytest
@@ -27,8 +28,9 @@ def test_candidates_split_the_envs_evenly():
 def test_with_a_known_step_cost_the_tuner_picks_the_best_worker_count(tmp_path):
     # Each step waits 10 ms: 1 worker steps 4 envs in 40 ms, 2 in 20 ms, 4 in 10 ms.
     factory = EnvFactory("sleepy", entry=SleepyEnv, kwargs=(("step_s", 0.01),))
-    config = RunConfig(env="CartPole-v1", sampler="cpu", batch_B=4, batch_T=8,
-                       tune_workers=True, tune_seconds=0.6)
+    config = RunConfig(
+        env="CartPole-v1", sampler="cpu", batch_B=4, batch_T=8, tune_workers=True, tune_seconds=0.6
+    )
     lines = []
     tune_workers(config, factory, CountingAgent(), str(tmp_path), say=lines.append)
     assert config.n_workers == 4 and not config.tune_workers
@@ -41,16 +43,17 @@ def test_with_a_known_step_cost_the_tuner_picks_the_best_worker_count(tmp_path):
 
 
 def test_the_choice_is_saved_in_config_json_and_a_resumed_run_uses_it(tmp_path):
-    config = RunConfig(sampler="cpu", batch_B=2, batch_T=16, tune_workers=True,
-                       tune_seconds=0.3)
+    config = RunConfig(sampler="cpu", batch_B=2, batch_T=16, tune_workers=True, tune_seconds=0.3)
     config.schedule.n_steps, config.schedule.eval_every = 64, None
     runner = build_runner(config, str(tmp_path / "run"), progress=False, stdout=False)
     with runner:
         runner.train()
     saved = RunConfig.load(str(tmp_path / "run"))
     assert saved.n_workers in (1, 2) and saved.tune_workers is False
-    assert saved.n_workers == json.loads((tmp_path / "run" / "tuning.json").read_text())[
-        "chosen"]["n_workers"]
+    assert (
+        saved.n_workers
+        == json.loads((tmp_path / "run" / "tuning.json").read_text())["chosen"]["n_workers"]
+    )
 
 
 def test_auto_workers_with_the_serial_sampler_is_refused():

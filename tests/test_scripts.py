@@ -1,5 +1,6 @@
 """The experiment scripts build exactly the run the CLI builds from the same flags: the same
 config.json and bitwise-identical final checkpoints."""
+
 import functools
 import json
 import os
@@ -24,11 +25,18 @@ def run_side_by_side(*argvs: list[str], cwd: Path) -> None:
     core); every one must succeed."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cores = sorted(os.sched_getaffinity(0))
-    procs = [subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              preexec_fn=functools.partial(os.sched_setaffinity, 0,
-                                                           [cores[i % len(cores)]]))
-             for i, argv in enumerate(argvs)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *argv],
+            cwd=cwd,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=functools.partial(os.sched_setaffinity, 0, [cores[i % len(cores)]]),
+        )
+        for i, argv in enumerate(argvs)
+    ]
     try:
         outputs = [p.communicate(timeout=600) for p in procs]
     finally:
@@ -58,27 +66,32 @@ def same_bits(a, b, where: str = "checkpoint") -> None:
         assert a.tobytes() == b.tobytes(), f"{where}: arrays differ"
     elif isinstance(a, bytes):  # pickled env state
         first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
-        assert len(a) == len(b) and first is None, \
+        assert len(a) == len(b) and first is None, (
             f"{where}: pickles differ (lengths {len(a)}, {len(b)}; first at byte {first})"
+        )
     elif isinstance(a, float) and a != a:
         assert b != b, where  # NaN == NaN here
     else:
         assert a == b, f"{where}: {a!r:.200} vs {b!r:.200}"
 
 
-@pytest.mark.parametrize("algo,env,steps", [
-    ("ppo", "Pendulum-v1", 4096),
-    ("ppo", "CartPole-v1", 1024),
-    ("dqn", "CartPole-v1", 1024),   # learning starts at 1,000 steps
-    ("a2c", "ALE/Breakout-v5", 160),  # 2 batches of 16 x 5
-])
+@pytest.mark.parametrize(
+    "algo,env,steps",
+    [
+        ("ppo", "Pendulum-v1", 4096),
+        ("ppo", "CartPole-v1", 1024),
+        ("dqn", "CartPole-v1", 1024),  # learning starts at 1,000 steps
+        ("a2c", "ALE/Breakout-v5", 160),  # 2 batches of 16 x 5
+    ],
+)
 @pytest.mark.integration
 def test_script_and_cli_build_the_same_run(algo, env, steps, tmp_path):
     common = ["--env", env, "--steps", str(steps), "--seed", "1"]
     run_side_by_side(
         [str(ROOT / "experiments" / "train.py"), "--algo", algo, *common, "--log-dir", "A"],
         ["-m", "rlfw", "train", "--algo", algo, *common, "--log-dir", "B", "--no-progress"],
-        cwd=tmp_path)
+        cwd=tmp_path,
+    )
     configs = [json.loads((tmp_path / d / "config.json").read_text()) for d in "AB"]
     assert configs[0] == configs[1]
     assert configs[0]["env"] == env and configs[0]["schedule"]["n_steps"] == steps

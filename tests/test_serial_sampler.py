@@ -1,4 +1,5 @@
 """SerialSampler against hand-written arrays from the counting env and counting agent."""
+
 import numpy as np
 import pytest
 import torch
@@ -54,9 +55,11 @@ def test_counting_env_batches_exact(counting_factory):
     assert len({derive_seed(SEED, TRAIN_ENV, 0, s) % 997 for s in range(B)}) == B
     # Episode statistics: one record per finished episode, with the real return.
     assert sorted((e.slot, e.ret, e.length) for e in eps1) == sorted(
-        [(s, 6.0, 3) for s in range(B)] + [(s, 15.0, 5) for s in range(B)])
+        [(s, 6.0, 3) for s in range(B)] + [(s, 15.0, 5) for s in range(B)]
+    )
     assert sorted((e.slot, e.ret, e.length) for e in eps2) == sorted(
-        [(s, 10.0, 4) for s in range(B)] + [(s, 6.0, 3) for s in range(B)])
+        [(s, 10.0, 4) for s in range(B)] + [(s, 6.0, 3) for s in range(B)]
+    )
     sampler.close()
 
 

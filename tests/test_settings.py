@@ -1,6 +1,7 @@
 """Each setting is declared once: its type, default, help (the docstring under it) and flag
 (``Annotated[..., Flag(...)]``) give the CLI flag, ``--set`` typing, ``--help-config`` and
 the reference page."""
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -54,30 +55,50 @@ def knob_algo():
 
 def test_a_new_setting_is_one_declaration_flag_help_and_reference(knob_algo):
     """Registering an algorithm whose config declares a flag is all it takes."""
-    args = make_parser().parse_args(["train", "--algo", "knob", "--toy-knob", "7",
-                                     "--toy-sharp", "--lr", "0.5"])
-    assert given_flags(args) == [("--lr", ALGO_FIELD + "learning_rate", 0.5),
-                                 ("--toy-knob", ALGO_FIELD + "knob", 7),
-                                 ("--toy-sharp", ALGO_FIELD + "sharp", True)]
+    args = make_parser().parse_args(
+        ["train", "--algo", "knob", "--toy-knob", "7", "--toy-sharp", "--lr", "0.5"]
+    )
+    assert given_flags(args) == [
+        ("--lr", ALGO_FIELD + "learning_rate", 0.5),
+        ("--toy-knob", ALGO_FIELD + "knob", 7),
+        ("--toy-sharp", ALGO_FIELD + "sharp", True),
+    ]
     assert "How far the knob is turned. [<algo>.knob]" in " ".join(
-        make_parser()._subparsers._group_actions[0].choices["train"].format_help().split())
+        make_parser()._subparsers._group_actions[0].choices["train"].format_help().split()
+    )
     assert "knob.knob: int = 3  [--toy-knob]" in help_config("knob", "CartPole-v1")
-    assert "| `knob.knob` | `int` | `3` | `--toy-knob` | How far the knob is turned. |" in \
-        reference_markdown()
+    assert (
+        "| `knob.knob` | `int` | `3` | `--toy-knob` | How far the knob is turned. |"
+        in reference_markdown()
+    )
     with pytest.raises(SystemExit):  # typed from the field: an int
         make_parser().parse_args(["train", "--toy-knob", "many"])
 
 
 def test_flags_set_the_declared_keys_constants_and_choices():
-    args = make_parser().parse_args(["train", "--n-envs", "16", "--eval-sampled",
-                                     "--compile", "auto", "--eval-every", "none",
-                                     "--sticky-actions", "0.25", "--wandb"])
-    assert given_flags(args) == [("--batch-B", "batch_B", 16),  # its first name
-                                 ("--eval-every", "schedule.eval_every", None),
-                                 ("--eval-sampled", "schedule.eval_greedy", False),
-                                 ("--sticky-actions", "atari.sticky_action_prob", 0.25),
-                                 ("--wandb", "wandb.enabled", True),
-                                 ("--compile", ALGO_FIELD + "compile", None)]
+    args = make_parser().parse_args(
+        [
+            "train",
+            "--n-envs",
+            "16",
+            "--eval-sampled",
+            "--compile",
+            "auto",
+            "--eval-every",
+            "none",
+            "--sticky-actions",
+            "0.25",
+            "--wandb",
+        ]
+    )
+    assert given_flags(args) == [
+        ("--batch-B", "batch_B", 16),  # its first name
+        ("--eval-every", "schedule.eval_every", None),
+        ("--eval-sampled", "schedule.eval_greedy", False),
+        ("--sticky-actions", "atari.sticky_action_prob", 0.25),
+        ("--wandb", "wandb.enabled", True),
+        ("--compile", ALGO_FIELD + "compile", None),
+    ]
     with pytest.raises(SystemExit):
         make_parser().parse_args(["train", "--eval-greedy", "--eval-sampled"])
 
@@ -91,8 +112,9 @@ def test_every_flag_sets_a_key_a_run_has_and_no_flag_is_declared_twice():
     for spec in config_flags():
         if spec.key.startswith(ALGO_FIELD):
             field = spec.key.removeprefix(ALGO_FIELD)
-            assert all(f"{algo}.{field}" in {d.key for d in key_docs([algo])}
-                       for algo in spec.algos), spec
+            assert all(
+                f"{algo}.{field}" in {d.key for d in key_docs([algo])} for algo in spec.algos
+            ), spec
         else:
             assert spec.key in keys, spec
 
@@ -107,10 +129,13 @@ def test_help_config_lists_every_key_with_its_preset(capsys):
     assert "dqn." not in out  # another algorithm's keys are not this run's
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--algo", "nope"], "algorithm 'nope' unknown; choose from"),
-    (["--env", "Nope-v9"], "unknown env id 'Nope-v9'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--algo", "nope"], "algorithm 'nope' unknown; choose from"),
+        (["--env", "Nope-v9"], "unknown env id 'Nope-v9'"),
+    ],
+)
 def test_help_config_for_an_unknown_algorithm_or_env_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["train", "--help-config", *argv])
@@ -128,14 +153,38 @@ def test_a_plugin_s_flag_is_on_the_command_line_it_names(tmp_path):
     plugins = Path(__file__).parent / "callback_plugins"
     env = {**os.environ, "PYTHONPATH": str(plugins)}
     run = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "rlfw", "train", "--plugin", "flagged_algo",
-                           "--algo", "flagged", "--flagged-knob", "5", "--steps", "256",
-                           "--no-progress", "--log-dir", str(run)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlfw",
+            "train",
+            "--plugin",
+            "flagged_algo",
+            "--algo",
+            "flagged",
+            "--flagged-knob",
+            "5",
+            "--steps",
+            "256",
+            "--no-progress",
+            "--log-dir",
+            str(run),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads((run / "config.json").read_text())["flagged"]["knob"] == 5
-    done = subprocess.run([sys.executable, "-m", "rlfw", "train", "--flagged-knob", "5"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlfw", "train", "--flagged-knob", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2 and "unrecognized arguments: --flagged-knob" in done.stderr
 
 

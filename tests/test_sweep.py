@@ -1,5 +1,6 @@
 """``rlfw sweep``: grid x seeds as separate train processes, row by row; failures are
 reported with their log; re-runs skip finished variants; Ray runs the same grid."""
+
 import json
 import os
 import subprocess
@@ -16,8 +17,12 @@ SMALL = [*TINY, "--batch-B", "4"]
 
 
 def sweep(runs_dir, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlfw", "sweep", "--runs-dir", str(runs_dir),
-                           *args], capture_output=True, text=True, timeout=400)
+    return subprocess.run(
+        [sys.executable, "-m", "rlfw", "sweep", "--runs-dir", str(runs_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
 
 
 def rows(runs_dir) -> dict[str, dict]:
@@ -52,8 +57,11 @@ def test_two_by_two_grid_is_reported_row_by_row_and_rerun_skips_it(tmp_path):
         assert row["steps_per_s"] > 0 and row["wall_s"] > 0
         assert f"| {name} | done |" in done.stdout
         saved = json.loads((runs / name / "config.json").read_text())
-        assert saved["ppo"]["epochs"] == int(row["settings"]["ppo.epochs"]) == \
-            int(name.split("ppo.epochs=")[1].split(",")[0])
+        assert (
+            saved["ppo"]["epochs"]
+            == int(row["settings"]["ppo.epochs"])
+            == int(name.split("ppo.epochs=")[1].split(",")[0])
+        )
         assert saved["batch_B"] == int(row["settings"]["batch_B"])
     assert (runs / "summary.md").exists() and (runs / "summary.csv").exists()
 
@@ -82,36 +90,60 @@ def test_a_failing_variant_is_reported_with_its_log(tmp_path):
     assert again.returncode == 1
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--grid", "ppo.epoch=4,10"], "grid key 'ppo.epoch' is not a config field; valid keys: "),
-    (["--grid", "ppo.epochs=four"], "config key 'ppo.epochs' takes an integer, got 'four'"),
-    (["--grid", "ppo.epochs"], "--grid takes KEY=V1,V2,..., got 'ppo.epochs'"),
-    (["--grid", "ppo.epochs=2", "--seed", "3"], "the sweep sets --log-dir, --resume, --seed"),
-    (["--grid", "batch_B=0"], "batch_B must be a positive integer, got 0"),
-    (["--grid", "dqn.gamma=0.9,0.95", "--algo", "rainbow"],
-     "config key 'dqn.gamma' belongs to algo 'dqn', but this run trains 'rainbow'"),
-    (["--grid", "ppo.epochs=2", "--max-parallel", "0"], "max_parallel must be >= 1, got 0"),
-    # a seed or a grid point twice is one run counted twice in the summary
-    (["--grid", "ppo.epochs=2", "--seeds", "0", "1", "0"],
-     "seeds must be one or more different seeds, got [0, 1, 0]"),
-    (["--grid", "ppo.epochs=2", "--seeds", "-1"], "seed must be an integer from 0 to 2**32 - 1"),
-    (["--grid", "ppo.epochs=2,4,2"], "grid key 'ppo.epochs' repeats a value: ['2', '4', '2']"),
-    (["--grid", "ppo.epochs=2", "--grid", "ppo.epochs=4"],
-     "grid key 'ppo.epochs' is given twice; list all its values in one --grid ppo.epochs=V1,V2"),
-    (["--grid", "ppo.epochs=2", "--ray-address", "auto"],
-     "--ray-address is for --backend ray; this sweep runs on the local backend"),
-    (["--grid", "ppo.epochs=2", "--cpus-per-run", "2"], "--cpus-per-run is for --backend ray"),
-    # a key the grid and the train flags both set: the grid's value would silently win
-    (["--grid", "seed=1,2"], "grid key 'seed' is the sweep's own: give the seeds with --seeds"),
-    (["--grid", "schedule.n_steps=600,700", "--steps", "1000"],
-     "grid key 'schedule.n_steps' is also set by the train flags (--steps); set it in one place"),
-    (["--grid", "ppo.epochs=2,4", "--set", "ppo.epochs=4"],
-     "grid key 'ppo.epochs' is also set by the train flags (--set ppo.epochs=4)"),
-    (["--grid", "ppo.learning_rate=1e-3,1e-4", "--lr", "3e-4"],
-     "grid key 'ppo.learning_rate' is also set by the train flags (--lr)"),
-    (["--grid", "n_envs=4,8", "--n-envs", "16"],
-     "grid key 'batch_B' is also set by the train flags (--batch-B)"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--grid", "ppo.epoch=4,10"], "grid key 'ppo.epoch' is not a config field; valid keys: "),
+        (["--grid", "ppo.epochs=four"], "config key 'ppo.epochs' takes an integer, got 'four'"),
+        (["--grid", "ppo.epochs"], "--grid takes KEY=V1,V2,..., got 'ppo.epochs'"),
+        (["--grid", "ppo.epochs=2", "--seed", "3"], "the sweep sets --log-dir, --resume, --seed"),
+        (["--grid", "batch_B=0"], "batch_B must be a positive integer, got 0"),
+        (
+            ["--grid", "dqn.gamma=0.9,0.95", "--algo", "rainbow"],
+            "config key 'dqn.gamma' belongs to algo 'dqn', but this run trains 'rainbow'",
+        ),
+        (["--grid", "ppo.epochs=2", "--max-parallel", "0"], "max_parallel must be >= 1, got 0"),
+        # a seed or a grid point twice is one run counted twice in the summary
+        (
+            ["--grid", "ppo.epochs=2", "--seeds", "0", "1", "0"],
+            "seeds must be one or more different seeds, got [0, 1, 0]",
+        ),
+        (
+            ["--grid", "ppo.epochs=2", "--seeds", "-1"],
+            "seed must be an integer from 0 to 2**32 - 1",
+        ),
+        (["--grid", "ppo.epochs=2,4,2"], "grid key 'ppo.epochs' repeats a value: ['2', '4', '2']"),
+        (
+            ["--grid", "ppo.epochs=2", "--grid", "ppo.epochs=4"],
+            "grid key 'ppo.epochs' is given twice; list all its values in one --grid "
+            "ppo.epochs=V1,V2",
+        ),
+        (
+            ["--grid", "ppo.epochs=2", "--ray-address", "auto"],
+            "--ray-address is for --backend ray; this sweep runs on the local backend",
+        ),
+        (["--grid", "ppo.epochs=2", "--cpus-per-run", "2"], "--cpus-per-run is for --backend ray"),
+        # a key the grid and the train flags both set: the grid's value would silently win
+        (["--grid", "seed=1,2"], "grid key 'seed' is the sweep's own: give the seeds with --seeds"),
+        (
+            ["--grid", "schedule.n_steps=600,700", "--steps", "1000"],
+            "grid key 'schedule.n_steps' is also set by the train flags (--steps); set it in one "
+            "place",
+        ),
+        (
+            ["--grid", "ppo.epochs=2,4", "--set", "ppo.epochs=4"],
+            "grid key 'ppo.epochs' is also set by the train flags (--set ppo.epochs=4)",
+        ),
+        (
+            ["--grid", "ppo.learning_rate=1e-3,1e-4", "--lr", "3e-4"],
+            "grid key 'ppo.learning_rate' is also set by the train flags (--lr)",
+        ),
+        (
+            ["--grid", "n_envs=4,8", "--n-envs", "16"],
+            "grid key 'batch_B' is also set by the train flags (--batch-B)",
+        ),
+    ],
+)
 def test_bad_sweep_is_refused_before_anything_starts(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["sweep", "--runs-dir", str(tmp_path / "sweep"), *argv])

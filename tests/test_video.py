@@ -1,6 +1,7 @@
 """Videos of the agent (``rlfw eval RUN --video``, ``--video-every``) and W&B logging: a
 CartPole video holds one frame per step plus the reset frame, Atari's is the full-colour
 screen, and an offline W&B run holds exactly the scalars progress.csv holds."""
+
 import csv
 import glob
 import json
@@ -19,8 +20,18 @@ from rlfw.launch.config import RunConfig
 from rlfw.samplers.machinery.evaluation import EvalLimits
 from rlfw.samplers.machinery.video import record_episodes
 
-RUN = ["train", "--steps", "1024", "--eval-every", "512", "--eval-episodes", "2",
-       "--checkpoint-every", "512", "--no-progress"]
+RUN = [
+    "train",
+    "--steps",
+    "1024",
+    "--eval-every",
+    "512",
+    "--eval-episodes",
+    "2",
+    "--checkpoint-every",
+    "512",
+    "--no-progress",
+]
 
 
 def frames(path) -> list[np.ndarray]:
@@ -49,9 +60,16 @@ def test_atari_video_is_the_full_colour_screen_and_a_cut_episode_is_kept(tmp_pat
     config = RunConfig.for_env("ALE/Pong-v5", algo="ppo")
     factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(factory).action)
-    _, written = record_episodes(agent, factory, str(tmp_path), 1, greedy=False, seed=0,
-                                 limits=EvalLimits(max_episode_steps=30))
-    (mp4, gif), = written
+    _, written = record_episodes(
+        agent,
+        factory,
+        str(tmp_path),
+        1,
+        greedy=False,
+        seed=0,
+        limits=EvalLimits(max_episode_steps=30),
+    )
+    ((mp4, gif),) = written
     assert re.search(r"episode-00-return--?\d+\.\d-cut\.mp4$", mp4)
     video = frames(mp4)
     assert len(video) == 31 and video[0].shape == (210, 160, 3)  # not the 84x84 gray input
@@ -67,8 +85,9 @@ def test_eval_video_cli_writes_under_the_run_folder(tmp_path, capsys):
     names = sorted(p.name for p in (run / "videos").iterdir())
     assert len([n for n in names if n.endswith(".mp4")]) == 2
     mean = float(re.search(r"mean return ([\d.]+)", out).group(1))
-    shown = [float(re.search(r"return-([\d.]+)\.mp4", n).group(1)) for n in names
-             if n.endswith(".mp4")]
+    shown = [
+        float(re.search(r"return-([\d.]+)\.mp4", n).group(1)) for n in names if n.endswith(".mp4")
+    ]
     assert np.mean(shown) == pytest.approx(mean)
 
 
@@ -85,7 +104,7 @@ def wandb_records(path: str):
             pos += left
             continue
         _, length, kind = struct.unpack_from("<IHB", data, pos)
-        chunks += data[pos + 7:pos + 7 + length]
+        chunks += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # FULL or LAST: a whole record
             record = wandb_internal_pb2.Record()
@@ -98,15 +117,30 @@ def test_offline_wandb_run_logs_what_progress_csv_holds(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     run = tmp_path / "run"
-    assert main([*RUN, "--log-dir", str(run), "--wandb", "--video-every", "1024",
-                 "--set", "wandb.group=suite-x"]) == 0
-    log, = glob.glob(str(run / "wandb" / "offline-run-*" / "run-*.wandb"))
+    assert (
+        main(
+            [
+                *RUN,
+                "--log-dir",
+                str(run),
+                "--wandb",
+                "--video-every",
+                "1024",
+                "--set",
+                "wandb.group=suite-x",
+            ]
+        )
+        == 0
+    )
+    (log,) = glob.glob(str(run / "wandb" / "offline-run-*" / "run-*.wandb"))
     history, config, group = {}, {}, None
     for record in wandb_records(log):
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            row = {item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                   for item in record.history.item}
+            row = {
+                item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                for item in record.history.item
+            }
             history.setdefault(record.history.step.num, {}).update(row)
         elif kind == "run":
             group = record.run.run_group

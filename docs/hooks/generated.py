@@ -5,6 +5,7 @@ go stale. A page holds a marker line; the hook puts the generated text in its pl
 - ``<!-- generated: config -->``: every config key, from the fields' declarations;
 - ``<!-- generated: headline -->``: the results table, from the committed results files.
 """
+
 from __future__ import annotations
 
 import argparse

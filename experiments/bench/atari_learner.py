@@ -11,6 +11,7 @@ bf16 AMP runs on the CPU too (fast where the CPU has AMX or AVX512-BF16). On a G
 
     python experiments/bench/atari_learner.py [--repeats 3] [--device cpu|cuda]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,16 +36,16 @@ ENV, OBS_SHAPE, N_ACTIONS, T, B = "ALE/Pong-v5", (4, 84, 84), 6, 128, 8
 def make_agent(channels_last: bool, device: str) -> ActorCriticAgent:
     torch.manual_seed(0)
     model = CnnActorCritic(OBS_SHAPE, N_ACTIONS, channels_last=channels_last)
-    return ActorCriticAgent(model, Categorical(N_ACTIONS), gym.spaces.Discrete(N_ACTIONS),
-                            device)
+    return ActorCriticAgent(model, Categorical(N_ACTIONS), gym.spaces.Discrete(N_ACTIONS), device)
 
 
 def make_batch(agent: ActorCriticAgent):
     space = gym.spaces.Box(0, 255, OBS_SHAPE, np.uint8)
     samples = allocate_samples(agent, space, T, B)
     rng = np.random.default_rng(0)
-    samples.observation.copy_(torch.from_numpy(rng.integers(0, 256, samples.observation.shape,
-                                                            dtype=np.uint8)))
+    samples.observation.copy_(
+        torch.from_numpy(rng.integers(0, 256, samples.observation.shape, dtype=np.uint8))
+    )
     samples.action.copy_(torch.from_numpy(rng.integers(0, N_ACTIONS, (T, B))))
     samples.agent_info.logp.fill_(-np.log(N_ACTIONS))
     samples.agent_info.value.copy_(torch.from_numpy(rng.standard_normal((T, B)).astype(np.float32)))
@@ -55,9 +56,16 @@ def make_batch(agent: ActorCriticAgent):
 class Variant:
     """One set of options: its agent, PPO, batch and a timed ``update()``."""
 
-    def __init__(self, name: str, channels_last: bool = False, compile: bool = False,
-                 optimizer: str = "fused", device: str = "cpu", amp: bool = False,
-                 pinned: bool = False):
+    def __init__(
+        self,
+        name: str,
+        channels_last: bool = False,
+        compile: bool = False,
+        optimizer: str = "fused",
+        device: str = "cpu",
+        amp: bool = False,
+        pinned: bool = False,
+    ):
         self.name, self.device, self.pinned = name, device, pinned
         self.agent = make_agent(channels_last, device)
         config = apply_overrides(RunConfig(algo="ppo", env=ENV), preset("ppo", ENV)).ppo
@@ -65,8 +73,12 @@ class Variant:
         self.ppo = PPO(config)
         self.ppo.initialize(self.agent, n_itr=10_000)
         if optimizer == "foreach":
-            self.ppo.optimizer = torch.optim.Adam([self.ppo.flat.flat], lr=config.learning_rate,
-                                                  eps=config.optimizer_eps, foreach=True)
+            self.ppo.optimizer = torch.optim.Adam(
+                [self.ppo.flat.flat],
+                lr=config.learning_rate,
+                eps=config.optimizer_eps,
+                foreach=True,
+            )
         self.host = make_batch(make_agent(False, "cpu"))
         if pinned:
             self.host = tree_map(lambda x: x.pin_memory(), self.host)
@@ -110,18 +122,26 @@ def main() -> None:
     parser.add_argument("--inference-seconds", type=float, default=2.0)
     args = parser.parse_args()
     dev = args.device
-    specs = [("eager, NCHW (before)", {}),
-             ("channels-last", dict(channels_last=True)),
-             ("compile", dict(compile=True)),
-             ("channels-last + compile", dict(channels_last=True, compile=True)),
-             ("channels-last, foreach Adam", dict(channels_last=True, optimizer="foreach")),
-             # CPUs with AMX or AVX512-BF16 (this machine's Xeon has both) run bf16 convs fast
-             ("channels-last + bf16 AMP", dict(channels_last=True, amp=True))]
+    specs = [
+        ("eager, NCHW (before)", {}),
+        ("channels-last", dict(channels_last=True)),
+        ("compile", dict(compile=True)),
+        ("channels-last + compile", dict(channels_last=True, compile=True)),
+        ("channels-last, foreach Adam", dict(channels_last=True, optimizer="foreach")),
+        # CPUs with AMX or AVX512-BF16 (this machine's Xeon has both) run bf16 convs fast
+        ("channels-last + bf16 AMP", dict(channels_last=True, amp=True)),
+    ]
     if dev != "cpu":
-        specs += [("channels-last + compile + bf16 AMP",
-                   dict(channels_last=True, compile=True, amp=True)),
-                  ("... + pinned non-blocking copies",
-                   dict(channels_last=True, compile=True, amp=True, pinned=True))]
+        specs += [
+            (
+                "channels-last + compile + bf16 AMP",
+                dict(channels_last=True, compile=True, amp=True),
+            ),
+            (
+                "... + pinned non-blocking copies",
+                dict(channels_last=True, compile=True, amp=True, pinned=True),
+            ),
+        ]
     variants, first = [], {}
     for name, options in specs:
         variant = Variant(name, device=dev, **options)
@@ -131,8 +151,10 @@ def main() -> None:
         for variant in variants:
             variant.times.append(variant.update())
     base = statistics.median(variants[0].times)
-    print(f"\nPPO update, Nature CNN, batch {T * B} ({dev}, {torch.get_num_threads()} "
-          f"threads), median of {args.repeats}")
+    print(
+        f"\nPPO update, Nature CNN, batch {T * B} ({dev}, {torch.get_num_threads()} "
+        f"threads), median of {args.repeats}"
+    )
     print(f"| {'options':<38} | {'s/update':>8} | {'speed-up':>8} | {'first update s':>14} |")
     print(f"|{'-' * 40}|{'-' * 10}|{'-' * 10}|{'-' * 16}|")
     for v in variants:
@@ -141,12 +163,17 @@ def main() -> None:
     if dev == "cpu":
         print("GPU-only options (compile + bf16, pinned non-blocking copies): not in a CPU run")
     print(f"\nSampler inference, batch {B} ({dev}): forward passes/s")
-    rates = {(cl, mode): inference_rate(cl, mode, dev, args.inference_seconds)
-             for cl in (False, True) for mode in ("no_grad", "inference_mode")}
+    rates = {
+        (cl, mode): inference_rate(cl, mode, dev, args.inference_seconds)
+        for cl in (False, True)
+        for mode in ("no_grad", "inference_mode")
+    }
     ref = rates[(False, "no_grad")]
     for (cl, mode), rate in rates.items():
-        print(f"  {'channels-last' if cl else 'NCHW':<14} {mode:<15} {rate:>8,.0f}/s "
-              f"{rate / ref:>6.2f}x")
+        print(
+            f"  {'channels-last' if cl else 'NCHW':<14} {mode:<15} {rate:>8,.0f}/s "
+            f"{rate / ref:>6.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ overlap can reach here).
 
     python experiments/bench/concurrency.py [--pong-steps 8192] [--cartpole-steps 40960]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,20 +31,26 @@ RUNNERS = ("sync", "concurrent", "async")
 
 def cpu_seconds() -> float:
     """CPU time of this process and of its finished (joined) children."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
-        resource.RUSAGE_CHILDREN)
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def rlfw_rate(env: str, runner: str, steps: int,
-              sampler: str = "cpu") -> tuple[float, float, float]:
+def rlfw_rate(
+    env: str, runner: str, steps: int, sampler: str = "cpu"
+) -> tuple[float, float, float]:
     """(env steps/s of the whole run, learn-only steps/s, CPU-bound steps/s: the rate if
     the run's CPU time were spread perfectly over the usable cores)."""
-    config = apply_overrides(RunConfig(algo="ppo", env=env, sampler=sampler, n_workers=2,
-                                       runner=runner), preset("ppo", env))
+    config = apply_overrides(
+        RunConfig(algo="ppo", env=env, sampler=sampler, n_workers=2, runner=runner),
+        preset("ppo", env),
+    )
     config.ppo.amp = None  # float32 like the SB3 peer
-    config.schedule = RunSchedule(n_steps=steps, log_every=10 * steps,
-                                  checkpoint_every=10 * steps, eval_every=None)
+    config.schedule = RunSchedule(
+        n_steps=steps, log_every=10 * steps, checkpoint_every=10 * steps, eval_every=None
+    )
     start, cpu_start = time.perf_counter(), cpu_seconds()
     with build_runner(config, None, progress=False, stdout=False) as run:
         learn_s = [0.0]
@@ -69,13 +76,30 @@ def sb3_pong_rate(steps: int) -> float:
     from stable_baselines3.common.vec_env import VecFrameStack
 
     gymnasium.register_envs(ale_py)  # fork-started workers inherit the registration
-    env = VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8, seed=0, vec_env_cls=_subproc(),
-                                       vec_env_kwargs={"start_method": "fork"}), n_stack=4)
+    env = VecFrameStack(
+        make_atari_env(
+            "ALE/Pong-v5",
+            n_envs=8,
+            seed=0,
+            vec_env_cls=_subproc(),
+            vec_env_kwargs={"start_method": "fork"},
+        ),
+        n_stack=4,
+    )
     atari = ppo_preset("ALE/Pong-v5", "atari")
     ppo = atari["ppo"]
-    model = PPO("CnnPolicy", env, n_steps=atari["batch_T"], n_epochs=ppo["epochs"],
-                batch_size=ppo["minibatch_size"], learning_rate=ppo["learning_rate"],
-                clip_range=ppo["clip"], vf_coef=0.5, ent_coef=ppo["entropy_coef"], verbose=0)
+    model = PPO(
+        "CnnPolicy",
+        env,
+        n_steps=atari["batch_T"],
+        n_epochs=ppo["epochs"],
+        batch_size=ppo["minibatch_size"],
+        learning_rate=ppo["learning_rate"],
+        clip_range=ppo["clip"],
+        vf_coef=0.5,
+        ent_coef=ppo["entropy_coef"],
+        verbose=0,
+    )
     start = time.perf_counter()
     model.learn(steps)
     seconds = time.perf_counter() - start
@@ -101,14 +125,18 @@ def main() -> None:
         rates = {runner: rlfw_rate(env, runner, steps) for runner in RUNNERS}
         table.append((env, steps, rates))
     sb3 = None if args.no_sb3 else sb3_pong_rate(args.pong_steps)
-    print(f"\n{'env':<12} {'runner':<11} {'steps/s':>9} {'vs sync':>8} {'vs SB3':>7} "
-          f"{'vs learn-only':>14} {'vs CPU bound':>13}")
+    print(
+        f"\n{'env':<12} {'runner':<11} {'steps/s':>9} {'vs sync':>8} {'vs SB3':>7} "
+        f"{'vs learn-only':>14} {'vs CPU bound':>13}"
+    )
     for env, steps, rates in table:
         sync, learn_only, cpu_bound = rates["sync"]  # bounds from the sync run
         for runner, (rate, _, _) in rates.items():
             vs_sb3 = f"{rate / sb3:>6.2f}x" if sb3 and env.startswith("ALE") else f"{'':>7}"
-            print(f"{env.split('/')[-1]:<12} {runner:<11} {rate:>9,.0f} {rate / sync:>7.2f}x "
-                  f"{vs_sb3} {rate / learn_only:>13.2f}x {rate / cpu_bound:>12.2f}x")
+            print(
+                f"{env.split('/')[-1]:<12} {runner:<11} {rate:>9,.0f} {rate / sync:>7.2f}x "
+                f"{vs_sb3} {rate / learn_only:>13.2f}x {rate / cpu_bound:>12.2f}x"
+            )
         for name, bound in (("learn-only", learn_only), ("CPU bound", cpu_bound)):
             print(f"{env.split('/')[-1]:<12} {name:<11} {bound:>9,.0f} {bound / sync:>7.2f}x")
     if sb3:

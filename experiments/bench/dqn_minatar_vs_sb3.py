@@ -8,6 +8,7 @@ ratio of medians. Run it on a quiet machine.
 
     python experiments/bench/dqn_minatar_vs_sb3.py [--env ENV] [--steps 30000] [--repeats 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,12 +59,16 @@ def main() -> None:
         for name, run in (("rlfw", rlfw_seconds), ("sb3", sb3_seconds)):
             seconds, wait = run(args.env, args.steps, seed=repeat)
             times[name].append(seconds)
-            print(f"{name:>4} seed {repeat}: {seconds:6.1f} s, {args.steps / seconds:6.0f} "
-                  f"env steps/s, run-queue wait {wait if wait is None else f'{wait:.1%}'}",
-                  flush=True)
+            print(
+                f"{name:>4} seed {repeat}: {seconds:6.1f} s, {args.steps / seconds:6.0f} "
+                f"env steps/s, run-queue wait {wait if wait is None else f'{wait:.1%}'}",
+                flush=True,
+            )
     ours, peer = statistics.median(times["rlfw"]), statistics.median(times["sb3"])
-    print(f"{args.env}, DQN, {args.steps:,} env steps: rlfw {ours:.1f} s, SB3 {peer:.1f} s, "
-          f"rlfw / SB3 = {ours / peer:.2f}x")
+    print(
+        f"{args.env}, DQN, {args.steps:,} env steps: rlfw {ours:.1f} s, SB3 {peer:.1f} s, "
+        f"rlfw / SB3 = {ours / peer:.2f}x"
+    )
 
 
 if __name__ == "__main__":

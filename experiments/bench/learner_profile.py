@@ -8,6 +8,7 @@ by self CPU time (op, calls, total, per call).
 
     python experiments/bench/learner_profile.py [--algos ppo a2c dqn] [--rows 12] [--compile]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,19 +52,23 @@ def setup(algo: str, compile: bool = False):
         def update():
             stats = {"loss": [], "q": [], "grad_norm": [], "td_abs": []}
             learner._learn(learner.replay.sample(batch_size), stats)
+
         return update, f"one gradient step (batch {batch_size}, MLP {config.hidden})"
     sampler.obtain_samples(0)
     sampler.close()
-    what = (f"one batch {config.batch_T}x{config.batch_B}"
-            + (f": {config.ppo.epochs} epochs x minibatch {config.ppo.minibatch_size}"
-               if algo == "ppo" else ": one gradient step"))
+    what = f"one batch {config.batch_T}x{config.batch_B}" + (
+        f": {config.ppo.epochs} epochs x minibatch {config.ppo.minibatch_size}"
+        if algo == "ppo"
+        else ": one gradient step"
+    )
     return (lambda: learner.optimize(samples, 1)), what
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", nargs="+", default=["ppo", "a2c", "dqn"],
-                        choices=("ppo", "a2c", "dqn"))
+    parser.add_argument(
+        "--algos", nargs="+", default=["ppo", "a2c", "dqn"], choices=("ppo", "a2c", "dqn")
+    )
     parser.add_argument("--rows", type=int, default=12)
     parser.add_argument("--seconds", type=float, default=3.0, help="timing per algorithm")
     parser.add_argument("--compile", action="store_true", help="profile the compiled losses")
@@ -87,16 +92,20 @@ def main() -> None:
         events = prof.key_averages()
         in_ops = sum(e.self_cpu_time_total for e in events) / 1e6 / n_profiled
         print(f"\n## {algo.upper()} CartPole — {what}, {'compiled' if args.compile else 'eager'}")
-        print(f"wall per update {per_update * 1e3:.3f} ms (median of {len(times)}); inside "
-              f"torch ops {in_ops * 1e3:.3f} ms under the profiler ({n_profiled} updates "
-              f"profiled); ops' self time per update:")
-        rows = sorted(events, key=lambda e: -e.self_cpu_time_total)[:args.rows]
+        print(
+            f"wall per update {per_update * 1e3:.3f} ms (median of {len(times)}); inside "
+            f"torch ops {in_ops * 1e3:.3f} ms under the profiler ({n_profiled} updates "
+            f"profiled); ops' self time per update:"
+        )
+        rows = sorted(events, key=lambda e: -e.self_cpu_time_total)[: args.rows]
         print(f"| {'op':<34} | {'calls/update':>12} | {'ms/update':>9} | {'us/call':>8} |")
         print(f"|{'-' * 36}|{'-' * 14}|{'-' * 11}|{'-' * 10}|")
         for e in rows:
             ms = e.self_cpu_time_total / 1e3 / n_profiled
-            print(f"| {e.key[:34]:<34} | {e.count / n_profiled:>12.1f} | {ms:>9.3f} | "
-                  f"{e.self_cpu_time_total / max(e.count, 1):>8.1f} |")
+            print(
+                f"| {e.key[:34]:<34} | {e.count / n_profiled:>12.1f} | {ms:>9.3f} | "
+                f"{e.self_cpu_time_total / max(e.count, 1):>8.1f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ units (no AVX512-BF16 / AMX) autocast is slower, not faster.
 
     python experiments/bench/minatar_bf16.py [--game Breakout] [--out /tmp/minatar-bf16]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,11 @@ def jobs(env: str, seeds: list[int]) -> list[Job]:
     other kind as its neighbour)."""
     out = []
     for seed in seeds:
-        out += [Job("rlfw", "ppo", env, MINATAR_BUDGET["ppo"], seed, settings=BF16,
-                    label="bf16"),
-                Job("sb3", "ppo", env, MINATAR_BUDGET["ppo"], seed, peer_settings="same"),
-                Job("rlfw", "ppo", env, MINATAR_BUDGET["ppo"], seed)]
+        out += [
+            Job("rlfw", "ppo", env, MINATAR_BUDGET["ppo"], seed, settings=BF16, label="bf16"),
+            Job("sb3", "ppo", env, MINATAR_BUDGET["ppo"], seed, peer_settings="same"),
+            Job("rlfw", "ppo", env, MINATAR_BUDGET["ppo"], seed),
+        ]
     return out
 
 
@@ -55,13 +57,15 @@ def main() -> None:
         return f"{r['framework']}{'-' + r['label'] if r.get('label') else ''}"
 
     def report(r: dict) -> None:
-        print(f"{name(r)} seed {r['seed']}: final {r.get('final_return')}, "
-              f"{r.get('wall_s', 0):.0f} s, run-queue wait {r.get('wait_share', 0):.1%}",
-              flush=True)
+        print(
+            f"{name(r)} seed {r['seed']}: final {r.get('final_return')}, "
+            f"{r.get('wall_s', 0):.0f} s, run-queue wait {r.get('wait_share', 0):.1%}",
+            flush=True,
+        )
 
     results = LocalBackend(args.max_parallel).map(
-        functools.partial(run_job, out_dir=args.out), [(j,) for j in jobs(env, args.seeds)],
-        report)
+        functools.partial(run_job, out_dir=args.out), [(j,) for j in jobs(env, args.seeds)], report
+    )
     by_kind: dict[str, list[dict]] = {}
     for r in results:
         by_kind.setdefault(name(r), []).append(r)
@@ -74,8 +78,11 @@ def main() -> None:
             continue
         wall = summary["wall_s"]
         ratio = f"{wall / sb3_s:.2f}x" if wall and sb3_s else "n/a (every run loaded)"
-        print(f"{kind:10s} finals {', '.join(f'{f:.1f}' for f in summary['finals'])}  "
-              f"median {summary['median']:.1f}  {wall or 0:.0f} s  / SB3 {ratio}")
+        print(
+            f"{kind:10s} finals {', '.join(f'{f:.1f}' for f in summary['finals'])}  "
+            f"median {summary['median']:.1f}  {wall or 0:.0f} s  / SB3 {ratio}"
+        )
+
 
 if __name__ == "__main__":
     main()

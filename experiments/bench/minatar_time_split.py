@@ -18,6 +18,7 @@ the network's inference too, "train/SB3" what rlfw's run takes here, now.
 
     python experiments/bench/minatar_time_split.py [--seconds 10] [--games Breakout ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,10 @@ def training_rate(config: RunConfig, steps: int) -> float:
 
 
 def mean_wall(framework: str, game: str) -> float | None:
-    walls = [json.load(open(p)).get("wall_s") for p in
-             glob.glob(os.path.join(RECORDS, f"ppo-MinAtar_{game}-v1", f"{framework}-*.json"))]
+    walls = [
+        json.load(open(p)).get("wall_s")
+        for p in glob.glob(os.path.join(RECORDS, f"ppo-MinAtar_{game}-v1", f"{framework}-*.json"))
+    ]
     walls = [w for w in walls if w]
     return float(np.mean(walls)) if walls else None
 
@@ -86,11 +89,15 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     steps = MINATAR_BUDGET["ppo"]
-    print(f"PPO preset, {steps:,} env steps per run; rates in env steps/s; seconds for the "
-          f"run at that rate; rlfw s / SB3 s: the committed records' mean wall time")
-    print(f"{'game':<14} {'bare':>8} {'sampler':>8} {'acting':>8} {'training':>8}   "
-          f"{'floor s':>7} {'acting s':>8} {'learn s':>7} {'train s':>7}   {'rlfw s':>6} "
-          f"{'SB3 s':>6}   {'floor/SB3':>9} {'acting/SB3':>10} {'train/SB3':>9}")
+    print(
+        f"PPO preset, {steps:,} env steps per run; rates in env steps/s; seconds for the "
+        f"run at that rate; rlfw s / SB3 s: the committed records' mean wall time"
+    )
+    print(
+        f"{'game':<14} {'bare':>8} {'sampler':>8} {'acting':>8} {'training':>8}   "
+        f"{'floor s':>7} {'acting s':>8} {'learn s':>7} {'train s':>7}   {'rlfw s':>6} "
+        f"{'SB3 s':>6}   {'floor/SB3':>9} {'acting/SB3':>10} {'train/SB3':>9}"
+    )
     for game in args.games:
         config = RunConfig.for_env(f"MinAtar/{game}-v1", "ppo", sampler="serial")
         bare = bare_rate(config, args.seconds)
@@ -103,10 +110,13 @@ def main() -> None:
         def share(x: float, of: float | None) -> str:
             return f"{x / of:.2f}" if of else "–"
 
-        print(f"{game:<14} {bare:>8,.0f} {sampler:>8,.0f} {acting:>8,.0f} {training:>8,.0f}   "
-              f"{floor_s:>7.0f} {acting_s:>8.0f} {train_s - acting_s:>7.0f} {train_s:>7.0f}   "
-              f"{ours or 0:>6.0f} {theirs or 0:>6.0f}   {share(floor_s, theirs):>9} "
-              f"{share(acting_s, theirs):>10} {share(train_s, theirs):>9}", flush=True)
+        print(
+            f"{game:<14} {bare:>8,.0f} {sampler:>8,.0f} {acting:>8,.0f} {training:>8,.0f}   "
+            f"{floor_s:>7.0f} {acting_s:>8.0f} {train_s - acting_s:>7.0f} {train_s:>7.0f}   "
+            f"{ours or 0:>6.0f} {theirs or 0:>6.0f}   {share(floor_s, theirs):>9} "
+            f"{share(acting_s, theirs):>10} {share(train_s, theirs):>9}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

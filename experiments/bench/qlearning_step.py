@@ -6,6 +6,7 @@ burn-in + learned steps + n). Median seconds per step, each as a ratio to DQN's.
 
 The issue's goal: a C51 step at most 1.3x DQN's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,10 +76,12 @@ def main() -> None:
         own = learners[name][1]
         per = statistics.median(times)
         learned = own.batch_size * getattr(own, "learn_steps", 1)
-        print(f"{name:>5}: {per * 1e3:7.2f} ms per gradient step ({per / dqn:.2f}x dqn), "
-              f"{learned} learned transitions, {per / learned * 1e6:7.1f} µs per "
-              f"transition ({per / learned / (dqn / learners['dqn'][1].batch_size):.2f}x "
-              "dqn's)")
+        print(
+            f"{name:>5}: {per * 1e3:7.2f} ms per gradient step ({per / dqn:.2f}x dqn), "
+            f"{learned} learned transitions, {per / learned * 1e6:7.1f} µs per "
+            f"transition ({per / learned / (dqn / learners['dqn'][1].batch_size):.2f}x "
+            "dqn's)"
+        )
 
 
 if __name__ == "__main__":

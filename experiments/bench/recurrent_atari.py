@@ -7,6 +7,7 @@ Goals (issue 19): sampling >= 0.8x, an update <= 1.5x.
 
     python experiments/bench/recurrent_atari.py [--seconds 8] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,12 +64,15 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'row':34s} {'feed-forward':>13s} {'lstm':>10s} {'ratio':>7s}  goal")
     for sampler in ("cpu", "native"):
-        ff = statistics.median(sampling_rate(None, sampler, args.seconds)
-                               for _ in range(args.repeats))
-        lstm = statistics.median(sampling_rate("lstm", sampler, args.seconds)
-                                 for _ in range(args.repeats))
-        print(f"{'sampling steps/s, ' + sampler:34s} {ff:13.0f} {lstm:10.0f} "
-              f"{lstm / ff:7.2f}  >= 0.8")
+        ff = statistics.median(
+            sampling_rate(None, sampler, args.seconds) for _ in range(args.repeats)
+        )
+        lstm = statistics.median(
+            sampling_rate("lstm", sampler, args.seconds) for _ in range(args.repeats)
+        )
+        print(
+            f"{'sampling steps/s, ' + sampler:34s} {ff:13.0f} {lstm:10.0f} {lstm / ff:7.2f}  >= 0.8"
+        )
     ff, lstm = update_seconds(None, args.repeats), update_seconds("lstm", args.repeats)
     print(f"{'PPO update on [128, 8], s':34s} {ff:13.2f} {lstm:10.2f} {lstm / ff:7.2f}  <= 1.5")
 

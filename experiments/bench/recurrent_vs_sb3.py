@@ -13,6 +13,7 @@ played for 20 episodes, deterministic actions, frozen statistics.
 
     python experiments/bench/recurrent_vs_sb3.py [--seeds 0 1 2] [--steps 150000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,16 @@ EVAL_EPISODES = 20
 
 
 def rlfw_run(steps: int, seed: int) -> tuple[float, float]:
-    config = RunConfig.for_env(CARTPOLE_NO_VELOCITY, algo="ppo", steps=steps, seed=seed,
-                               recurrent="lstm", rnn_size=128, hidden=(), rnn_critic=True)
+    config = RunConfig.for_env(
+        CARTPOLE_NO_VELOCITY,
+        algo="ppo",
+        steps=steps,
+        seed=seed,
+        recurrent="lstm",
+        rnn_size=128,
+        hidden=(),
+        rnn_critic=True,
+    )
     config.schedule.eval_every = None  # evaluated once, at the end, as SB3 is
     start = time.perf_counter()
     with build_runner(config, None, progress=False, stdout=False) as runner:
@@ -49,21 +58,32 @@ def sb3_run(steps: int, seed: int) -> tuple[float, float]:
 
     import rlfw.envs  # noqa: F401  (registers rlfw/CartPoleNoVel-v1)
 
-    env = VecNormalize(make_vec_env(CARTPOLE_NO_VELOCITY, n_envs=8, seed=seed),
-                       norm_reward=False)
+    env = VecNormalize(make_vec_env(CARTPOLE_NO_VELOCITY, n_envs=8, seed=seed), norm_reward=False)
     model = RecurrentPPO(
-        "MlpLstmPolicy", env, seed=seed, verbose=0, n_steps=32, batch_size=256, n_epochs=20,
-        learning_rate=lambda frac: 1e-3 * frac, clip_range=lambda frac: 0.2 * frac,
-        gamma=0.98, gae_lambda=0.8, ent_coef=0.0,
-        policy_kwargs=dict(net_arch=[], lstm_hidden_size=128, enable_critic_lstm=True))
+        "MlpLstmPolicy",
+        env,
+        seed=seed,
+        verbose=0,
+        n_steps=32,
+        batch_size=256,
+        n_epochs=20,
+        learning_rate=lambda frac: 1e-3 * frac,
+        clip_range=lambda frac: 0.2 * frac,
+        gamma=0.98,
+        gae_lambda=0.8,
+        ent_coef=0.0,
+        policy_kwargs=dict(net_arch=[], lstm_hidden_size=128, enable_critic_lstm=True),
+    )
     start = time.perf_counter()
     model.learn(steps)
     seconds = time.perf_counter() - start
-    eval_env = VecNormalize(make_vec_env(CARTPOLE_NO_VELOCITY, n_envs=1, seed=seed + 100),
-                            norm_reward=False, training=False)
+    eval_env = VecNormalize(
+        make_vec_env(CARTPOLE_NO_VELOCITY, n_envs=1, seed=seed + 100),
+        norm_reward=False,
+        training=False,
+    )
     eval_env.obs_rms = env.obs_rms
-    mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
-                              deterministic=True)
+    mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
     return seconds, float(mean)
 
 
@@ -79,15 +99,20 @@ def main() -> None:
     for seed in args.seeds:
         rows.append((seed, rlfw_run(args.steps, seed), sb3_run(args.steps, seed)))
         seed_, (t_ours, r_ours), (t_peer, r_peer) = rows[-1]
-        print(f"seed {seed_}: rlfw {r_ours:6.1f} in {t_ours:6.1f} s | sb3-contrib {r_peer:6.1f} "
-              f"in {t_peer:6.1f} s | time ratio {t_ours / t_peer:.2f}", flush=True)
+        print(
+            f"seed {seed_}: rlfw {r_ours:6.1f} in {t_ours:6.1f} s | sb3-contrib {r_peer:6.1f} "
+            f"in {t_peer:6.1f} s | time ratio {t_ours / t_peer:.2f}",
+            flush=True,
+        )
     ours = [r for _, (_, r), _ in rows]
     peer = [r for _, _, (_, r) in rows]
     time_ours = sum(t for _, (t, _), _ in rows)
     time_peer = sum(t for _, _, (t, _) in rows)
-    print(f"\nmedian final return: rlfw {statistics.median(ours):.1f}, "
-          f"sb3-contrib {statistics.median(peer):.1f}; total time ratio rlfw/sb3-contrib "
-          f"{time_ours / time_peer:.2f} (goal <= 0.4)")
+    print(
+        f"\nmedian final return: rlfw {statistics.median(ours):.1f}, "
+        f"sb3-contrib {statistics.median(peer):.1f}; total time ratio rlfw/sb3-contrib "
+        f"{time_ours / time_peer:.2f} (goal <= 0.4)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Prints one JSON line per side. One torch thread; nothing is written.
 
     python experiments/bench/same_policy_collectors.py RUN_DIR --seed 0 --batches 100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,20 +30,26 @@ from rlfw.launch.evaluate import load_for_evaluation
 from rlfw.samplers.serial import SerialSampler
 
 
-def summary(side: str, returns: list[float], lengths: list[int], actions: np.ndarray,
-            n_actions: int) -> dict:
+def summary(
+    side: str, returns: list[float], lengths: list[int], actions: np.ndarray, n_actions: int
+) -> dict:
     returns_a = np.asarray(returns, float)
-    return {"collector": side, "episodes": len(returns_a),
-            "mean_return": round(float(returns_a.mean()), 3),
-            "standard_error": round(float(returns_a.std() / np.sqrt(len(returns_a))), 3),
-            "mean_length": round(float(np.mean(lengths)), 1),
-            "action_frequencies": (np.bincount(actions, minlength=n_actions)
-                                   / len(actions)).round(4).tolist()}
+    return {
+        "collector": side,
+        "episodes": len(returns_a),
+        "mean_return": round(float(returns_a.mean()), 3),
+        "standard_error": round(float(returns_a.std() / np.sqrt(len(returns_a))), 3),
+        "mean_length": round(float(np.mean(lengths)), 1),
+        "action_frequencies": (np.bincount(actions, minlength=n_actions) / len(actions))
+        .round(4)
+        .tolist(),
+    }
 
 
 def rlfw_collects(config: RunConfig, agent, seed: int, batches: int) -> tuple:
-    sampler = SerialSampler(config.env_factory(), batch_T=config.batch_T,
-                            batch_B=config.batch_B, seed=seed)
+    sampler = SerialSampler(
+        config.env_factory(), batch_T=config.batch_T, batch_B=config.batch_B, seed=seed
+    )
     sampler.initialize(agent)
     returns, lengths, actions = [], [], []
     try:
@@ -95,8 +102,12 @@ def main() -> None:
     agent = build_agent(config, spaces)
     agent.load_state_dict(load_for_evaluation(args.run_dir)[1]["agent"])
     for side, collect in (("rlfw", rlfw_collects), ("sb3", sb3_collects)):
-        print(json.dumps(summary(side, *collect(config, agent, args.seed, args.batches),
-                                 spaces.action.n)), flush=True)
+        print(
+            json.dumps(
+                summary(side, *collect(config, agent, args.seed, args.batches), spaces.action.n)
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

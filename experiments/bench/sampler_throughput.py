@@ -10,6 +10,7 @@ Then PPO-Pong training steps/s with each rlfw sampler.
 
     python experiments/bench/sampler_throughput.py [--seconds 8] [--repeats 3] [--no-ppo]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,9 @@ SAMPLERS = ("serial", "cpu", "gpu", "alternating", "native")
 
 
 def rlfw_rate(sampler: str, seconds: float) -> float:
-    config = RunConfig(env=ENV, sampler=sampler, batch_B=N_ENVS, batch_T=BATCH_T,
-                       n_workers=N_WORKERS)
+    config = RunConfig(
+        env=ENV, sampler=sampler, batch_B=N_ENVS, batch_T=BATCH_T, n_workers=N_WORKERS
+    )
     factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(factory).action)
     return measure_steps_per_second(build_sampler(config, factory), agent, seconds)
@@ -94,8 +96,9 @@ def bare_processes_rate(seconds: float) -> float:
     ctx = mp.get_context("spawn")
     with ctx.Pool(N_WORKERS) as pool:
         pool.starmap(_bare_process, [(1, 0.1, 0)] * N_WORKERS)  # warm: imports, ROM load
-        counts = pool.starmap(_bare_process, [(N_ENVS // N_WORKERS, seconds, 100 * w)
-                                              for w in range(N_WORKERS)])
+        counts = pool.starmap(
+            _bare_process, [(N_ENVS // N_WORKERS, seconds, 100 * w) for w in range(N_WORKERS)]
+        )
     return sum(counts) / seconds
 
 
@@ -107,10 +110,12 @@ def bare_native_rate(seconds: float) -> float:
 
 
 def ppo_rate(sampler: str, steps: int) -> float:
-    config = apply_overrides(RunConfig(algo="ppo", env=ENV, sampler=sampler, n_workers=N_WORKERS),
-                             preset("ppo", ENV))
-    config.schedule = RunSchedule(n_steps=steps, log_every=10 * steps,
-                                  checkpoint_every=10 * steps, eval_every=None)
+    config = apply_overrides(
+        RunConfig(algo="ppo", env=ENV, sampler=sampler, n_workers=N_WORKERS), preset("ppo", ENV)
+    )
+    config.schedule = RunSchedule(
+        n_steps=steps, log_every=10 * steps, checkpoint_every=10 * steps, eval_every=None
+    )
     start = time.perf_counter()
     with build_runner(config, None, progress=False, stdout=False) as runner:
         runner.train()
@@ -126,18 +131,24 @@ def main() -> None:
     args = parser.parse_args()
     rows = {f"rlfw {s}": (lambda s=s: rlfw_rate(s, args.seconds)) for s in SAMPLERS}
     rows["rlfw native, 1 group"] = lambda: native_one_group_rate(args.seconds)
-    rows.update({"gymnasium AsyncVectorEnv": lambda: async_vector_rate(args.seconds),
-                 "SB3 SubprocVecEnv": lambda: subproc_vec_rate(args.seconds),
-                 f"bare {N_WORKERS} processes": lambda: bare_processes_rate(args.seconds),
-                 "bare AtariVectorEnv": lambda: bare_native_rate(args.seconds)})
+    rows.update(
+        {
+            "gymnasium AsyncVectorEnv": lambda: async_vector_rate(args.seconds),
+            "SB3 SubprocVecEnv": lambda: subproc_vec_rate(args.seconds),
+            f"bare {N_WORKERS} processes": lambda: bare_processes_rate(args.seconds),
+            "bare AtariVectorEnv": lambda: bare_native_rate(args.seconds),
+        }
+    )
     rates: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(args.repeats):  # interleaved, so machine noise hits every row alike
         for name, run in rows.items():
             rates[name].append(run())
     med = {name: statistics.median(v) for name, v in rates.items()}
     ref = med["gymnasium AsyncVectorEnv"]
-    print(f"\nPong, {N_ENVS} envs, {N_WORKERS} workers, random agent, median of "
-          f"{args.repeats} x {args.seconds:.0f} s")
+    print(
+        f"\nPong, {N_ENVS} envs, {N_WORKERS} workers, random agent, median of "
+        f"{args.repeats} x {args.seconds:.0f} s"
+    )
     print(f"{'':<26} {'steps/s':>9} {'vs Async':>9} {'vs bare native':>15}")
     for name, rate in med.items():
         bare = med["bare AtariVectorEnv"]

@@ -17,6 +17,7 @@ Prints one JSON line. One core, one torch thread; nothing is written.
     python experiments/bench/sb3_collects_rlfw_learns.py --game Asterix --seed 0
     python experiments/bench/sb3_collects_rlfw_learns.py --game Asterix --lockstep 100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,14 +42,20 @@ def main() -> None:
     parser.add_argument("--game", default="Asterix")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=MINATAR_BUDGET["ppo"])
-    parser.add_argument("--eager", action="store_true",
-                        help="the loss uncompiled, as SB3 runs it")
-    parser.add_argument("--torch-adam", action="store_true",
-                        help="torch's own Adam step (not fused, subnormals kept), as SB3's")
-    parser.add_argument("--lockstep", type=int, metavar="N",
-                        help="instead: N batches that SB3 collects and learns from itself, "
-                        "rlfw's learner learning from each too; prints how far apart the "
-                        "two learners' weights are after each")
+    parser.add_argument("--eager", action="store_true", help="the loss uncompiled, as SB3 runs it")
+    parser.add_argument(
+        "--torch-adam",
+        action="store_true",
+        help="torch's own Adam step (not fused, subnormals kept), as SB3's",
+    )
+    parser.add_argument(
+        "--lockstep",
+        type=int,
+        metavar="N",
+        help="instead: N batches that SB3 collects and learns from itself, "
+        "rlfw's learner learning from each too; prints how far apart the "
+        "two learners' weights are after each",
+    )
     args = parser.parse_args()
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
@@ -62,12 +69,20 @@ def main() -> None:
     envs, model, agent, ppo, pairs = pair.envs, pair.model, pair.agent, pair.ppo, pair.layers
     own = ppo.config
     # the loss as PPO.optimize chooses it: compiled where the run's steps repay it
-    ppo._loss = ppo._losses if args.eager else compile_loss(
-        ppo._losses, own.compile, agent.model,
-        n_itr * own.epochs * -(-T * B // own.minibatch_size))
+    ppo._loss = (
+        ppo._losses
+        if args.eager
+        else compile_loss(
+            ppo._losses,
+            own.compile,
+            agent.model,
+            n_itr * own.epochs * -(-T * B // own.minibatch_size),
+        )
+    )
     if args.torch_adam:  # rlfw's step flushes subnormals and calls the fused kernel
-        ppo.optimizer = torch.optim.Adam([ppo.flat.flat], lr=own.learning_rate,
-                                         eps=own.optimizer_eps, foreach=False)
+        ppo.optimizer = torch.optim.Adam(
+            [ppo.flat.flat], lr=own.learning_rate, eps=own.optimizer_eps, foreach=False
+        )
         optim.step_optimizer = lambda optimizer: optimizer.step()
 
     def rlfw_learns(copy_back: bool = True) -> None:
@@ -79,7 +94,7 @@ def main() -> None:
         for _ in range(own.epochs):
             order = rlfw_order(np.random.permutation(T * B), T, B)
             for start in range(0, T * B, own.minibatch_size):
-                rows = order[start:start + own.minibatch_size]
+                rows = order[start : start + own.minibatch_size]
                 ppo._minibatch_step(*(x[rows] for x in columns), torch.tensor(own.clip))
         if not copy_back:
             return
@@ -98,8 +113,11 @@ def main() -> None:
             rlfw_learns(copy_back=False)
             np.random.set_state(draws)
             sb3_learns()
-            gap = max((mine - theirs).abs().max().item() for ours, other in pairs
-                      for mine, theirs in zip(ours.parameters(), other.parameters()))
+            gap = max(
+                (mine - theirs).abs().max().item()
+                for ours, other in pairs
+                for mine, theirs in zip(ours.parameters(), other.parameters())
+            )
             batches.append(gap)
             print(f"batch {len(batches)}: largest weight difference {gap:.2e}", flush=True)
 
@@ -110,14 +128,28 @@ def main() -> None:
     start = time.perf_counter()
     model.learn(total_timesteps=args.steps)
     wall_s = time.perf_counter() - start
-    eval_env = make_vec_env(lambda: factory(False), n_envs=1,
-                            seed=EVAL_SEED_OFFSET + args.seed)
-    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
-                                 deterministic=True, return_episode_rewards=True)
-    print(json.dumps({"game": args.game, "seed": args.seed, "steps": args.steps,
-                      "eager": args.eager, "torch_adam": args.torch_adam,
-                      "final_return": float(np.mean(returns)), "wall_s": round(wall_s),
-                      "curve": training_curve(envs)}))
+    eval_env = make_vec_env(lambda: factory(False), n_envs=1, seed=EVAL_SEED_OFFSET + args.seed)
+    returns, _ = evaluate_policy(
+        model,
+        eval_env,
+        n_eval_episodes=EVAL_EPISODES,
+        deterministic=True,
+        return_episode_rewards=True,
+    )
+    print(
+        json.dumps(
+            {
+                "game": args.game,
+                "seed": args.seed,
+                "steps": args.steps,
+                "eager": args.eager,
+                "torch_adam": args.torch_adam,
+                "final_return": float(np.mean(returns)),
+                "wall_s": round(wall_s),
+                "curve": training_curve(envs),
+            }
+        )
+    )
 
 
 def training_curve(envs, window: int = CURVE_WINDOW) -> list[tuple[int, float]]:
@@ -125,15 +157,18 @@ def training_curve(envs, window: int = CURVE_WINDOW) -> list[tuple[int, float]]:
     before), as rlfw's runs log ``rollout/return_mean``: an episode that ends after the
     k-th step of its env ends near env step k * n_envs of the run."""
     ends, returns = [], []
-    for lengths, rets in zip(envs.env_method("get_episode_lengths"),
-                             envs.env_method("get_episode_rewards")):
+    for lengths, rets in zip(
+        envs.env_method("get_episode_lengths"), envs.env_method("get_episode_rewards")
+    ):
         ends += list(np.cumsum(lengths) * envs.num_envs)
         returns += rets
     ends, returns = np.array(ends), np.array(returns)
     last = int(ends.max()) if len(ends) else 0
-    return [(top, round(float(returns[(ends > top - window) & (ends <= top)].mean()), 3))
-            for top in range(window, last + 1, window)
-            if ((ends > top - window) & (ends <= top)).any()]
+    return [
+        (top, round(float(returns[(ends > top - window) & (ends <= top)].mean()), 3))
+        for top in range(window, last + 1, window)
+        if ((ends > top - window) & (ends <= top)).any()
+    ]
 
 
 if __name__ == "__main__":

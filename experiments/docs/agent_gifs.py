@@ -12,6 +12,7 @@ gives both returns.
 New benchmark runs record the GIF themselves (``rlfw.bench.job``); this is for
 reports whose run folders are gone (they are not committed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,15 @@ from rlfw.runfolder.files import write_json, write_text
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--suite", required=True, choices=sorted(SUITES))
-    parser.add_argument("--out", default=None, help="the report's folder (default "
-                                                    "docs/benchmarks/SUITE)")
-    parser.add_argument("--entries", nargs="+", default=None,
-                        help="only these entries (e.g. ppo-Acrobot-v1; default all)")
+    parser.add_argument(
+        "--out", default=None, help="the report's folder (default docs/benchmarks/SUITE)"
+    )
+    parser.add_argument(
+        "--entries",
+        nargs="+",
+        default=None,
+        help="only these entries (e.g. ppo-Acrobot-v1; default all)",
+    )
     args = parser.parse_args()
     out = args.out or os.path.join("docs", "benchmarks", args.suite)
     with open(os.path.join(out, "results.json")) as f:
@@ -49,17 +55,22 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as work:
             result = {**vars(job), **run_rlfw(job, work)}
             final = float(np.mean(result["returns"]))
-            reported = dict(zip(saved["frameworks"]["rlfw"]["seeds"],
-                                saved["frameworks"]["rlfw"]["finals"])).get(0)
+            reported = dict(
+                zip(saved["frameworks"]["rlfw"]["seeds"], saved["frameworks"]["rlfw"]["finals"])
+            ).get(0)
             same = reported is not None and np.isclose(final, reported)
-            print(f"{entry.name}: seed 0 final {final:.2f}, report {reported}: "
-                  f"{'the same policy' if same else 'DIFFERS'}", flush=True)
+            print(
+                f"{entry.name}: seed 0 final {final:.2f}, report {reported}: "
+                f"{'the same policy' if same else 'DIFFERS'}",
+                flush=True,
+            )
             saved["gif"] = _agent_gif(entry, [result], out)
             if saved["gif"] is not None and not same:
                 saved["gif"]["about"] += (
                     f"; retrained with this commit's code: final return {final:.1f} over the "
                     f"report's 20 evaluation episodes, where the report's seed-0 run scored "
-                    f"{reported:.1f} (not the same bits)")
+                    f"{reported:.1f} (not the same bits)"
+                )
     write_json(os.path.join(out, "results.json"), data)
     write_text(os.path.join(out, "README.md"), markdown(data))
     return 0

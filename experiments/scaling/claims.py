@@ -25,6 +25,7 @@ Every run is an `rlfw.bench.job` child process with one torch thread, at most tw
 (one core each); each finished run leaves a small record under OUT/records/ that is
 committed, so a study continues on another machine and `--report-only` rebuilds from them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,9 +73,13 @@ class Claims:
 SCALES = {
     "smoke": Claims(("Breakout",), 1, (1, 2), {"ppo": 4_096}),  # the pipeline, in CI
     # 2 games x 3 seeds; PPO and A2C 1M steps (~2-3 min a run here), DQN 250k (~8 min)
-    "small": Claims(("Breakout", "SpaceInvaders"), 3, (1, 2, 4, 8),
-                    {"ppo": 1_000_000, "a2c": 1_000_000, "dqn": 250_000},
-                    ("sync", "concurrent", "async", "async-lag3")),
+    "small": Claims(
+        ("Breakout", "SpaceInvaders"),
+        3,
+        (1, 2, 4, 8),
+        {"ppo": 1_000_000, "a2c": 1_000_000, "dqn": 250_000},
+        ("sync", "concurrent", "async", "async-lag3"),
+    ),
 }
 
 
@@ -83,7 +88,8 @@ SCALES = {
 # preset's until 2026-12-05 (now pgx's 0.25, unclipped); pinned, so a run added later is
 # the same experiment as the committed ones.
 STUDY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "ppo": (("ppo.value_coef", "0.5"), ("ppo.value_clip", "0.2"))}
+    "ppo": (("ppo.value_coef", "0.5"), ("ppo.value_clip", "0.2"))
+}
 
 
 def env_id(game: str) -> str:
@@ -98,8 +104,10 @@ def batch_settings(algo: str, env: str, k: int) -> tuple[tuple[str, str], ...]:
     own = base.algo_config()
     out = [(f"{algo}.learning_rate", repr(own.learning_rate * math.sqrt(k)))]
     if algo == "dqn":
-        out += [("dqn.batch_size", str(own.batch_size * k)),
-                ("dqn.replay_ratio", repr(own.replay_ratio / k))]
+        out += [
+            ("dqn.batch_size", str(own.batch_size * k)),
+            ("dqn.replay_ratio", repr(own.replay_ratio / k)),
+        ]
     else:
         out.append(("batch_B", str(base.batch_B * k)))
         if algo == "ppo":
@@ -108,19 +116,40 @@ def batch_settings(algo: str, env: str, k: int) -> tuple[tuple[str, str], ...]:
 
 
 def batch_jobs(claims: Claims) -> list[Job]:
-    return [Job("rlfw", algo, env_id(game), claims.steps[algo], seed,
-                settings=STUDY_SETTINGS.get(algo, ()) + batch_settings(algo, env_id(game), k),
-                label=f"x{k}")
-            for algo in claims.steps for game in claims.games
-            for k in claims.factors for seed in range(claims.seeds)]
+    return [
+        Job(
+            "rlfw",
+            algo,
+            env_id(game),
+            claims.steps[algo],
+            seed,
+            settings=STUDY_SETTINGS.get(algo, ()) + batch_settings(algo, env_id(game), k),
+            label=f"x{k}",
+        )
+        for algo in claims.steps
+        for game in claims.games
+        for k in claims.factors
+        for seed in range(claims.seeds)
+    ]
 
 
 def runner_jobs(claims: Claims) -> list[Job]:
-    return [Job("rlfw", algo, env_id(game), claims.steps[algo], seed,
-                settings=STUDY_SETTINGS.get(algo, ()) + RUNNER_VARIANTS[variant],
-                label=variant)
-            for algo in claims.steps if algo != "dqn" for game in claims.games
-            for variant in claims.runners for seed in range(claims.seeds)]
+    return [
+        Job(
+            "rlfw",
+            algo,
+            env_id(game),
+            claims.steps[algo],
+            seed,
+            settings=STUDY_SETTINGS.get(algo, ()) + RUNNER_VARIANTS[variant],
+            label=variant,
+        )
+        for algo in claims.steps
+        if algo != "dqn"
+        for game in claims.games
+        for variant in claims.runners
+        for seed in range(claims.seeds)
+    ]
 
 
 # -- statistics -------------------------------------------------------------------------
@@ -131,8 +160,9 @@ def first_reach(curve: list, target: float, grid: np.ndarray) -> float | None:
     return float(grid[hit[0]]) if len(hit) else None
 
 
-def mean_with_ci(values: list[float], reps: int = 2000, seed: int = 0
-                 ) -> tuple[float, float, float] | None:
+def mean_with_ci(
+    values: list[float], reps: int = 2000, seed: int = 0
+) -> tuple[float, float, float] | None:
     """Mean and 95% percentile-bootstrap CI over seeds (None when no seed has a value)."""
     if not values:
         return None
@@ -144,32 +174,39 @@ def mean_with_ci(values: list[float], reps: int = 2000, seed: int = 0
 
 def group_summary(runs: list[dict], target: float | None, steps: int) -> dict:
     done = [r for r in runs if r.get("final_return") is not None]
-    out: dict = {"seeds": [r["seed"] for r in done],
-                 "missing": [r["seed"] for r in runs if r.get("final_return") is None]}
+    out: dict = {
+        "seeds": [r["seed"] for r in done],
+        "missing": [r["seed"] for r in runs if r.get("final_return") is None],
+    }
     if not done:
         return out
     finals = [r["final_return"] for r in done]
     timed = quietly_timed(done)
-    out.update(finals=finals, iqm=iqm_with_ci(finals),
-               wall_s=_mean([r["wall_s"] for r in timed]),
-               under_load=[r["seed"] for r in done if timed_under_load(r)],
-               policy_lag=_mean([r.get("policy_lag") for r in done]))
+    out.update(
+        finals=finals,
+        iqm=iqm_with_ci(finals),
+        wall_s=_mean([r["wall_s"] for r in timed]),
+        under_load=[r["seed"] for r in done if timed_under_load(r)],
+        policy_lag=_mean([r.get("policy_lag") for r in done]),
+    )
     if target is not None:
         grid = np.linspace(steps / 40, steps, 40)
         reach = [first_reach(r["curve"], target, grid) for r in done]
-        seconds = [first_reach(r["curve_s"], target,
-                               np.linspace(r["wall_s"] / 40, r["wall_s"] * 1.05, 40))
-                   for r in timed]
-        out.update(steps_to_target=mean_with_ci([s for s in reach if s is not None]),
-                   reached=sum(s is not None for s in reach),
-                   seconds_to_target=mean_with_ci([s for s in seconds if s is not None]))
+        seconds = [
+            first_reach(r["curve_s"], target, np.linspace(r["wall_s"] / 40, r["wall_s"] * 1.05, 40))
+            for r in timed
+        ]
+        out.update(
+            steps_to_target=mean_with_ci([s for s in reach if s is not None]),
+            reached=sum(s is not None for s in reach),
+            seconds_to_target=mean_with_ci([s for s in seconds if s is not None]),
+        )
     return out
 
 
 def final_training_return(runs: list[dict], steps: int) -> float | None:
     """The runs' mean training return over the last twentieth of their env steps."""
-    ends = [binned(r["curve"], np.array([steps * 0.95, steps]))[-1] for r in runs
-            if r.get("curve")]
+    ends = [binned(r["curve"], np.array([steps * 0.95, steps]))[-1] for r in runs if r.get("curve")]
     ends = [e for e in ends if np.isfinite(e)]
     return float(np.mean(ends)) if ends else None
 
@@ -189,14 +226,17 @@ def plot(groups: dict[str, list[dict]], steps: int, title: str, path: str) -> No
     """Training return against env steps and against seconds: the mean over seeds with a
     95% bootstrap band (each seed's curve binned onto a common grid first)."""
     fig, axes = figure_and_axes((10, 3.8), 1, 2)
-    longest = max((r["wall_s"] for runs in groups.values() for r in runs
-                   if r.get("wall_s")), default=1.0)
+    longest = max(
+        (r["wall_s"] for runs in groups.values() for r in runs if r.get("wall_s")), default=1.0
+    )
     for label, runs in groups.items():
         runs = [r for r in runs if r.get("curve")]
         if not runs:
             continue
-        for ax, key, grid in ((axes[0], "curve", np.linspace(steps / 40, steps, 40)),
-                              (axes[1], "curve_s", np.linspace(longest / 40, longest, 40))):
+        for ax, key, grid in (
+            (axes[0], "curve", np.linspace(steps / 40, steps, 40)),
+            (axes[1], "curve_s", np.linspace(longest / 40, longest, 40)),
+        ):
             stack = np.array([binned(r[key], grid) for r in runs if r.get(key)])
             if not len(stack):
                 continue
@@ -225,20 +265,33 @@ def _iqm(value) -> str:
 
 def report(part: str, scale: str, claims: Claims, results: list[dict], out: str) -> dict:
     """Per (algo, game): one row per variant, curves as PNG; README.md and results.json."""
-    labels = ([f"x{k}" for k in claims.factors] if part == "batch" else list(claims.runners))
+    labels = [f"x{k}" for k in claims.factors] if part == "batch" else list(claims.runners)
     data: dict = {"part": part, "scale": scale, "claims": claims.__dict__, "tables": []}
-    lines = [f"# {part} claim on MinAtar, scale `{scale}`", "", (__doc__ or "").split(
-        "\n\n")[2 if part == "batch" else 3].replace("\n", " "), ""]
-    pinned = "; ".join(f"{algo}: " + ", ".join(f"{k}={v}" for k, v in STUDY_SETTINGS[algo])
-                       for algo in claims.steps if algo in STUDY_SETTINGS)
+    lines = [
+        f"# {part} claim on MinAtar, scale `{scale}`",
+        "",
+        (__doc__ or "").split("\n\n")[2 if part == "batch" else 3].replace("\n", " "),
+        "",
+    ]
+    pinned = "; ".join(
+        f"{algo}: " + ", ".join(f"{k}={v}" for k, v in STUDY_SETTINGS[algo])
+        for algo in claims.steps
+        if algo in STUDY_SETTINGS
+    )
     if pinned:
-        lines += [f"Every run takes these settings on top of its preset ({pinned}): the "
-                  "values the study's committed runs had (`STUDY_SETTINGS`).", ""]
+        lines += [
+            f"Every run takes these settings on top of its preset ({pinned}): the "
+            "values the study's committed runs had (`STUDY_SETTINGS`).",
+            "",
+        ]
     done = [r for r in results if r.get("final_return") is not None]
     unchecked = sum(r.get(SETTINGS_FIELD) is None for r in done)
     if unchecked:
-        lines += [f"{unchecked} of the {len(done)} finished runs were recorded before records "
-                  "held their settings: not checked against today's.", ""]
+        lines += [
+            f"{unchecked} of the {len(done)} finished runs were recorded before records "
+            "held their settings: not checked against today's.",
+            "",
+        ]
     for algo in claims.steps:
         for game in claims.games:
             mine = [r for r in results if r["algo"] == algo and r["env"] == env_id(game)]
@@ -251,31 +304,40 @@ def report(part: str, scale: str, claims: Claims, results: list[dict], out: str)
             rows = {label: group_summary(runs, target, steps) for label, runs in groups.items()}
             png = f"{part}_{algo}_{game}.png"
             plot(groups, steps, f"{algo} {game}", os.path.join(out, png))
-            data["tables"].append({"algo": algo, "game": game, "target": target,
-                                   "rows": rows, "png": png})
+            data["tables"].append(
+                {"algo": algo, "game": game, "target": target, "rows": rows, "png": png}
+            )
             lines += [f"## {algo} MinAtar/{game}, {steps:,} env steps per run", ""]
             if part == "batch":
-                lines += [f"Target: {TARGET_FRACTION:.0%} of the x1 final training return"
-                          + (f" = {target:.2f}" if target is not None else " (no x1 run yet)")
-                          + ".", "",
-                          "| batch | final IQM [95% CI] | seeds reaching target | env steps "
-                          "to target [95% CI] | seconds to target [95% CI] | wall s |",
-                          "|---|---|---:|---|---|---:|"]
+                lines += [
+                    f"Target: {TARGET_FRACTION:.0%} of the x1 final training return"
+                    + (f" = {target:.2f}" if target is not None else " (no x1 run yet)")
+                    + ".",
+                    "",
+                    "| batch | final IQM [95% CI] | seeds reaching target | env steps "
+                    "to target [95% CI] | seconds to target [95% CI] | wall s |",
+                    "|---|---|---:|---|---|---:|",
+                ]
                 for label, s in rows.items():
-                    lines.append(f"| {label} | {_iqm(s.get('iqm'))} | {s.get('reached', 0)}"
-                                 f"/{len(s['seeds'])} | {_ci(s.get('steps_to_target'))} | "
-                                 f"{_ci(s.get('seconds_to_target'))} | "
-                                 f"{_wall(s)} |")
+                    lines.append(
+                        f"| {label} | {_iqm(s.get('iqm'))} | {s.get('reached', 0)}"
+                        f"/{len(s['seeds'])} | {_ci(s.get('steps_to_target'))} | "
+                        f"{_ci(s.get('seconds_to_target'))} | "
+                        f"{_wall(s)} |"
+                    )
             else:
-                lines += ["| runner | final IQM [95% CI] | policy lag (updates) | wall s |",
-                          "|---|---|---:|---:|"]
+                lines += [
+                    "| runner | final IQM [95% CI] | policy lag (updates) | wall s |",
+                    "|---|---|---:|---:|",
+                ]
                 for label, s in rows.items():
                     lag = 0.0 if label == "sync" else s.get("policy_lag")  # by construction
-                    lines.append(f"| {label} | {_iqm(s.get('iqm'))} | "
-                                 f"{'–' if lag is None else f'{lag:.2f}'} | "
-                                 f"{_wall(s)} |")
-            loaded = {label: s["under_load"] for label, s in rows.items()
-                      if s.get("under_load")}
+                    lines.append(
+                        f"| {label} | {_iqm(s.get('iqm'))} | "
+                        f"{'–' if lag is None else f'{lag:.2f}'} | "
+                        f"{_wall(s)} |"
+                    )
+            loaded = {label: s["under_load"] for label, s in rows.items() if s.get("under_load")}
             if loaded:
                 lines += ["", f"Timed under load, their seconds left out (seeds): {loaded}."]
             missing = {label: s["missing"] for label, s in rows.items() if s["missing"]}
@@ -291,22 +353,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("batch", "runners"), required=True)
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
-    parser.add_argument("--out", help="default docs/scaling/<scale>/<part>-minatar (smoke: a "
-                                      "temporary folder)")
+    parser.add_argument(
+        "--out", help="default docs/scaling/<scale>/<part>-minatar (smoke: a temporary folder)"
+    )
     parser.add_argument("--max-parallel", type=int, default=2)
-    parser.add_argument("--report-only", action="store_true",
-                        help="run nothing: rebuild the report from the records")
-    parser.add_argument("--algos", help="comma-separated: run only these algorithms' jobs "
-                                        "now (the report still covers every recorded run)")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rebuild the report from the records",
+    )
+    parser.add_argument(
+        "--algos",
+        help="comma-separated: run only these algorithms' jobs "
+        "now (the report still covers every recorded run)",
+    )
     args = parser.parse_args(argv)
     claims = SCALES[args.scale]
     to_run = set(claims.steps) if args.algos is None else set(args.algos.split(","))
     if not to_run <= set(claims.steps):
-        parser.error(f"--algos {args.algos!r}: the {args.scale} scale studies "
-                     f"{', '.join(claims.steps)}")
+        parser.error(
+            f"--algos {args.algos!r}: the {args.scale} scale studies {', '.join(claims.steps)}"
+        )
     # a smoke run checks the pipeline: it never writes into docs/
-    out = args.out or (tempfile.mkdtemp(prefix="claims-smoke-") if args.scale == "smoke"
-                       else os.path.join("docs", "scaling", args.scale, f"{args.part}-minatar"))
+    out = args.out or (
+        tempfile.mkdtemp(prefix="claims-smoke-")
+        if args.scale == "smoke"
+        else os.path.join("docs", "scaling", args.scale, f"{args.part}-minatar")
+    )
     os.makedirs(out, exist_ok=True)
     jobs = batch_jobs(claims) if args.part == "batch" else runner_jobs(claims)
     print(f"claims {args.part} ({args.scale}): {len(jobs)} runs -> {out}", flush=True)
@@ -315,10 +388,16 @@ def main(argv: list[str] | None = None) -> int:
     def say(result: dict) -> None:
         count[0] += 1
         final = result.get("final_return")
-        print(f"[{count[0]}/{len(jobs)}] {result['algo']} {result['env']} {result['label']} "
-              f"seed {result['seed']}: "
-              + (result.get("status", "") if final is None else
-                 f"final {final:.2f}, {result['wall_s']:.0f} s"), flush=True)
+        print(
+            f"[{count[0]}/{len(jobs)}] {result['algo']} {result['env']} {result['label']} "
+            f"seed {result['seed']}: "
+            + (
+                result.get("status", "")
+                if final is None
+                else f"final {final:.2f}, {result['wall_s']:.0f} s"
+            ),
+            flush=True,
+        )
 
     def task(job: Job, cores: list[int] | None = None) -> dict:
         run = run_job if job.algo in to_run and not args.report_only else finished
@@ -327,8 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     results = LocalBackend(args.max_parallel).map(task, [(j,) for j in jobs], say)
     report(args.part, args.scale, claims, results, out)
     print(f"claims: report in {os.path.join(out, 'README.md')}")
-    return 0 if all(r.get("final_return") is not None for r in results) or args.report_only \
-        else 1
+    return 0 if all(r.get("final_return") is not None for r in results) or args.report_only else 1
 
 
 if __name__ == "__main__":

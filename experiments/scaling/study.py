@@ -22,6 +22,7 @@ Every training run is a separate `rlfw train` process (part (b) through rlfw's s
 machinery, one at a time so wall-clocks do not disturb each other), its run folder kept
 under --runs-dir.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,7 +60,7 @@ class BatchPart:
     algos: tuple[str, ...]
     factors: tuple[int, ...]
     threshold: float
-    max_steps: dict          # per algo: give up after this many env steps
+    max_steps: dict  # per algo: give up after this many env steps
     eval_every: int
     eval_episodes: int = 10
 
@@ -67,11 +68,11 @@ class BatchPart:
 @dataclass(frozen=True)
 class RankPart:
     ranks: tuple[int, ...]
-    env: str                 # strong scaling: time to threshold, global batch fixed
+    env: str  # strong scaling: time to threshold, global batch fixed
     threshold: float
     max_steps: int
     eval_every: int
-    throughput_env: str      # weak scaling: steps/s with a fixed batch per rank
+    throughput_env: str  # weak scaling: steps/s with a fixed batch per rank
     throughput_steps: int
     throughput_sampler: str = "serial"
     device: str = "cpu"
@@ -91,27 +92,70 @@ SCALES = {
     "smoke": Scale(
         SamplerPart("CartPole-v1", ("serial", "cpu", "queue"), (8,), (1, 2), 16, 0.2),
         None,
-        RankPart((1, 2), "CartPole-v1", threshold=60.0, max_steps=8_192, eval_every=2_048,
-                 throughput_env="CartPole-v1", throughput_steps=4_096,
-                 fixed_share_envs=("CartPole-v1",))),
+        RankPart(
+            (1, 2),
+            "CartPole-v1",
+            threshold=60.0,
+            max_steps=8_192,
+            eval_every=2_048,
+            throughput_env="CartPole-v1",
+            throughput_steps=4_096,
+            fixed_share_envs=("CartPole-v1",),
+        ),
+    ),
     "small": Scale(
-        SamplerPart("ALE/Pong-v5", ("serial", "cpu", "gpu", "alternating", "queue", "native"),
-                    (8, 16, 32), (1, 2), 32, 3.0),
+        SamplerPart(
+            "ALE/Pong-v5",
+            ("serial", "cpu", "gpu", "alternating", "queue", "native"),
+            (8, 16, 32),
+            (1, 2),
+            32,
+            3.0,
+        ),
         None,
-        RankPart((1, 2), "CartPole-v1", threshold=475.0, max_steps=160_000, eval_every=8_192,
-                 throughput_env="ALE/Pong-v5", throughput_steps=8_192,
-                 throughput_sampler="cpu", fixed_share_envs=("CartPole-v1", "ALE/Pong-v5"))),
+        RankPart(
+            (1, 2),
+            "CartPole-v1",
+            threshold=475.0,
+            max_steps=160_000,
+            eval_every=8_192,
+            throughput_env="ALE/Pong-v5",
+            throughput_steps=8_192,
+            throughput_sampler="cpu",
+            fixed_share_envs=("CartPole-v1", "ALE/Pong-v5"),
+        ),
+    ),
     # The paper's DGX-1 sizes: hundreds of Atari envs, batches far above the usual, one
     # learner per GPU. Run it on an 8-GPU machine (NCCL); it is planned, not run, here.
     "dgx": Scale(
-        SamplerPart("ALE/Pong-v5", ("cpu", "gpu", "alternating", "queue", "native"),
-                    (64, 128, 256, 512), (8, 16, 32, 40), 64, 10.0),
-        BatchPart("ALE/Pong-v5", ("ppo", "a2c", "dqn"), (1, 2, 4, 8), threshold=18.0,
-                  max_steps={"ppo": 10_000_000, "a2c": 20_000_000, "dqn": 10_000_000},
-                  eval_every=250_000),
-        RankPart((1, 2, 4, 8), "ALE/Pong-v5", threshold=18.0, max_steps=10_000_000,
-                 eval_every=250_000, throughput_env="ALE/Pong-v5",
-                 throughput_steps=1_000_000, throughput_sampler="gpu", device="cuda")),
+        SamplerPart(
+            "ALE/Pong-v5",
+            ("cpu", "gpu", "alternating", "queue", "native"),
+            (64, 128, 256, 512),
+            (8, 16, 32, 40),
+            64,
+            10.0,
+        ),
+        BatchPart(
+            "ALE/Pong-v5",
+            ("ppo", "a2c", "dqn"),
+            (1, 2, 4, 8),
+            threshold=18.0,
+            max_steps={"ppo": 10_000_000, "a2c": 20_000_000, "dqn": 10_000_000},
+            eval_every=250_000,
+        ),
+        RankPart(
+            (1, 2, 4, 8),
+            "ALE/Pong-v5",
+            threshold=18.0,
+            max_steps=10_000_000,
+            eval_every=250_000,
+            throughput_env="ALE/Pong-v5",
+            throughput_steps=1_000_000,
+            throughput_sampler="gpu",
+            device="cuda",
+        ),
+    ),
 }
 
 
@@ -122,7 +166,7 @@ def sampler_cases(part: SamplerPart) -> list[dict]:
         if kind == "native" and not is_atari(part.env):
             continue
         for n_envs in part.envs:
-            for workers in ((1,) if kind == "serial" else part.workers):
+            for workers in (1,) if kind == "serial" else part.workers:
                 if workers > n_envs or (kind == "alternating" and workers % 2):
                     continue
                 cases.append({"sampler": kind, "envs": n_envs, "workers": workers})
@@ -134,15 +178,22 @@ def run_sampler_part(part: SamplerPart, say) -> list[dict]:
     for case in sampler_cases(part):
         algo = "ppo"
         config = apply_overrides(RunConfig(algo=algo, env=part.env), preset(algo, part.env))
-        config = replace(config, sampler=case["sampler"], batch_B=case["envs"],
-                         batch_T=part.batch_T, n_workers=case["workers"])
+        config = replace(
+            config,
+            sampler=case["sampler"],
+            batch_B=case["envs"],
+            batch_T=part.batch_T,
+            n_workers=case["workers"],
+        )
         config.validate()
         factory = config.env_factory()
         agent = build_agent(config, EnvSpaces.of(factory))
         rate = measure_steps_per_second(build_sampler(config, factory), agent, part.seconds)
         rows.append({**case, "steps_per_s": rate})
-        say(f"(a) {case['sampler']:<11} {case['envs']:>4} envs {case['workers']:>3} "
-            f"workers: {rate:,.0f} env steps/s")
+        say(
+            f"(a) {case['sampler']:<11} {case['envs']:>4} envs {case['workers']:>3} "
+            f"workers: {rate:,.0f} env steps/s"
+        )
     return rows
 
 
@@ -157,14 +208,17 @@ def batch_variants(part: BatchPart, scaling: str, seed: int) -> list[tuple[str, 
         base = apply_overrides(RunConfig(algo=algo, env=part.env), preset(algo, part.env))
         group = base.algo_config()
         for k in part.factors:
-            settings = [("batch_B", str(base.batch_B * k)),
-                        (f"{algo}.learning_rate",
-                         repr(group.learning_rate * lr_factor(k, scaling)))]
+            settings = [
+                ("batch_B", str(base.batch_B * k)),
+                (f"{algo}.learning_rate", repr(group.learning_rate * lr_factor(k, scaling))),
+            ]
             if algo == "ppo":  # the same number of minibatches per epoch
                 settings.append(("ppo.minibatch_size", str(group.minibatch_size * k)))
             if algo == "dqn":
-                settings += [("dqn.batch_size", str(group.batch_size * k)),
-                             ("dqn.replay_ratio", repr(group.replay_ratio / k))]
+                settings += [
+                    ("dqn.batch_size", str(group.batch_size * k)),
+                    ("dqn.replay_ratio", repr(group.replay_ratio / k)),
+                ]
             out.append((algo, k, Variant(tuple(settings), seed)))
     return out
 
@@ -187,18 +241,37 @@ def reached(run_dir: str, threshold: float) -> tuple[int | None, float | None, f
 def run_batch_part(part: BatchPart, scaling: str, seed: int, runs_dir: str, say) -> list[dict]:
     rows = []
     for algo, k, variant in batch_variants(part, scaling, seed):
-        flags = ["--algo", algo, "--env", part.env, "--steps", str(part.max_steps[algo]),
-                 "--eval-every", str(part.eval_every), "--eval-episodes",
-                 str(part.eval_episodes), "--stop-at-return", str(part.threshold)]
+        flags = [
+            "--algo",
+            algo,
+            "--env",
+            part.env,
+            "--steps",
+            str(part.max_steps[algo]),
+            "--eval-every",
+            str(part.eval_every),
+            "--eval-episodes",
+            str(part.eval_episodes),
+            "--stop-at-return",
+            str(part.threshold),
+        ]
         settings = dict(variant.settings)
         algo_dir = os.path.join(runs_dir, algo)  # the preset of --algo applies first
         (outcome,) = Sweep(algo_dir, [variant], flags).run(LocalBackend(1))
         steps, seconds, final = reached(os.path.join(algo_dir, variant.name), part.threshold)
-        rows.append({"algo": algo, "factor": k, "batch_B": int(settings["batch_B"]),
-                     "learning_rate": float(settings[f"{algo}.learning_rate"]),
-                     "status": outcome.status, "steps_to_threshold": steps,
-                     "seconds_to_threshold": seconds, "final_eval": final,
-                     "steps_per_s": outcome.steps_per_s})
+        rows.append(
+            {
+                "algo": algo,
+                "factor": k,
+                "batch_B": int(settings["batch_B"]),
+                "learning_rate": float(settings[f"{algo}.learning_rate"]),
+                "status": outcome.status,
+                "steps_to_threshold": steps,
+                "seconds_to_threshold": seconds,
+                "final_eval": final,
+                "steps_per_s": outcome.steps_per_s,
+            }
+        )
         say(f"(b) {algo} x{k}: {_fmt_reach(steps, seconds)} ({outcome.status})")
     return rows
 
@@ -210,15 +283,29 @@ def _fmt_reach(steps, seconds) -> str:
 
 
 # -- (c) learner ranks -------------------------------------------------------------------
-def torchrun(n: int, run_dir: str, flags: list[str], log: str,
-             cores: list[int] | None = None) -> int:
+def torchrun(
+    n: int, run_dir: str, flags: list[str], log: str, cores: list[int] | None = None
+) -> int:
     """``rlfw train`` on ``n`` torchrun ranks; with ``cores``, the launch is pinned to them
     (rlfw's affinity plan then splits them between the ranks)."""
     # torchrun's own log folder beside the run: by default it makes one in the system's
     # temp dir per launch and never removes it
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={n}", "--log-dir", run_dir + ".torchrun", "-m", "rlfw",
-            "train", "--log-dir", run_dir, "--no-progress", *flags]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={n}",
+        "--log-dir",
+        run_dir + ".torchrun",
+        "-m",
+        "rlfw",
+        "train",
+        "--log-dir",
+        run_dir,
+        "--no-progress",
+        *flags,
+    ]
     pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
     with open(log, "w") as f:
         return subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, preexec_fn=pin)
@@ -229,8 +316,11 @@ def mean_rate(run_dir: str) -> float | None:
     if not os.path.exists(path):
         return None
     with open(path, newline="") as f:
-        rates = [float(r["time/steps_per_second"]) for r in csv.DictReader(f)
-                 if r.get("time/steps_per_second")]
+        rates = [
+            float(r["time/steps_per_second"])
+            for r in csv.DictReader(f)
+            if r.get("time/steps_per_second")
+        ]
     if len(rates) > 1:
         rates = rates[1:]  # the first interval carries start-up
     return sum(rates) / len(rates) if rates else None
@@ -244,32 +334,75 @@ def run_rank_part(part: RankPart, seed: int, runs_dir: str, say) -> list[dict]:
         if base.batch_B % n or base.ppo.minibatch_size % n:
             continue
         run_dir = os.path.join(runs_dir, f"strong-ranks={n}")
-        flags = ["--env", part.env, "--steps", str(part.max_steps), "--seed", str(seed),
-                 "--batch-B", str(base.batch_B // n), "--device", part.device,
-                 "--set", f"ppo.minibatch_size={base.ppo.minibatch_size // n}",
-                 "--eval-every", str(part.eval_every), "--stop-at-return", str(part.threshold)]
+        flags = [
+            "--env",
+            part.env,
+            "--steps",
+            str(part.max_steps),
+            "--seed",
+            str(seed),
+            "--batch-B",
+            str(base.batch_B // n),
+            "--device",
+            part.device,
+            "--set",
+            f"ppo.minibatch_size={base.ppo.minibatch_size // n}",
+            "--eval-every",
+            str(part.eval_every),
+            "--stop-at-return",
+            str(part.threshold),
+        ]
         code = _once(run_dir, lambda: torchrun(n, run_dir, flags, run_dir + ".log"))
         steps, seconds, final = reached(run_dir, part.threshold)
-        rows.append({"kind": "strong", "ranks": n, "env": part.env, "status": code,
-                     "global_batch_B": base.batch_B, "steps_to_threshold": steps,
-                     "seconds_to_threshold": seconds, "final_eval": final,
-                     "steps_per_s": mean_rate(run_dir)})
+        rows.append(
+            {
+                "kind": "strong",
+                "ranks": n,
+                "env": part.env,
+                "status": code,
+                "global_batch_B": base.batch_B,
+                "steps_to_threshold": steps,
+                "seconds_to_threshold": seconds,
+                "final_eval": final,
+                "steps_per_s": mean_rate(run_dir),
+            }
+        )
         say(f"(c) strong, {n} rank(s): {_fmt_reach(steps, seconds)}")
-    tbase = apply_overrides(RunConfig(algo="ppo", env=part.throughput_env),
-                            preset("ppo", part.throughput_env))
+    tbase = apply_overrides(
+        RunConfig(algo="ppo", env=part.throughput_env), preset("ppo", part.throughput_env)
+    )
     for n in part.ranks:
         run_dir = os.path.join(runs_dir, f"weak-ranks={n}")
         steps = part.throughput_steps * n
-        flags = ["--env", part.throughput_env, "--steps", str(steps), "--seed", str(seed),
-                 "--sampler", part.throughput_sampler, "--device", part.device,
-                 "--set", "schedule.eval_every=None",
-                 "--set", f"schedule.log_every={max(steps // 8, 1)}"]
+        flags = [
+            "--env",
+            part.throughput_env,
+            "--steps",
+            str(steps),
+            "--seed",
+            str(seed),
+            "--sampler",
+            part.throughput_sampler,
+            "--device",
+            part.device,
+            "--set",
+            "schedule.eval_every=None",
+            "--set",
+            f"schedule.log_every={max(steps // 8, 1)}",
+        ]
         code = _once(run_dir, lambda: torchrun(n, run_dir, flags, run_dir + ".log"))
-        rows.append({"kind": "weak", "ranks": n, "env": part.throughput_env, "status": code,
-                     "batch_B_per_rank": tbase.batch_B, "steps_per_s": mean_rate(run_dir)})
+        rows.append(
+            {
+                "kind": "weak",
+                "ranks": n,
+                "env": part.throughput_env,
+                "status": code,
+                "batch_B_per_rank": tbase.batch_B,
+                "steps_per_s": mean_rate(run_dir),
+            }
+        )
         say(f"(c) weak, {n} rank(s): {rows[-1]['steps_per_s'] or 0:,.0f} env steps/s")
-    one = next((r["steps_per_s"] for r in rows if r["kind"] == "weak" and r["ranks"] == 1),
-               None)
+    one = next((r["steps_per_s"] for r in rows if r["kind"] == "weak" and r["ranks"] == 1), None)
     for r in rows:
         if r["kind"] == "weak" and one and r["steps_per_s"]:
             r["efficiency"] = r["steps_per_s"] / (r["ranks"] * one)
@@ -292,19 +425,39 @@ def run_fixed_share(part: RankPart, seed: int, runs_dir: str, say) -> list[dict]
                 continue
             run_dir = os.path.join(runs_dir, f"weak-1core-{env.replace('/', '_')}-ranks={n}")
             steps = part.throughput_steps * n
-            flags = ["--env", env, "--steps", str(steps), "--seed", str(seed),
-                     "--sampler", part.throughput_sampler, "--device", part.device,
-                     "--pin-cpus", "--set", "schedule.eval_every=None",
-                     "--set", f"schedule.log_every={max(steps // 8, 1)}"]
-            code = _once(run_dir, lambda: torchrun(n, run_dir, flags, run_dir + ".log",
-                                                   usable[:n]))
-            rows.append({"kind": "weak, 1 core per rank", "ranks": n, "env": env,
-                         "status": code, "batch_B_per_rank": base.batch_B,
-                         "steps_per_s": mean_rate(run_dir)})
-            say(f"(c) weak, 1 core per rank, {env}, {n} rank(s): "
-                f"{rows[-1]['steps_per_s'] or 0:,.0f} env steps/s")
-        one = next((r["steps_per_s"] for r in rows if r["env"] == env and r["ranks"] == 1),
-                   None)
+            flags = [
+                "--env",
+                env,
+                "--steps",
+                str(steps),
+                "--seed",
+                str(seed),
+                "--sampler",
+                part.throughput_sampler,
+                "--device",
+                part.device,
+                "--pin-cpus",
+                "--set",
+                "schedule.eval_every=None",
+                "--set",
+                f"schedule.log_every={max(steps // 8, 1)}",
+            ]
+            code = _once(run_dir, lambda: torchrun(n, run_dir, flags, run_dir + ".log", usable[:n]))
+            rows.append(
+                {
+                    "kind": "weak, 1 core per rank",
+                    "ranks": n,
+                    "env": env,
+                    "status": code,
+                    "batch_B_per_rank": base.batch_B,
+                    "steps_per_s": mean_rate(run_dir),
+                }
+            )
+            say(
+                f"(c) weak, 1 core per rank, {env}, {n} rank(s): "
+                f"{rows[-1]['steps_per_s'] or 0:,.0f} env steps/s"
+            )
+        one = next((r["steps_per_s"] for r in rows if r["env"] == env and r["ranks"] == 1), None)
         for r in rows:
             if r["env"] == env and one and r["steps_per_s"]:
                 r["efficiency"] = r["steps_per_s"] / (r["ranks"] * one)
@@ -330,45 +483,72 @@ def _cell(value, spec: str = "") -> str:
 
 
 def tables(scale: str, results: dict) -> str:
-    out = [f"# Scaling study, scale `{scale}`", "",
-           f"Written by `python experiments/scaling/study.py --scale {scale}` on "
-           f"{results['machine']}; {results['wall_s']:.0f} s in all.", ""]
+    out = [
+        f"# Scaling study, scale `{scale}`",
+        "",
+        f"Written by `python experiments/scaling/study.py --scale {scale}` on "
+        f"{results['machine']}; {results['wall_s']:.0f} s in all.",
+        "",
+    ]
     if results.get("sampler"):
-        out += ["## (a) Sampler throughput", "",
-                f"{results['env_a']}, the run's real model, T={results['T_a']}. "
-                "![samplers](sampler_scaling.png)", "",
-                "| sampler | envs | workers | env steps/s |", "|---|---:|---:|---:|"]
-        out += [f"| {r['sampler']} | {r['envs']} | {r['workers']} | {r['steps_per_s']:,.0f} |"
-                for r in results["sampler"]]
+        out += [
+            "## (a) Sampler throughput",
+            "",
+            f"{results['env_a']}, the run's real model, T={results['T_a']}. "
+            "![samplers](sampler_scaling.png)",
+            "",
+            "| sampler | envs | workers | env steps/s |",
+            "|---|---:|---:|---:|",
+        ]
+        out += [
+            f"| {r['sampler']} | {r['envs']} | {r['workers']} | {r['steps_per_s']:,.0f} |"
+            for r in results["sampler"]
+        ]
         out.append("")
     if results.get("batch"):
-        out += ["## (b) Batch size", "",
-                f"{results['env_b']}: threshold {results['threshold_b']}, learning rate x "
-                f"{results['lr_scaling']}(k). ![batch](batch_scaling.png)", "",
-                "| algo | batch x | envs | learning rate | env steps to threshold | "
-                "seconds to threshold | final eval | env steps/s |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|"]
-        out += [f"| {r['algo']} | {r['factor']} | {r['batch_B']} | {r['learning_rate']:.3g} | "
-                f"{_cell(r['steps_to_threshold'], ',d')} | "
-                f"{_cell(r['seconds_to_threshold'], '.0f')} | {_cell(r['final_eval'], '.1f')} | "
-                f"{_cell(r['steps_per_s'], ',.0f')} |" for r in results["batch"]]
+        out += [
+            "## (b) Batch size",
+            "",
+            f"{results['env_b']}: threshold {results['threshold_b']}, learning rate x "
+            f"{results['lr_scaling']}(k). ![batch](batch_scaling.png)",
+            "",
+            "| algo | batch x | envs | learning rate | env steps to threshold | "
+            "seconds to threshold | final eval | env steps/s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        out += [
+            f"| {r['algo']} | {r['factor']} | {r['batch_B']} | {r['learning_rate']:.3g} | "
+            f"{_cell(r['steps_to_threshold'], ',d')} | "
+            f"{_cell(r['seconds_to_threshold'], '.0f')} | {_cell(r['final_eval'], '.1f')} | "
+            f"{_cell(r['steps_per_s'], ',.0f')} |"
+            for r in results["batch"]
+        ]
         out.append("")
     if results.get("ranks"):
-        out += ["## (c) Learner ranks (torchrun)", "", "![ranks](rank_scaling.png)", "",
-                "Rows `weak` launch n ranks on the whole machine: one rank already uses "
-                "every core, so on a small machine they measure the machine more than the "
-                "framework. Rows `weak, 1 core per rank` give each rank a fixed share (the "
-                "launch pinned to n cores, rlfw's affinity plan giving each rank one, its "
-                "sampler workers and learner threads inside it): efficiency = rate(n) / "
-                "(n x rate(1)) there measures what the ranks cost each other.", "",
-                "| scaling | env | ranks | env steps to threshold | seconds to threshold | "
-                "final eval | env steps/s | efficiency |",
-                "|---|---|---:|---:|---:|---:|---:|---:|"]
-        out += [f"| {r['kind']} | {r['env']} | {r['ranks']} | "
-                f"{_cell(r.get('steps_to_threshold'), ',d')} | "
-                f"{_cell(r.get('seconds_to_threshold'), '.0f')} | "
-                f"{_cell(r.get('final_eval'), '.1f')} | {_cell(r.get('steps_per_s'), ',.0f')} | "
-                f"{_cell(r.get('efficiency'), '.2f')} |" for r in results["ranks"]]
+        out += [
+            "## (c) Learner ranks (torchrun)",
+            "",
+            "![ranks](rank_scaling.png)",
+            "",
+            "Rows `weak` launch n ranks on the whole machine: one rank already uses "
+            "every core, so on a small machine they measure the machine more than the "
+            "framework. Rows `weak, 1 core per rank` give each rank a fixed share (the "
+            "launch pinned to n cores, rlfw's affinity plan giving each rank one, its "
+            "sampler workers and learner threads inside it): efficiency = rate(n) / "
+            "(n x rate(1)) there measures what the ranks cost each other.",
+            "",
+            "| scaling | env | ranks | env steps to threshold | seconds to threshold | "
+            "final eval | env steps/s | efficiency |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        out += [
+            f"| {r['kind']} | {r['env']} | {r['ranks']} | "
+            f"{_cell(r.get('steps_to_threshold'), ',d')} | "
+            f"{_cell(r.get('seconds_to_threshold'), '.0f')} | "
+            f"{_cell(r.get('final_eval'), '.1f')} | {_cell(r.get('steps_per_s'), ',.0f')} | "
+            f"{_cell(r.get('efficiency'), '.2f')} |"
+            for r in results["ranks"]
+        ]
         out.append("")
     return "\n".join(out)
 
@@ -379,8 +559,11 @@ def plots(results: dict, out_dir: str) -> list[str]:
         fig, ax = figure_and_axes((6, 4))
         for kind in dict.fromkeys(r["sampler"] for r in results["sampler"]):
             for w in sorted({r["workers"] for r in results["sampler"] if r["sampler"] == kind}):
-                pts = [(r["envs"], r["steps_per_s"]) for r in results["sampler"]
-                       if r["sampler"] == kind and r["workers"] == w]
+                pts = [
+                    (r["envs"], r["steps_per_s"])
+                    for r in results["sampler"]
+                    if r["sampler"] == kind and r["workers"] == w
+                ]
                 ax.plot(*zip(*pts), marker="o", label=f"{kind}, {w} w")
         ax.set(xlabel="envs", ylabel="env steps/s", title="(a) sampler throughput")
         ax.legend(fontsize=7)
@@ -404,18 +587,27 @@ def plots(results: dict, out_dir: str) -> list[str]:
     if results.get("ranks"):
         fig, axes = figure_and_axes((9, 4), 1, 2)
         weak = [r for r in results["ranks"] if r["kind"] == "weak" and r["steps_per_s"]]
-        strong = [r for r in results["ranks"] if r["kind"] == "strong"
-                  and r["seconds_to_threshold"] is not None]
+        strong = [
+            r
+            for r in results["ranks"]
+            if r["kind"] == "strong" and r["seconds_to_threshold"] is not None
+        ]
         if weak:
-            axes[0].plot([r["ranks"] for r in weak], [r["steps_per_s"] for r in weak], "o-",
-                         label="measured")
-            axes[0].plot([r["ranks"] for r in weak], [r["ranks"] * weak[0]["steps_per_s"]
-                                                     for r in weak], "--", label="linear")
+            axes[0].plot(
+                [r["ranks"] for r in weak], [r["steps_per_s"] for r in weak], "o-", label="measured"
+            )
+            axes[0].plot(
+                [r["ranks"] for r in weak],
+                [r["ranks"] * weak[0]["steps_per_s"] for r in weak],
+                "--",
+                label="linear",
+            )
             axes[0].legend()
         axes[0].set(xlabel="ranks", ylabel="env steps/s", title="weak scaling")
         if strong:
-            axes[1].plot([r["ranks"] for r in strong],
-                         [r["seconds_to_threshold"] for r in strong], "o-")
+            axes[1].plot(
+                [r["ranks"] for r in strong], [r["seconds_to_threshold"] for r in strong], "o-"
+            )
         axes[1].set(xlabel="ranks", ylabel="seconds to threshold", title="strong scaling")
         fig.suptitle("(c) learner ranks")
         written.append(_save(fig, out_dir, "rank_scaling.png"))
@@ -434,8 +626,10 @@ def machine_line() -> str:
     import torch
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return (f"{psutil.cpu_count(logical=False)} physical / {psutil.cpu_count()} logical "
-            f"cores, {gpus} GPU(s), torch {torch.__version__}")
+    return (
+        f"{psutil.cpu_count(logical=False)} physical / {psutil.cpu_count()} logical "
+        f"cores, {gpus} GPU(s), torch {torch.__version__}"
+    )
 
 
 def main(argv=None) -> int:
@@ -447,8 +641,11 @@ def main(argv=None) -> int:
     parser.add_argument("--lr-scaling", choices=("sqrt", "linear", "none"), default="sqrt")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
-    parser.add_argument("--report-only", action="store_true",
-                        help="rewrite the tables and plots from --out's results.json")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite the tables and plots from --out's results.json",
+    )
     args = parser.parse_args(argv)
     if set(args.parts) - set("abc") or not args.parts:
         parser.error(f"--parts takes letters of 'abc', got {args.parts!r}")
@@ -457,18 +654,18 @@ def main(argv=None) -> int:
     runs_dir = args.runs_dir or os.path.join("runs", f"scaling-{args.scale}")
     if args.dry_run:
         print(json.dumps(asdict(scale), indent=2))
-        runs_b = (len(batch_variants(scale.batch, args.lr_scaling, args.seed))
-                  if scale.batch else 0)
-        print(f"(a) {len(sampler_cases(scale.sampler))} sampler cases; (b) {runs_b} "
-              f"training runs; (c) {2 * len(scale.ranks.ranks)} torchrun launches")
+        runs_b = len(batch_variants(scale.batch, args.lr_scaling, args.seed)) if scale.batch else 0
+        print(
+            f"(a) {len(sampler_cases(scale.sampler))} sampler cases; (b) {runs_b} "
+            f"training runs; (c) {2 * len(scale.ranks.ranks)} torchrun launches"
+        )
         return 0
     os.makedirs(out_dir, exist_ok=True)
     if args.report_only:
         with open(os.path.join(out_dir, "results.json")) as f:
             return report(args.scale, json.load(f), out_dir, print)
     started = time.perf_counter()
-    results: dict = {"scale": args.scale, "machine": machine_line(),
-                     "lr_scaling": args.lr_scaling}
+    results: dict = {"scale": args.scale, "machine": machine_line(), "lr_scaling": args.lr_scaling}
     previous = os.path.join(out_dir, "results.json")
     if set(args.parts) != set("abc") and os.path.exists(previous):
         with open(previous) as f:  # re-running some parts keeps the others' results
@@ -487,21 +684,31 @@ def main(argv=None) -> int:
             json.dump(results, f, indent=2)
 
     if "a" in args.parts:
-        results.update(env_a=scale.sampler.env, T_a=scale.sampler.batch_T,
-                       sampler=run_sampler_part(scale.sampler, say))
+        results.update(
+            env_a=scale.sampler.env,
+            T_a=scale.sampler.batch_T,
+            sampler=run_sampler_part(scale.sampler, say),
+        )
         save()
     if "b" in args.parts and scale.batch is None:
-        say(f"(b) at scale {args.scale}: the batch-size claim runs on MinAtar, with seeds "
+        say(
+            f"(b) at scale {args.scale}: the batch-size claim runs on MinAtar, with seeds "
             f"and CIs: python experiments/scaling/claims.py --part batch --scale "
-            f"{args.scale}")
+            f"{args.scale}"
+        )
     elif "b" in args.parts:
-        results.update(env_b=scale.batch.env, threshold_b=scale.batch.threshold,
-                       batch=run_batch_part(scale.batch, args.lr_scaling, args.seed,
-                                            os.path.join(runs_dir, "batch"), say))
+        results.update(
+            env_b=scale.batch.env,
+            threshold_b=scale.batch.threshold,
+            batch=run_batch_part(
+                scale.batch, args.lr_scaling, args.seed, os.path.join(runs_dir, "batch"), say
+            ),
+        )
         save()
     if "c" in args.parts:
-        results["ranks"] = run_rank_part(scale.ranks, args.seed,
-                                         os.path.join(runs_dir, "ranks"), say)
+        results["ranks"] = run_rank_part(
+            scale.ranks, args.seed, os.path.join(runs_dir, "ranks"), say
+        )
     save()
     return report(args.scale, results, out_dir, say)
 

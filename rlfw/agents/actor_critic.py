@@ -1,4 +1,5 @@
 """Agent = actor-critic model + action distribution, for PPO and A2C."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -24,7 +25,8 @@ def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
         return DiagGaussian(int(action_space.shape[0]))
     raise ValueError(
-        f"action space {action_space} is not supported by {algo}: use Discrete or a 1-d Box")
+        f"action space {action_space} is not supported by {algo}: use Discrete or a 1-d Box"
+    )
 
 
 class ActorCriticAgent(ModelAgent):
@@ -32,8 +34,13 @@ class ActorCriticAgent(ModelAgent):
     training pass.
     Greedy (``eval_mode``) means argmax / Gaussian mean."""
 
-    def __init__(self, model: nn.Module, distribution: Any, action_space: gym.Space,
-                 device: str | torch.device = "cpu"):
+    def __init__(
+        self,
+        model: nn.Module,
+        distribution: Any,
+        action_space: gym.Space,
+        device: str | torch.device = "cpu",
+    ):
         self.model = model.to(device)
         self.distribution = distribution
         self.action_space = action_space
@@ -41,13 +48,24 @@ class ActorCriticAgent(ModelAgent):
         self.greedy = False
 
     @classmethod
-    def build(cls, spaces: EnvSpaces, model: str = "auto", hidden: Sequence[int] = (64, 64),
-              activation: str = "tanh", device: str = "cpu", algo: str = "ppo/a2c",
-              normalize_obs: bool = False, obs_clip: float = 10.0,
-              log_std_init: float = 0.0, recurrent: str | None = None,
-              rnn_size: int = 128, rnn_critic: bool = False,
-              ortho_init: bool = True, obs_norm_update: str = "batch",
-              sde_sample_freq: int = 0) -> "ActorCriticAgent":
+    def build(
+        cls,
+        spaces: EnvSpaces,
+        model: str = "auto",
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        device: str = "cpu",
+        algo: str = "ppo/a2c",
+        normalize_obs: bool = False,
+        obs_clip: float = 10.0,
+        log_std_init: float = 0.0,
+        recurrent: str | None = None,
+        rnn_size: int = 128,
+        rnn_critic: bool = False,
+        ortho_init: bool = True,
+        obs_norm_update: str = "batch",
+        sde_sample_freq: int = 0,
+    ) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations,
         their statistics updated by the learner once per batch or, with
@@ -64,40 +82,69 @@ class ActorCriticAgent(ModelAgent):
         if not isinstance(obs_space, gym.spaces.Box):
             raise ValueError(f"observation space {obs_space} is not supported: use a Box")
         kind = model_kind(model, obs_space.shape, obs_space.dtype)
-        if isinstance(sde_sample_freq, bool) or not isinstance(sde_sample_freq, int) \
-                or sde_sample_freq < 0:
-            raise ValueError(f"sde_sample_freq must be an int >= 0 (0: no gSDE), "
-                             f"got {sde_sample_freq!r}")
+        if (
+            isinstance(sde_sample_freq, bool)
+            or not isinstance(sde_sample_freq, int)
+            or sde_sample_freq < 0
+        ):
+            raise ValueError(
+                f"sde_sample_freq must be an int >= 0 (0: no gSDE), got {sde_sample_freq!r}"
+            )
         if sde_sample_freq and not isinstance(dist, DiagGaussian):
-            raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for Box actions; "
-                             f"{spaces.action} is not one")
+            raise ValueError(
+                f"sde_sample_freq={sde_sample_freq} (gSDE) is for Box actions; "
+                f"{spaces.action} is not one"
+            )
         gaussian_dim = dist.dim if isinstance(dist, DiagGaussian) else 0
         if not ortho_init and (recurrent is not None or kind == "cnn"):
-            raise ValueError(f"ortho_init=False is for the MLP actor-critic; model {kind!r}"
-                             + (f" with recurrent={recurrent!r}" if recurrent else "")
-                             + " is always initialized orthogonally")
+            raise ValueError(
+                f"ortho_init=False is for the MLP actor-critic; model {kind!r}"
+                + (f" with recurrent={recurrent!r}" if recurrent else "")
+                + " is always initialized orthogonally"
+            )
         if recurrent is not None:
             net: nn.Module = RecurrentActorCritic(
-                obs_space.shape, dist.n_params, recurrent, rnn_size, hidden, activation,
-                gaussian_dim, log_std_init, image=kind == "cnn", separate_critic=rnn_critic)
+                obs_space.shape,
+                dist.n_params,
+                recurrent,
+                rnn_size,
+                hidden,
+                activation,
+                gaussian_dim,
+                log_std_init,
+                image=kind == "cnn",
+                separate_critic=rnn_critic,
+            )
         elif kind == "cnn":
             net = CnnActorCritic(obs_space.shape, dist.n_params, gaussian_dim, log_std_init)
         else:
-            net = MlpActorCritic(obs_space.shape, dist.n_params, hidden, activation, gaussian_dim,
-                                 log_std_init, ortho_init, sde=sde_sample_freq > 0)
+            net = MlpActorCritic(
+                obs_space.shape,
+                dist.n_params,
+                hidden,
+                activation,
+                gaussian_dim,
+                log_std_init,
+                ortho_init,
+                sde=sde_sample_freq > 0,
+            )
             if sde_sample_freq:
                 dist = StateDependentGaussian(dist.dim, net.pi[-1].in_features)
         if sde_sample_freq and not isinstance(dist, StateDependentGaussian):
             # checked once the network is built: a CNN's own input errors come first
-            raise ValueError(f"sde_sample_freq={sde_sample_freq} (gSDE) is for the "
-                             f"feed-forward MLP actor-critic; model {kind!r}"
-                             + (f" with recurrent={recurrent!r}" if recurrent else "")
-                             + " has no gSDE: set sde_sample_freq=0 (a plain Gaussian)")
+            raise ValueError(
+                f"sde_sample_freq={sde_sample_freq} (gSDE) is for the "
+                f"feed-forward MLP actor-critic; model {kind!r}"
+                + (f" with recurrent={recurrent!r}" if recurrent else "")
+                + " has no gSDE: set sde_sample_freq=0 (a plain Gaussian)"
+            )
         if normalize_obs:
             net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update)
         elif obs_norm_update != "batch":
-            raise ValueError(f"obs_norm_update={obs_norm_update!r} needs normalize_obs=True "
-                             "(there are no observation statistics to update)")
+            raise ValueError(
+                f"obs_norm_update={obs_norm_update!r} needs normalize_obs=True "
+                "(there are no observation statistics to update)"
+            )
         agent = cls(net, dist, spaces.action, device)
         agent.noise_hold = max(sde_sample_freq, 1)
         return agent
@@ -132,8 +179,13 @@ class ActorCriticAgent(ModelAgent):
         return params, value, None, model_input
 
     @torch.no_grad()
-    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
-             slots: Sequence[int] | None = None, state: AgentState = None) -> AgentStep:
+    def step(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         """Actions for ``obs`` from the slots' ``noise``; ``slots`` (which env slots the rows
         are) matters only to agents with per-slot behaviour, such as Ape-X exploration."""
         params, value, next_state, model_input = self._forward(obs, state)
@@ -156,8 +208,13 @@ class ActorCriticAgent(ModelAgent):
             return samples.agent_info.model_input
         return samples.observation
 
-    def evaluate_actions(self, obs: torch.Tensor, action: torch.Tensor,
-                         state: AgentState = None, episode_start: torch.Tensor | None = None):
+    def evaluate_actions(
+        self,
+        obs: torch.Tensor,
+        action: torch.Tensor,
+        state: AgentState = None,
+        episode_start: torch.Tensor | None = None,
+    ):
         """(log-prob of ``action``, entropy, value), with grad, for the loss, of ``obs``
         as ``training_observations`` gives them. A recurrent agent takes whole sequences:
         ``obs [T, n, ...]`` run from ``state [n, S]`` (the state before step 0), restarting

@@ -1,6 +1,7 @@
 """What samplers call on every agent and algorithms share (the ``Agent`` protocol), the
 record a step returns (``AgentStep``), and ``ModelAgent``, which implements the mode and
 weight parts for any agent whose parameters live in ``self.model``."""
+
 from __future__ import annotations
 
 from typing import Iterator, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
@@ -74,11 +75,15 @@ class Agent(Protocol):
 
     def initial_state(self, n: int) -> AgentState: ...
 
-    def step(self, obs: np.ndarray | torch.Tensor, noise: np.ndarray | torch.Tensor,
-             slots: Sequence[int] | None = None, state: AgentState = None) -> AgentStep: ...
+    def step(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep: ...
 
-    def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None
-              ) -> torch.Tensor: ...
+    def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None) -> torch.Tensor: ...
 
     def env_action(self, action: torch.Tensor) -> np.ndarray: ...
 

@@ -3,6 +3,7 @@
 Samplers draw the noise from one RNG stream per env slot, so an action depends only on
 (seed, slot, step), never on how slots are split across processes or batched.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,7 +51,7 @@ class DiagGaussian:
         self.noise_shape = (dim,)
 
     def _split(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return params[..., : self.dim], params[..., self.dim:]
+        return params[..., : self.dim], params[..., self.dim :]
 
     def sample(self, params: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
         mean, log_std = self._split(params)
@@ -88,9 +89,10 @@ class StateDependentGaussian:
 
     def _split(self, params: torch.Tensor):
         mean = params[..., : self.dim]
-        latent = params[..., self.dim: self.dim + self.latent_dim]
-        log_std = params[..., self.dim + self.latent_dim:].unflatten(
-            -1, (self.latent_dim, self.dim))
+        latent = params[..., self.dim : self.dim + self.latent_dim]
+        log_std = params[..., self.dim + self.latent_dim :].unflatten(
+            -1, (self.latent_dim, self.dim)
+        )
         return mean, latent, log_std
 
     def _mean_and_std(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,8 +109,9 @@ class StateDependentGaussian:
         return params[..., : self.dim]
 
     @staticmethod
-    def _log_prob(mean: torch.Tensor, std: torch.Tensor, log_std: torch.Tensor,
-                  action: torch.Tensor) -> torch.Tensor:
+    def _log_prob(
+        mean: torch.Tensor, std: torch.Tensor, log_std: torch.Tensor, action: torch.Tensor
+    ) -> torch.Tensor:
         z = (action - mean) / std
         return (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
 

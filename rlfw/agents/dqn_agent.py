@@ -1,4 +1,5 @@
 """DQN agent: a Q-network with ε-greedy exploration, one ε per env slot."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -48,8 +49,14 @@ class DqnAgent(ModelAgent):
     noise_shape = (2,)
     noise_kind = "uniform"
 
-    def __init__(self, q: QNetwork, n_actions: int, batch_B: int, device: str = "cpu",
-                 eval_epsilon: float = 0.0):
+    def __init__(
+        self,
+        q: QNetwork,
+        n_actions: int,
+        batch_B: int,
+        device: str = "cpu",
+        eval_epsilon: float = 0.0,
+    ):
         if not 0 <= eval_epsilon <= 1:
             raise ValueError(f"eval_epsilon = {eval_epsilon!r} is invalid: must be in [0, 1]")
         self.model = EpsilonGreedyQ(q, batch_B).to(device)
@@ -59,20 +66,32 @@ class DqnAgent(ModelAgent):
         self.greedy = False
 
     @classmethod
-    def build(cls, spaces: EnvSpaces, batch_B: int, model: str = "auto",
-              hidden: Sequence[int] = (256, 256), dueling: bool = False,
-              device: str = "cpu", eval_epsilon: float = 0.0, atoms: int = 1,
-              v_min: float = -10.0, v_max: float = 10.0) -> "DqnAgent":
+    def build(
+        cls,
+        spaces: EnvSpaces,
+        batch_B: int,
+        model: str = "auto",
+        hidden: Sequence[int] = (256, 256),
+        dueling: bool = False,
+        device: str = "cpu",
+        eval_epsilon: float = 0.0,
+        atoms: int = 1,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+    ) -> "DqnAgent":
         """ε-greedy over a Q-network; ``atoms > 1``: a C51 head on ``[v_min, v_max]``
         (actions greedy on the distributions' means)."""
         if not isinstance(spaces.action, gym.spaces.Discrete):
-            raise ValueError(f"action space {spaces.action} is not supported by dqn: DQN needs "
-                             "a Discrete action space")
+            raise ValueError(
+                f"action space {spaces.action} is not supported by dqn: DQN needs "
+                "a Discrete action space"
+            )
         obs = spaces.observation
         if not isinstance(obs, gym.spaces.Box):
             raise ValueError(f"observation space {obs} is not supported: use a Box")
-        q = QNetwork(obs.shape, obs.dtype, int(spaces.action.n), hidden, dueling, model,
-                     atoms, v_min, v_max)
+        q = QNetwork(
+            obs.shape, obs.dtype, int(spaces.action.n), hidden, dueling, model, atoms, v_min, v_max
+        )
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 
     @property
@@ -80,17 +99,16 @@ class DqnAgent(ModelAgent):
         return self.model.q
 
     def set_epsilon(self, epsilon: float | np.ndarray) -> None:
-        self.model.epsilon.copy_(torch.as_tensor(epsilon, dtype=torch.float32).expand_as(
-            self.model.epsilon))
+        self.model.epsilon.copy_(
+            torch.as_tensor(epsilon, dtype=torch.float32).expand_as(self.model.epsilon)
+        )
 
     @torch.no_grad()
-    def step(self, obs, noise, slots: Sequence[int] | None = None,
-             state=None) -> AgentStep:
+    def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
         q = self.model(torch.as_tensor(obs, device=self.device))
         return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values))
 
-    def _epsilon_greedy(self, q: torch.Tensor, noise, slots: Sequence[int] | None
-                        ) -> torch.Tensor:
+    def _epsilon_greedy(self, q: torch.Tensor, noise, slots: Sequence[int] | None) -> torch.Tensor:
         best = q.argmax(-1)
         if self.greedy and self.eval_epsilon == 0:
             return best
@@ -115,26 +133,33 @@ class RecurrentDqnAgent(DqnAgent):
     slot carried by the sampler (``initial_state``, ``step(..., state)``)."""
 
     @classmethod
-    def build_recurrent(cls, spaces: EnvSpaces, batch_B: int, rnn_size: int = 128,
-                        hidden: Sequence[int] = (64,), dueling: bool = True,
-                        device: str = "cpu", eval_epsilon: float = 0.0,
-                        model: str = "auto") -> "RecurrentDqnAgent":
+    def build_recurrent(
+        cls,
+        spaces: EnvSpaces,
+        batch_B: int,
+        rnn_size: int = 128,
+        hidden: Sequence[int] = (64,),
+        dueling: bool = True,
+        device: str = "cpu",
+        eval_epsilon: float = 0.0,
+        model: str = "auto",
+    ) -> "RecurrentDqnAgent":
         from rlfw.models.recurrent_q import RecurrentQNetwork
 
         if not isinstance(spaces.action, gym.spaces.Discrete):
-            raise ValueError(f"action space {spaces.action} is not supported by r2d1: it "
-                             "needs a Discrete action space")
+            raise ValueError(
+                f"action space {spaces.action} is not supported by r2d1: it "
+                "needs a Discrete action space"
+            )
         obs = spaces.observation
         image = model_kind(model, obs.shape, obs.dtype) == "cnn"
         q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 
     @torch.no_grad()
-    def step(self, obs, noise, slots: Sequence[int] | None = None,
-             state=None) -> AgentStep:
+    def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
         q, next_state = self.q(torch.as_tensor(obs, device=self.device), state)
-        return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values),
-                         next_state)
+        return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values), next_state)
 
     @torch.no_grad()
     def value(self, obs, state=None) -> torch.Tensor:

@@ -1,4 +1,5 @@
 """A uniform-random agent: the trivial policy for sampler throughput measurements."""
+
 from __future__ import annotations
 
 import math
@@ -32,9 +33,13 @@ class RandomAgent(ModelAgent):
         # step, and this agent stands for "no network" in throughput measurements.
         u = np.asarray(noise, dtype=np.float32)
         action = np.minimum((u * np.float32(self.n)).astype(np.int64), self.n - 1)
-        return AgentStep(torch.from_numpy(action),
-                         AgentInfo(torch.from_numpy(np.full(u.shape, self._logp, np.float32)),
-                                   torch.from_numpy(np.zeros(u.shape, np.float32))))
+        return AgentStep(
+            torch.from_numpy(action),
+            AgentInfo(
+                torch.from_numpy(np.full(u.shape, self._logp, np.float32)),
+                torch.from_numpy(np.zeros(u.shape, np.float32)),
+            ),
+        )
 
     def value(self, obs, state=None) -> torch.Tensor:
         return torch.zeros(len(obs))

@@ -6,6 +6,7 @@ Runners call only these methods. An algorithm learns either from the sampler's o
 appended to; the async runner appends from its sampler process and calls
 ``learn_from_replay`` itself.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -22,8 +23,9 @@ class Algorithm(ABC):
     config: Any  # the algorithm's typed config (a dataclass with ``validate()``)
 
     @abstractmethod
-    def initialize(self, agent: Agent, n_itr: int, seed: int = 0,
-                   replicas: Replicas | None = None) -> None:
+    def initialize(
+        self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+    ) -> None:
         """Bind to ``agent`` for a run of ``n_itr`` iterations; ``seed`` seeds the
         algorithm's own streams; ``replicas`` (multi-rank runs) average each gradient."""
 
@@ -46,12 +48,13 @@ class ReplayAlgorithm(Algorithm):
     process append to a shared replay (``make_replay(..., shared=True)``) and calls
     ``learn_from_replay`` for each batch that arrived."""
 
-    replay: Any   # the replay, or None until ``make_replay``
+    replay: Any  # the replay, or None until ``make_replay``
     updates: int  # gradient steps taken so far
 
     @abstractmethod
-    def make_replay(self, samples: Samples, shared: bool = False,
-                    seed: int | None = None, reserve_rows: int = 0) -> Any:
+    def make_replay(
+        self, samples: Samples, shared: bool = False, seed: int | None = None, reserve_rows: int = 0
+    ) -> Any:
         """Build the replay for batches shaped like ``samples`` (shared memory if
         ``shared``, with ``reserve_rows`` more rows than the capacity for a writer that
         runs ahead of what sampling sees)."""

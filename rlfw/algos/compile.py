@@ -5,6 +5,7 @@ AOTAutograd then compiles too); the optimizer step stays the fused eager kernel 
 is. Compiled code rounds differently from eager code (fused reductions), so a run is
 bitwise reproducible against itself with or without compile, not across the two.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,11 @@ def compile_loss(fn: F, setting: bool | None, model: nn.Module, n_grad_steps: in
     """``fn`` compiled (one graph, static shapes: a batch's smaller last minibatch costs
     one more compile) if ``resolve_compile`` says so, else ``fn`` itself."""
     if setting and getattr(model, "state_size", 0):
-        raise ValueError("compile=true is not supported with a recurrent core (its sequences "
-                         "are cut where episodes start, a different graph per batch); use "
-                         "compile=false or auto")
+        raise ValueError(
+            "compile=true is not supported with a recurrent core (its sequences "
+            "are cut where episodes start, a different graph per batch); use "
+            "compile=false or auto"
+        )
     if not resolve_compile(setting, model, n_grad_steps):
         return fn
     # Inductor reads the variable when it first needs its cache; a user's choice wins.

@@ -4,6 +4,7 @@ With small networks the optimizer step and grad-norm clip cost far more in per-t
 dispatch than in arithmetic; over one flat tensor each becomes a handful of ops (about 40%
 of a PPO minibatch step on CartPole-sized MLPs).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -23,8 +24,11 @@ class FlatParameters:
     one every replica applies; with one flat buffer that is one collective per step.
     """
 
-    def __init__(self, params: Iterable[nn.Parameter],
-                 grad_sync: Callable[[torch.Tensor], None] | None = None):
+    def __init__(
+        self,
+        params: Iterable[nn.Parameter],
+        grad_sync: Callable[[torch.Tensor], None] | None = None,
+    ):
         self.grad_sync = grad_sync
         params = [p for p in params if p.requires_grad]
         if not params:
@@ -32,21 +36,21 @@ class FlatParameters:
         dtypes = {p.dtype for p in params}
         devices = {p.device for p in params}
         if len(dtypes) != 1 or len(devices) != 1:
-            raise ValueError(f"parameters must share one dtype and device, got {dtypes} on "
-                             f"{devices}")
+            raise ValueError(
+                f"parameters must share one dtype and device, got {dtypes} on {devices}"
+            )
         total = sum(p.numel() for p in params)
-        self.flat = nn.Parameter(torch.empty(total, dtype=params[0].dtype,
-                                             device=params[0].device))
+        self.flat = nn.Parameter(torch.empty(total, dtype=params[0].dtype, device=params[0].device))
         self.flat.grad = torch.zeros_like(self.flat)
         offset = 0
         for p in params:
             n = p.numel()
             # Each parameter keeps its memory layout (channels-last conv weights stay
             # channels-last, so their kernels keep running in that layout).
-            data = _laid_out_like(self.flat.data[offset:offset + n], p)
+            data = _laid_out_like(self.flat.data[offset : offset + n], p)
             data.copy_(p.data)
             p.data = data
-            p.grad = _laid_out_like(self.flat.grad[offset:offset + n], p)
+            p.grad = _laid_out_like(self.flat.grad[offset : offset + n], p)
             offset += n
 
     def zero_grad(self) -> None:
@@ -71,9 +75,11 @@ def _laid_out_like(chunk: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     if param.is_contiguous():
         return chunk.view(param.shape)
     if not _is_dense(param):
-        raise ValueError(f"parameter of shape {tuple(param.shape)} and strides "
-                         f"{param.stride()} has gaps or overlaps; FlatParameters needs dense "
-                         "parameters")
+        raise ValueError(
+            f"parameter of shape {tuple(param.shape)} and strides "
+            f"{param.stride()} has gaps or overlaps; FlatParameters needs dense "
+            "parameters"
+        )
     return chunk.as_strided(param.shape, param.stride())
 
 

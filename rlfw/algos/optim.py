@@ -1,5 +1,6 @@
 """Optimisation pieces every algorithm shares: optimizer over flat parameters, gradient
 step with clipping, learning-rate setting and schedule."""
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,7 @@ def gradient_sync(replicas: Replicas | None):
     return None if replicas is None else replicas.average_gradient
 
 
-def make_optimizer(flat: FlatParameters, name: str, lr: float,
-                   eps: float) -> torch.optim.Optimizer:
+def make_optimizer(flat: FlatParameters, name: str, lr: float, eps: float) -> torch.optim.Optimizer:
     """An optimizer over the single flat parameter (fused kernels where torch has them)."""
     if name == "adam":
         return torch.optim.Adam([flat.flat], lr=lr, eps=eps, fused=True)
@@ -38,13 +38,13 @@ def make_optimizer(flat: FlatParameters, name: str, lr: float,
     raise ValueError(f"optimizer {name!r} unknown; choose from {OPTIMIZERS}")
 
 
-def flat_optimizer(parameters, config, grad_sync=None
-                   ) -> tuple[FlatParameters, torch.optim.Optimizer]:
+def flat_optimizer(
+    parameters, config, grad_sync=None
+) -> tuple[FlatParameters, torch.optim.Optimizer]:
     """The flat parameter buffer and its optimizer, as every algorithm here sets them up;
     ``grad_sync`` averages gradients across replicas (see ``FlatParameters``)."""
     flat = FlatParameters(parameters, grad_sync)
-    return flat, make_optimizer(flat, config.optimizer, config.learning_rate,
-                                config.optimizer_eps)
+    return flat, make_optimizer(flat, config.optimizer, config.learning_rate, config.optimizer_eps)
 
 
 def linear_schedule(base: float, itr: int, n_itr: int, anneal: bool) -> float:
@@ -61,8 +61,12 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
-def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
-                  loss: torch.Tensor, max_grad_norm: float | None) -> float:
+def gradient_step(
+    optimizer: torch.optim.Optimizer,
+    flat: FlatParameters,
+    loss: torch.Tensor,
+    max_grad_norm: float | None,
+) -> float:
     """Backward, gradient sync across replicas (if any), optional grad-norm clip, step;
     returns the pre-clip norm of the synced gradient. A non-finite loss or gradient raises
     ``NonFiniteError`` before the step is applied (on every replica alike: they all see the
@@ -73,8 +77,7 @@ def gradient_step(optimizer: torch.optim.Optimizer, flat: FlatParameters,
     norm = flat.clip_grad_norm(max_grad_norm).item()
     if not math.isfinite(norm):  # a non-finite loss shows up here too, at no extra cost
         check_finite("loss", loss.detach())
-        raise NonFiniteError(f"non-finite gradient norm {norm} (the loss {loss.item()} is "
-                             "finite)")
+        raise NonFiniteError(f"non-finite gradient norm {norm} (the loss {loss.item()} is finite)")
     step_optimizer(optimizer)
     return norm
 
@@ -110,13 +113,21 @@ def _flushing_subnormals() -> bool:
 def _fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
     """The kernel call for the one case it covers; False (nothing done) otherwise."""
     kernel = getattr(torch, "_fused_adam_", None)
-    if type(optimizer) is not torch.optim.Adam or kernel is None \
-            or len(optimizer.param_groups) != 1:
+    if (
+        type(optimizer) is not torch.optim.Adam
+        or kernel is None
+        or len(optimizer.param_groups) != 1
+    ):
         return False
     group = optimizer.param_groups[0]
-    if len(group["params"]) != 1 or not group["fused"] or group["amsgrad"] \
-            or group["differentiable"] or group.get("decoupled_weight_decay", False) \
-            or isinstance(group["lr"], torch.Tensor):
+    if (
+        len(group["params"]) != 1
+        or not group["fused"]
+        or group["amsgrad"]
+        or group["differentiable"]
+        or group.get("decoupled_weight_decay", False)
+        or isinstance(group["lr"], torch.Tensor)
+    ):
         return False
     (param,) = group["params"]
     state = optimizer.state.get(param)
@@ -125,10 +136,23 @@ def _fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
     beta1, beta2 = group["betas"]
     with torch.no_grad():
         state["step"].add_(1)
-        kernel([param], [param.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [],
-               [state["step"]], amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
-               weight_decay=group["weight_decay"], eps=group["eps"],
-               maximize=group["maximize"], grad_scale=None, found_inf=None)
+        kernel(
+            [param],
+            [param.grad],
+            [state["exp_avg"]],
+            [state["exp_avg_sq"]],
+            [],
+            [state["step"]],
+            amsgrad=False,
+            lr=group["lr"],
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=group["weight_decay"],
+            eps=group["eps"],
+            maximize=group["maximize"],
+            grad_scale=None,
+            found_inf=None,
+        )
     return True
 
 
@@ -150,9 +174,16 @@ def _rmsprop_step(optimizer: torch.optim.Optimizer) -> bool:
     if type(optimizer) is not torch.optim.RMSprop or len(optimizer.param_groups) != 1:
         return False
     group = optimizer.param_groups[0]
-    if len(group["params"]) != 1 or group["centered"] or group["momentum"] != 0 \
-            or group["maximize"] or group["differentiable"] or group["capturable"] \
-            or group["eps"] < _RMSPROP_MIN_EPS or isinstance(group["lr"], torch.Tensor):
+    if (
+        len(group["params"]) != 1
+        or group["centered"]
+        or group["momentum"] != 0
+        or group["maximize"]
+        or group["differentiable"]
+        or group["capturable"]
+        or group["eps"] < _RMSPROP_MIN_EPS
+        or isinstance(group["lr"], torch.Tensor)
+    ):
         return False
     (param,) = group["params"]
     state = optimizer.state.get(param)

@@ -2,6 +2,7 @@
 family (and optionally one env of it) with a one-line source. The reasoning behind each
 entry — what was measured, what was tried — is in the manual's presets page
 (``docs/presets.md``), not between the numbers."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

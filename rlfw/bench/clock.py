@@ -8,6 +8,7 @@ scheduler statistics (``/proc/self/task/*/schedstat``, its second field), so a r
 tell a quietly timed run from one timed under load after the fact instead of trusting
 whoever ran it.
 """
+
 from __future__ import annotations
 
 import glob

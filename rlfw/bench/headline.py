@@ -5,6 +5,7 @@ row names a benchmark entry, and its numbers are read from that suite's ``result
     python -m rlfw.bench.headline            # print the table
     python -m rlfw.bench.headline --write    # put it into README.md between its markers
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,20 +43,22 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
     SuiteRow("DQN, CartPole-v1, 120k steps", "classic", "dqn", "CartPole-v1"),
     SuiteRow("PPO, HalfCheetah-v5, 300k steps", "mujoco", "ppo", "HalfCheetah-v5"),
     SuiteRow("PPO, MinAtar Breakout, 2M steps", "minatar", "ppo", "MinAtar/Breakout-v1"),
-    SuiteRow("PPO, MinAtar SpaceInvaders, 2M steps", "minatar", "ppo",
-             "MinAtar/SpaceInvaders-v1"),
+    SuiteRow("PPO, MinAtar SpaceInvaders, 2M steps", "minatar", "ppo", "MinAtar/SpaceInvaders-v1"),
     SuiteRow("PPO, MinAtar Asterix, 2M steps", "minatar", "ppo", "MinAtar/Asterix-v1"),
     SuiteRow("PPO, MinAtar Freeway, 2M steps", "minatar", "ppo", "MinAtar/Freeway-v1"),
     SuiteRow("DQN, MinAtar Breakout, 250k steps", "minatar", "dqn", "MinAtar/Breakout-v1"),
-    PongRow("PPO, Atari Pong, 10M frames, 2 cores",
-            ("ppo-pong-10M-e8-bf16-seed0", "ppo-pong-10M-e8-bf16-seed1",
-             "ppo-pong-10M-e8-bf16-seed2")),
+    PongRow(
+        "PPO, Atari Pong, 10M frames, 2 cores",
+        ("ppo-pong-10M-e8-bf16-seed0", "ppo-pong-10M-e8-bf16-seed1", "ppo-pong-10M-e8-bf16-seed2"),
+    ),
 )
 
 
 def _iqm(stats: dict[str, Any]) -> str:
-    return (f"{stats['iqm']:.1f} [{stats['iqm_low']:.1f}, {stats['iqm_high']:.1f}], "
-            f"{len(stats['finals'])} seeds")
+    return (
+        f"{stats['iqm']:.1f} [{stats['iqm_low']:.1f}, {stats['iqm_high']:.1f}], "
+        f"{len(stats['finals'])} seeds"
+    )
 
 
 def suite_row(row: SuiteRow, root: Path = ROOT) -> list[str]:
@@ -64,9 +67,13 @@ def suite_row(row: SuiteRow, root: Path = ROOT) -> list[str]:
     (entry,) = [e for e in data["entries"] if (e["algo"], e["env"]) == (row.algo, row.env)]
     ours, peer = entry["frameworks"]["rlfw"], entry["frameworks"].get("sb3")
     ratio = (entry.get("goals") or {}).get("time_ratio")
-    return [row.claim, _iqm(ours), "—" if peer is None else f"SB3 {_iqm(peer)}",
-            "—" if ratio is None else f"{ratio:.2f}×",
-            f"[{row.suite}](docs/benchmarks/{row.suite}/README.md)"]
+    return [
+        row.claim,
+        _iqm(ours),
+        "—" if peer is None else f"SB3 {_iqm(peer)}",
+        "—" if ratio is None else f"{ratio:.2f}×",
+        f"[{row.suite}](docs/benchmarks/{row.suite}/README.md)",
+    ]
 
 
 def pong_row(row: PongRow, root: Path = ROOT) -> list[str]:
@@ -77,14 +84,20 @@ def pong_row(row: PongRow, root: Path = ROOT) -> list[str]:
         finals.append(float(evals[-1]["eval/return_mean"]))
         minutes.append(float(evals[-1]["time/elapsed_s"]) / 60)
     seeds = ", ".join(f"{r:.1f}" for r in finals)
-    return [row.claim, f"{seeds} (seeds 0-{len(finals) - 1}), "
-            f"{min(minutes):.0f}-{max(minutes):.0f} min", "—", "—",
-            "[atari](docs/benchmarks/atari/README.md)"]
+    return [
+        row.claim,
+        f"{seeds} (seeds 0-{len(finals) - 1}), {min(minutes):.0f}-{max(minutes):.0f} min",
+        "—",
+        "—",
+        "[atari](docs/benchmarks/atari/README.md)",
+    ]
 
 
 def table(root: Path = ROOT) -> str:
-    lines = ["| result | rlfw: IQM [95% CI] | peer, same run | time vs peer | report |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| result | rlfw: IQM [95% CI] | peer, same run | time vs peer | report |",
+        "|---|---|---|---|---|",
+    ]
     for row in ROWS:
         cells = suite_row(row, root) if isinstance(row, SuiteRow) else pong_row(row, root)
         lines.append("| " + " | ".join(cells) + " |")
@@ -100,8 +113,9 @@ def readme_block(readme: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true",
-                        help="replace the table in README.md instead of printing it")
+    parser.add_argument(
+        "--write", action="store_true", help="replace the table in README.md instead of printing it"
+    )
     args = parser.parse_args()
     text = table()
     if not args.write:

@@ -2,6 +2,7 @@
 JOB_JSON RUN_DIR``. Trains one framework on one (algo, env, budget, seed), evaluates the
 final policy the way every framework is evaluated here, and writes ``result.json``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,24 +54,34 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
         with RunClock() as clock:
             result = runner.train()
-    returns = evaluate_checkpoint(run_dir, EVAL_EPISODES, greedy=True,
-                                  seed=EVAL_SEED_OFFSET + job.seed)
+    returns = evaluate_checkpoint(
+        run_dir, EVAL_EPISODES, greedy=True, seed=EVAL_SEED_OFFSET + job.seed
+    )
     with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
         rows = [r for r in csv.DictReader(f) if r.get("rollout/return_mean")]
     curve = [(int(float(r["step"])), float(r["rollout/return_mean"])) for r in rows]
     # the same points against training seconds (rows logged before this run's resume
     # would restart the clock; a benchmark run is never resumed)
-    curve_s = [(float(r["time/elapsed_s"]), float(r["rollout/return_mean"])) for r in rows
-               if r.get("time/elapsed_s")]
+    curve_s = [
+        (float(r["time/elapsed_s"]), float(r["rollout/return_mean"]))
+        for r in rows
+        if r.get("time/elapsed_s")
+    ]
     lags = [float(r["train/policy_lag"]) for r in rows if r.get("train/policy_lag")]
     gif = agent_gif(run_dir, job.seed) if job.seed == 0 and not job.label else None
-    return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
-            "env_steps": result.env_steps, "returns": returns.tolist(),
-            "curve": curve, "curve_s": curve_s,
-            "policy_lag": sum(lags) / len(lags) if lags else None,
-            "settings": "rlfw preset (RunConfig.for_env)"
-                        + "".join(f", {k}={v}" for k, v in job.settings), "gif": gif,
-            SETTINGS_FIELD: config_settings(config)}
+    return {
+        "wall_s": clock.wall_s,
+        "wait_share": clock.wait_share,
+        "env_steps": result.env_steps,
+        "returns": returns.tolist(),
+        "curve": curve,
+        "curve_s": curve_s,
+        "policy_lag": sum(lags) / len(lags) if lags else None,
+        "settings": "rlfw preset (RunConfig.for_env)"
+        + "".join(f", {k}={v}" for k, v in job.settings),
+        "gif": gif,
+        SETTINGS_FIELD: config_settings(config),
+    }
 
 
 def agent_gif(run_dir: str, seed: int) -> str | None:
@@ -80,8 +91,7 @@ def agent_gif(run_dir: str, seed: int) -> str | None:
 
     videos = os.path.join(run_dir, "videos")
     try:
-        evaluate_checkpoint(run_dir, 1, greedy=True, seed=EVAL_SEED_OFFSET + seed,
-                            video_dir=videos)
+        evaluate_checkpoint(run_dir, 1, greedy=True, seed=EVAL_SEED_OFFSET + seed, video_dir=videos)
     except Exception as err:  # a picture is optional; the benchmark's numbers are not
         print(f"benchmark: no GIF of {run_dir}: {type(err).__name__}: {err}", file=sys.stderr)
         return None
@@ -101,9 +111,19 @@ def run_sb3(job: Job, run_dir: str) -> dict:
 
     config, key = zoo_hyperparams_file(job.algo, job.env, run_dir)
     args = argparse.Namespace(algo=job.algo, env=job.env, seed=job.seed, n_timesteps=job.steps)
-    manager = ExperimentManager(args, job.algo, job.env, os.path.join(run_dir, "zoo"),
-                                n_timesteps=job.steps, eval_freq=-1, seed=job.seed,
-                                verbose=0, device="cpu", config=config, log_interval=-2)
+    manager = ExperimentManager(
+        args,
+        job.algo,
+        job.env,
+        os.path.join(run_dir, "zoo"),
+        n_timesteps=job.steps,
+        eval_freq=-1,
+        seed=job.seed,
+        verbose=0,
+        device="cpu",
+        config=config,
+        log_interval=-2,
+    )
     model, _ = manager.setup_experiment()
     with RunClock() as clock:
         manager.learn(model)
@@ -114,14 +134,23 @@ def run_sb3(job: Job, run_dir: str) -> dict:
     if isinstance(eval_env, VecNormalize) and trained is not None:
         eval_env.obs_rms = trained.obs_rms  # the statistics training ended with, frozen
         eval_env.training, eval_env.norm_reward = False, False
-    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
-                                 deterministic=True, return_episode_rewards=True)
+    returns, _ = evaluate_policy(
+        model,
+        eval_env,
+        n_eval_episodes=EVAL_EPISODES,
+        deterministic=True,
+        return_episode_rewards=True,
+    )
     eval_env.close()
-    return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
-            "env_steps": int(model.num_timesteps),
-            "returns": [float(r) for r in returns], "curve": _monitor_curve(manager.save_path),
-            "settings": f"rl-baselines3-zoo {job.algo}.yml [{key}]",
-            SETTINGS_FIELD: job_settings(job)}
+    return {
+        "wall_s": clock.wall_s,
+        "wait_share": clock.wait_share,
+        "env_steps": int(model.num_timesteps),
+        "returns": [float(r) for r in returns],
+        "curve": _monitor_curve(manager.save_path),
+        "settings": f"rl-baselines3-zoo {job.algo}.yml [{key}]",
+        SETTINGS_FIELD: job_settings(job),
+    }
 
 
 def _monitor_curve(folder: str) -> list[tuple[int, float]]:
@@ -148,22 +177,31 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
     config = job_config(job)
     factory = config.env_factory()
     monitors = os.path.join(run_dir, "monitor")
-    envs = make_vec_env(lambda: factory(True), n_envs=config.batch_B, seed=job.seed,
-                        monitor_dir=monitors)
+    envs = make_vec_env(
+        lambda: factory(True), n_envs=config.batch_B, seed=job.seed, monitor_dir=monitors
+    )
     model = sb3_model(config, envs, job.seed)
     with RunClock() as clock:
         model.learn(total_timesteps=job.steps)
-    eval_env = make_vec_env(lambda: factory(False), n_envs=1,
-                            seed=EVAL_SEED_OFFSET + job.seed)
-    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES,
-                                 deterministic=True, return_episode_rewards=True)
+    eval_env = make_vec_env(lambda: factory(False), n_envs=1, seed=EVAL_SEED_OFFSET + job.seed)
+    returns, _ = evaluate_policy(
+        model,
+        eval_env,
+        n_eval_episodes=EVAL_EPISODES,
+        deterministic=True,
+        return_episode_rewards=True,
+    )
     envs.close()
     eval_env.close()
-    return {"wall_s": clock.wall_s, "wait_share": clock.wait_share,
-            "env_steps": int(model.num_timesteps),
-            "returns": [float(r) for r in returns], "curve": _monitor_curve(monitors),
-            "settings": "rlfw's preset and network (rlfw.bench.same_settings)",
-            SETTINGS_FIELD: job_settings(job)}
+    return {
+        "wall_s": clock.wall_s,
+        "wait_share": clock.wait_share,
+        "env_steps": int(model.num_timesteps),
+        "returns": [float(r) for r in returns],
+        "curve": _monitor_curve(monitors),
+        "settings": "rlfw's preset and network (rlfw.bench.same_settings)",
+        SETTINGS_FIELD: job_settings(job),
+    }
 
 
 RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}
@@ -172,12 +210,18 @@ RUNNERS = {"rlfw": run_rlfw, "sb3": run_sb3, "sb3-same": run_sb3_same}
 def main(argv: list[str]) -> int:
     job, run_dir = Job.from_json(argv[0]), argv[1]
     torch.set_num_threads(1)  # both frameworks alike: one thread per run
-    runner = RUNNERS["sb3-same" if job.framework == "sb3" and job.peer_settings == "same"
-                     else job.framework]
+    runner = RUNNERS[
+        "sb3-same" if job.framework == "sb3" and job.peer_settings == "same" else job.framework
+    ]
     out = runner(job, run_dir)
     returns = np.asarray(out["returns"], np.float64)
-    result = {**job.__dict__, "status": "done", "final_return": float(returns.mean()),
-              "steps_per_s": out["env_steps"] / out["wall_s"], **out}
+    result = {
+        **job.__dict__,
+        "status": "done",
+        "final_return": float(returns.mean()),
+        "steps_per_s": out["env_steps"] / out["wall_s"],
+        **out,
+    }
     tmp = os.path.join(run_dir, RESULT_FILE + ".tmp")
     with open(tmp, "w") as f:
         json.dump(result, f, indent=1)

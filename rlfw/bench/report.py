@@ -1,5 +1,6 @@
 """The benchmark's report: ``README.md`` (a table per entry), ``results.json`` (every run)
 and ``curves_<entry>.png`` (training-episode returns, mean and 95% CI over seeds)."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ from rlfw.bench.suites import Entry, Suite, references
 from rlfw.logging.plot import figure_and_axes
 from rlfw.runfolder.files import write_atomically, write_json, write_text
 
-CI_REPS = 2000   # bootstrap resamples
+CI_REPS = 2000  # bootstrap resamples
 SETTINGS_FIELD = "config"  # a record's settings: flat dotted keys (run.job_settings)
 
 
@@ -36,8 +37,11 @@ def iqm_with_ci(finals: Sequence[float], seed: int = 0) -> tuple[float, float, f
         with warnings.catch_warnings():  # arch's notice about its random_state argument
             warnings.simplefilter("ignore", FutureWarning)
             point, interval = rly.get_interval_estimates(
-                scores, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=CI_REPS,
-                random_state=np.random.RandomState(seed))
+                scores,
+                lambda s: np.array([metrics.aggregate_iqm(s)]),
+                reps=CI_REPS,
+                random_state=np.random.RandomState(seed),
+            )
     finally:
         np.random.set_state(before)
     return float(point["x"][0]), float(interval["x"][0][0]), float(interval["x"][1][0])
@@ -47,33 +51,40 @@ def summarize(results: list[dict]) -> dict:
     """Per-seed finals, mean ± std, median, IQM [CI], wall-clock and steps/s of one
     framework on one entry."""
     done = [r for r in results if r.get("final_return") is not None]
-    out: dict = {"seeds": [r["seed"] for r in done], "failed": [
-        {"seed": r["seed"], "status": r["status"], "log_tail": r.get("log_tail", "")}
-        for r in results if r["status"].startswith("failed")],
-        "not_run": [r["seed"] for r in results if r["status"] == "not run"]}
+    out: dict = {
+        "seeds": [r["seed"] for r in done],
+        "failed": [
+            {"seed": r["seed"], "status": r["status"], "log_tail": r.get("log_tail", "")}
+            for r in results
+            if r["status"].startswith("failed")
+        ],
+        "not_run": [r["seed"] for r in results if r["status"] == "not run"],
+    }
     if not done:
         return out
     finals = np.array([r["final_return"] for r in done])
     # seconds taken under load say nothing about speed: time from the other runs only
     timed = quietly_timed(done)
-    out.update(finals=finals.tolist(), mean=float(finals.mean()), std=float(finals.std()),
-               median=float(np.median(finals)),
-               wall_s=float(np.mean([r["wall_s"] for r in timed])) if timed else None,
-               steps_per_s=float(np.mean([r["steps_per_s"] for r in timed]))
-               if timed else None,
-               timed_under_load=[r["seed"] for r in done if timed_under_load(r)],
-               load_unrecorded=[r["seed"] for r in done if timed_under_load(r) is None],
-               unrecorded_timed=any(timed_under_load(r) is None for r in timed),
-               settings_unrecorded=[r["seed"] for r in done if r.get(SETTINGS_FIELD) is None],
-               settings=done[0]["settings"])
+    out.update(
+        finals=finals.tolist(),
+        mean=float(finals.mean()),
+        std=float(finals.std()),
+        median=float(np.median(finals)),
+        wall_s=float(np.mean([r["wall_s"] for r in timed])) if timed else None,
+        steps_per_s=float(np.mean([r["steps_per_s"] for r in timed])) if timed else None,
+        timed_under_load=[r["seed"] for r in done if timed_under_load(r)],
+        load_unrecorded=[r["seed"] for r in done if timed_under_load(r) is None],
+        unrecorded_timed=any(timed_under_load(r) is None for r in timed),
+        settings_unrecorded=[r["seed"] for r in done if r.get(SETTINGS_FIELD) is None],
+        settings=done[0]["settings"],
+    )
     out["iqm"], out["iqm_low"], out["iqm_high"] = iqm_with_ci(finals)
     return out
 
 
-
-
-def write_report(name: str, suite: Suite, results: list[dict], out_dir: str,
-                 baseline: Sequence[dict] = ()) -> dict:
+def write_report(
+    name: str, suite: Suite, results: list[dict], out_dir: str, baseline: Sequence[dict] = ()
+) -> dict:
     """Write README.md, results.json and the curves into ``out_dir``; returns the data.
     ``baseline``: another suite's finished rlfw runs on this suite's envs (its
     ``Suite.baseline``), read alongside this suite's algorithms env by env."""
@@ -81,41 +92,63 @@ def write_report(name: str, suite: Suite, results: list[dict], out_dir: str,
     frameworks = list(dict.fromkeys(r["framework"] for r in results))
     entries = []
     for entry in suite.entries:
-        mine = [r for r in results if (r["algo"], r["env"], r["steps"]) ==
-                (entry.algo, entry.env, entry.budget)]
-        summary = {fw: summarize([r for r in mine if r["framework"] == fw])
-                   for fw in frameworks}
-        entries.append({"algo": entry.algo, "env": entry.env, "steps": entry.budget,
-                         "references": list(references(entry)), "frameworks": summary,
-                         "goals": _goals(summary, suite.time_goal),
-                         "curve_png": _plot_curves(entry, mine, out_dir),
-                         "gif": _agent_gif(entry, mine, out_dir)})
-    data = {"suite": name, "about": suite.about, "machine": _machine(),
-            "has_peer": suite.has_peer,
-            "peer_differences": _peer_differences(suite), "entries": entries,
-            "comparison": _comparison(suite, results, baseline, out_dir),
-            "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results]}
+        mine = [
+            r
+            for r in results
+            if (r["algo"], r["env"], r["steps"]) == (entry.algo, entry.env, entry.budget)
+        ]
+        summary = {fw: summarize([r for r in mine if r["framework"] == fw]) for fw in frameworks}
+        entries.append(
+            {
+                "algo": entry.algo,
+                "env": entry.env,
+                "steps": entry.budget,
+                "references": list(references(entry)),
+                "frameworks": summary,
+                "goals": _goals(summary, suite.time_goal),
+                "curve_png": _plot_curves(entry, mine, out_dir),
+                "gif": _agent_gif(entry, mine, out_dir),
+            }
+        )
+    data = {
+        "suite": name,
+        "about": suite.about,
+        "machine": _machine(),
+        "has_peer": suite.has_peer,
+        "peer_differences": _peer_differences(suite),
+        "entries": entries,
+        "comparison": _comparison(suite, results, baseline, out_dir),
+        "runs": [{k: v for k, v in r.items() if k != "curve"} for r in results],
+    }
     write_json(os.path.join(out_dir, "results.json"), data)
     write_text(os.path.join(out_dir, "README.md"), markdown(data))
     return data
 
 
-def _comparison(suite: Suite, results: list[dict], baseline: Sequence[dict],
-                out_dir: str) -> list[dict]:
+def _comparison(
+    suite: Suite, results: list[dict], baseline: Sequence[dict], out_dir: str
+) -> list[dict]:
     """Per env of a suite with a baseline: each algorithm's rlfw runs summarized (the
     baseline's first) and their curves in one plot."""
     if suite.baseline is None:
         return []
     out = []
     for env, budget in dict.fromkeys((e.env, e.budget) for e in suite.entries):
-        runs = [r for r in [*baseline, *results] if r["framework"] == "rlfw"
-                and (r["env"], r["steps"]) == (env, budget)]
+        runs = [
+            r
+            for r in [*baseline, *results]
+            if r["framework"] == "rlfw" and (r["env"], r["steps"]) == (env, budget)
+        ]
         algos = dict.fromkeys([suite.baseline[1], *(r["algo"] for r in runs)])
-        out.append({"env": env, "steps": budget, "baseline": list(suite.baseline),
-                    "algos": {a: summarize([r for r in runs if r["algo"] == a])
-                              for a in algos},
-                    "curve_png": _plot_curves(Entry("vs", env, budget), runs, out_dir,
-                                              group="algo")})
+        out.append(
+            {
+                "env": env,
+                "steps": budget,
+                "baseline": list(suite.baseline),
+                "algos": {a: summarize([r for r in runs if r["algo"] == a]) for a in algos},
+                "curve_png": _plot_curves(Entry("vs", env, budget), runs, out_dir, group="algo"),
+            }
+        )
     return out
 
 
@@ -125,11 +158,17 @@ def _goals(summary: dict, time_goal: float) -> dict:
     ours, peer = summary.get("rlfw", {}), summary.get("sb3", {})
     if "median" not in ours or "median" not in peer:
         return {}
-    out = {"median_at_least_peer": ours["median"] >= peer["median"], "time_goal": time_goal,
-           "time_ratio": None, "time_goal_met": None}
+    out = {
+        "median_at_least_peer": ours["median"] >= peer["median"],
+        "time_goal": time_goal,
+        "time_ratio": None,
+        "time_goal_met": None,
+    }
     if ours["wall_s"] is not None and peer["wall_s"] is not None:  # else: all under load
-        out.update(time_ratio=ours["wall_s"] / peer["wall_s"],
-                   time_goal_met=ours["wall_s"] <= time_goal * peer["wall_s"])
+        out.update(
+            time_ratio=ours["wall_s"] / peer["wall_s"],
+            time_goal_met=ours["wall_s"] <= time_goal * peer["wall_s"],
+        )
     return out
 
 
@@ -143,20 +182,24 @@ def _peer_differences(suite: Suite) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for e in suite.entries:
         found = out.setdefault(e.algo, [])
-        found += [d for d in differences(RunConfig.for_env(e.env, e.algo, e.budget))
-                  if d not in found]
+        found += [
+            d for d in differences(RunConfig.for_env(e.env, e.algo, e.budget)) if d not in found
+        ]
     return out
 
 
 def _machine() -> str:
     import psutil
 
-    return (f"{platform.processor() or platform.machine()}, "
-            f"{psutil.cpu_count(logical=False)} cores, one torch thread and one core per run")
+    return (
+        f"{platform.processor() or platform.machine()}, "
+        f"{psutil.cpu_count(logical=False)} cores, one torch thread and one core per run"
+    )
 
 
-def _plot_curves(entry: Entry, results: list[dict], out_dir: str,
-                 group: str = "framework") -> str | None:
+def _plot_curves(
+    entry: Entry, results: list[dict], out_dir: str, group: str = "framework"
+) -> str | None:
     """Training-episode returns on a common grid of env steps (each run's episodes
     averaged within each grid cell), mean and 95% bootstrap CI over seeds, one line per
     value of the runs' ``group`` field."""
@@ -166,8 +209,7 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str,
         return None
     grid = curve_grid(entry.budget)
     for fw in dict.fromkeys(r[group] for r in results):
-        curves = [binned(r["curve"], grid) for r in results
-                  if r[group] == fw and r.get("curve")]
+        curves = [binned(r["curve"], grid) for r in results if r[group] == fw and r.get("curve")]
         if not curves:
             continue
         stack = np.array(curves)
@@ -177,8 +219,11 @@ def _plot_curves(entry: Entry, results: list[dict], out_dir: str,
             low, high = bootstrap_band(stack)
         ax.plot(grid, mean, label=f"{fw} ({len(curves)} seeds)")
         ax.fill_between(grid, low, high, alpha=0.25)
-    ax.set(xlabel="env steps", ylabel="training episode return",
-           title=f"{entry.algo} {entry.env}" if group == "framework" else entry.env)
+    ax.set(
+        xlabel="env steps",
+        ylabel="training episode return",
+        title=f"{entry.algo} {entry.env}" if group == "framework" else entry.env,
+    )
     if ax.lines:  # a suite's first report may come before any run finished
         ax.legend()
     fig.tight_layout()
@@ -202,8 +247,11 @@ def _agent_gif(entry: Entry, results: list[dict], out_dir: str) -> dict | None:
         elif not os.path.isfile(os.path.join(out_dir, name)):
             continue
         episode = os.path.basename(r["gif"])
-        return {"file": name, "about": f"rlfw seed 0, final policy, one evaluation "
-                                        f"episode ({episode.rsplit('.', 1)[0]})"}
+        return {
+            "file": name,
+            "about": f"rlfw seed 0, final policy, one evaluation "
+            f"episode ({episode.rsplit('.', 1)[0]})",
+        }
     return None
 
 
@@ -224,8 +272,9 @@ def binned(curve: list, grid: np.ndarray) -> np.ndarray:
     return out
 
 
-def bootstrap_band(stack: np.ndarray, reps: int = 1000, seed: int = 0
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_band(
+    stack: np.ndarray, reps: int = 1000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """95% percentile-bootstrap interval of the mean over rows (seeds), per column."""
     rng = np.random.default_rng(seed)
     picks = rng.integers(len(stack), size=(reps, len(stack)))
@@ -238,8 +287,7 @@ def _num(x: float) -> str:
 
 
 def _iqm_cell(summary: dict) -> str:
-    return (f"{_num(summary['iqm'])} [{_num(summary['iqm_low'])}, "
-            f"{_num(summary['iqm_high'])}]")
+    return f"{_num(summary['iqm'])} [{_num(summary['iqm_low'])}, {_num(summary['iqm_high'])}]"
 
 
 def _seconds(x: float | None, fmt: str) -> str:
@@ -251,22 +299,34 @@ def _record_notes(framework: str, summary: dict) -> list[str]:
     (their record predates the run-queue measure), and whose settings it cannot check."""
     notes = []
     if summary.get("timed_under_load"):
-        notes += ["", f"{framework}: seeds {summary['timed_under_load']} were timed under "
-                      f"load (their threads waited for a CPU more than "
-                      f"{LOADED_WAIT_SHARE:.0%} of the time); their seconds are left out."]
+        notes += [
+            "",
+            f"{framework}: seeds {summary['timed_under_load']} were timed under "
+            f"load (their threads waited for a CPU more than "
+            f"{LOADED_WAIT_SHARE:.0%} of the time); their seconds are left out.",
+        ]
     if summary.get("load_unrecorded"):
         seeds = summary["load_unrecorded"]
         if summary.get("unrecorded_timed"):
-            notes += ["", f"{framework}: seeds {seeds} ran before runs recorded their load, "
-                          f"and no seed was recorded as timed quietly: the seconds are "
-                          f"theirs and may include another job's."]
+            notes += [
+                "",
+                f"{framework}: seeds {seeds} ran before runs recorded their load, "
+                f"and no seed was recorded as timed quietly: the seconds are "
+                f"theirs and may include another job's.",
+            ]
         else:
-            notes += ["", f"{framework}: seeds {seeds} ran before runs recorded their load; "
-                          f"their seconds are left out, since other seeds were recorded "
-                          f"as timed quietly."]
+            notes += [
+                "",
+                f"{framework}: seeds {seeds} ran before runs recorded their load; "
+                f"their seconds are left out, since other seeds were recorded "
+                f"as timed quietly.",
+            ]
     if summary.get("settings_unrecorded"):
-        notes += ["", f"{framework}: seeds {summary['settings_unrecorded']} were recorded "
-                      "before records held their settings: not checked against today's."]
+        notes += [
+            "",
+            f"{framework}: seeds {summary['settings_unrecorded']} were recorded "
+            "before records held their settings: not checked against today's.",
+        ]
     return notes
 
 
@@ -275,17 +335,23 @@ def _comparison_markdown(comparison: list[dict]) -> list[str]:
     lines = []
     for c in comparison:
         suite, algo = c["baseline"]
-        lines += [f"## {c['env']}, {c['steps']:,} env steps: against {algo}", "",
-                  f"{algo}: the `{suite}` suite's runs (its records, "
-                  f"`docs/benchmarks/{suite}/`); the same budget, seeds and evaluation.", "",
-                  "| algorithm | per-seed final return | IQM [95% CI] | wall s |",
-                  "|---|---|---|---:|"]
+        lines += [
+            f"## {c['env']}, {c['steps']:,} env steps: against {algo}",
+            "",
+            f"{algo}: the `{suite}` suite's runs (its records, "
+            f"`docs/benchmarks/{suite}/`); the same budget, seeds and evaluation.",
+            "",
+            "| algorithm | per-seed final return | IQM [95% CI] | wall s |",
+            "|---|---|---|---:|",
+        ]
         for name, s in c["algos"].items():
             if "finals" not in s:
                 lines.append(f"| {name} | (no finished run) | | |")
                 continue
-            lines.append(f"| {name} | {', '.join(_num(x) for x in s['finals'])} | "
-                         f"{_iqm_cell(s)} | {_seconds(s['wall_s'], '.0f')} |")
+            lines.append(
+                f"| {name} | {', '.join(_num(x) for x in s['finals'])} | "
+                f"{_iqm_cell(s)} | {_seconds(s['wall_s'], '.0f')} |"
+            )
         if c["curve_png"]:
             lines += ["", f"![learning curves]({c['curve_png']})"]
         lines.append("")
@@ -293,57 +359,87 @@ def _comparison_markdown(comparison: list[dict]) -> list[str]:
 
 
 def markdown(data: dict) -> str:
-    lines = [f"# Benchmark suite `{data['suite']}`", "", data["about"] + ".", "",
-             f"Machine: {data['machine']}. Re-run: `python -m rlfw benchmark --suite "
-             f"{data['suite']}{' --peer sb3' if data.get('has_peer', True) else ''}` "
-             f"(finished runs are skipped). Final return: the "
-             f"policy at the end of training, deterministic actions, normalization statistics "
-             f"frozen, 20 fresh episodes (seeds 10000+seed). IQM and its 95% CI: rliable, "
-             f"stratified bootstrap over seeds. Time: training only, mean over seeds.", ""]
+    lines = [
+        f"# Benchmark suite `{data['suite']}`",
+        "",
+        data["about"] + ".",
+        "",
+        f"Machine: {data['machine']}. Re-run: `python -m rlfw benchmark --suite "
+        f"{data['suite']}{' --peer sb3' if data.get('has_peer', True) else ''}` "
+        f"(finished runs are skipped). Final return: the "
+        f"policy at the end of training, deterministic actions, normalization statistics "
+        f"frozen, 20 fresh episodes (seeds 10000+seed). IQM and its 95% CI: rliable, "
+        f"stratified bootstrap over seeds. Time: training only, mean over seeds.",
+        "",
+    ]
     if data.get("peer_differences"):
-        lines += ["The SB3 peer runs with rlfw's preset settings and network "
-                  "(`rlfw/bench/same_settings.py`: the same envs, batch sizes, "
-                  "hyper-parameters, CNN torso and linear heads). What still differs:", ""]
-        lines += [f"- {algo}: {d}" for algo, ds in data["peer_differences"].items()
-                  for d in ds]
+        lines += [
+            "The SB3 peer runs with rlfw's preset settings and network "
+            "(`rlfw/bench/same_settings.py`: the same envs, batch sizes, "
+            "hyper-parameters, CNN torso and linear heads). What still differs:",
+            "",
+        ]
+        lines += [f"- {algo}: {d}" for algo, ds in data["peer_differences"].items() for d in ds]
         lines.append("")
     lines += _comparison_markdown(data.get("comparison", []))
     for e in data["entries"]:
-        lines += [f"## {e['algo']} {e['env']}, {e['steps']:,} env steps", "",
-                  "| framework | settings | per-seed final return | mean ± std | median | "
-                  "IQM [95% CI] | wall s | env steps/s |",
-                  "|---|---|---|---|---:|---|---:|---:|"]
+        lines += [
+            f"## {e['algo']} {e['env']}, {e['steps']:,} env steps",
+            "",
+            "| framework | settings | per-seed final return | mean ± std | median | "
+            "IQM [95% CI] | wall s | env steps/s |",
+            "|---|---|---|---|---:|---|---:|---:|",
+        ]
         for fw, s in e["frameworks"].items():
             if "finals" not in s:
                 lines.append(f"| {fw} | | (no finished run yet) | | | | | |")
                 continue
             per_seed = ", ".join(_num(x) for x in s["finals"])
-            lines.append(f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
-                         f"{_num(s['std'])} | {_num(s['median'])} | {_iqm_cell(s)} | "
-                         f"{_seconds(s['wall_s'], '.0f')} | "
-                         f"{_seconds(s['steps_per_s'], ',.0f')} |")
+            lines.append(
+                f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
+                f"{_num(s['std'])} | {_num(s['median'])} | {_iqm_cell(s)} | "
+                f"{_seconds(s['wall_s'], '.0f')} | "
+                f"{_seconds(s['steps_per_s'], ',.0f')} |"
+            )
         for fw, s in e["frameworks"].items():
             lines += _record_notes(fw, s)
             if s["not_run"]:
-                lines += ["", f"{fw}: seeds {s['not_run']} not run yet (the session's time "
-                              "ran out; `rlfw benchmark` again runs them)."]
+                lines += [
+                    "",
+                    f"{fw}: seeds {s['not_run']} not run yet (the session's time "
+                    "ran out; `rlfw benchmark` again runs them).",
+                ]
             for fail in s["failed"]:
-                lines += ["", f"{fw} seed {fail['seed']}: {fail['status']}; its log ends:",
-                          "```", fail["log_tail"].rstrip(), "```"]
+                lines += [
+                    "",
+                    f"{fw} seed {fail['seed']}: {fail['status']}; its log ends:",
+                    "```",
+                    fail["log_tail"].rstrip(),
+                    "```",
+                ]
         g = e["goals"]
         if g:
-            time = ("not measured: one side's runs were all timed under load"
-                    if g["time_ratio"] is None else
-                    f"**{g['time_ratio']:.2f}x** (goal <= {g['time_goal']}x: "
-                    f"{'met' if g['time_goal_met'] else 'not met'})")
-            lines += ["", f"rlfw / SB3 time: {time}; median final return rlfw >= SB3: "
-                          f"{'met' if g['median_at_least_peer'] else 'not met'}."]
+            time = (
+                "not measured: one side's runs were all timed under load"
+                if g["time_ratio"] is None
+                else f"**{g['time_ratio']:.2f}x** (goal <= {g['time_goal']}x: "
+                f"{'met' if g['time_goal_met'] else 'not met'})"
+            )
+            lines += [
+                "",
+                f"rlfw / SB3 time: {time}; median final return rlfw >= SB3: "
+                f"{'met' if g['median_at_least_peer'] else 'not met'}.",
+            ]
         if e["references"]:
             lines += ["", "Published: " + "; ".join(e["references"]) + "."]
         if e["curve_png"]:
             lines += ["", f"![learning curves]({e['curve_png']})"]
         if e.get("gif"):
-            lines += ["", f"![{e['algo']} on {e['env']}, trained]({e['gif']['file']})", "",
-                      f"*{e['gif']['about']}.*"]
+            lines += [
+                "",
+                f"![{e['algo']} on {e['env']}, trained]({e['gif']['file']})",
+                "",
+                f"*{e['gif']['about']}.*",
+            ]
         lines.append("")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ fresh episodes. The report (``README.md``, ``results.json``, one learning-curve 
 entry) gives per-seed returns, mean ± std, the IQM with a 95% stratified-bootstrap CI
 (``rliable``), wall-clock and env steps/s per framework, and published reference numbers.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,11 +32,11 @@ if TYPE_CHECKING:  # imported where used: it loads every algorithm
     from rlfw.launch.config import RunConfig
 
 EVAL_EPISODES = 20
-EVAL_SEED_OFFSET = 10_000        # evaluation envs: seeds no training env used
+EVAL_SEED_OFFSET = 10_000  # evaluation envs: seeds no training env used
 RESULT_FILE, LOG_FILE = "result.json", "job.log"
-RECORDS = "records"              # OUT/records/<entry>/<framework>-seed=<s>.json: committed
-RECORD_CURVE_POINTS = 400        # a record keeps at most this many curve points
-SKIPPED = "skipped"              # a result read from its record, not run now: never reported
+RECORDS = "records"  # OUT/records/<entry>/<framework>-seed=<s>.json: committed
+RECORD_CURVE_POINTS = 400  # a record keeps at most this many curve points
+SKIPPED = "skipped"  # a result read from its record, not run now: never reported
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ class Job:
     env: str
     steps: int
     seed: int
-    wandb_group: str | None = None   # rlfw runs log to W&B in this group (--wandb)
-    peer_settings: str = "zoo"       # the peer's: rl-zoo's for the env, or rlfw's ("same")
+    wandb_group: str | None = None  # rlfw runs log to W&B in this group (--wandb)
+    peer_settings: str = "zoo"  # the peer's: rl-zoo's for the env, or rlfw's ("same")
     settings: tuple[tuple[str, str], ...] = ()
     label: str = ""
 
@@ -69,8 +70,9 @@ class Job:
     def record_path(self, out_dir: str) -> str:
         """The finished run's small record, beside the report (the run folders are not
         committed; the records are, so a suite continues on another machine)."""
-        return os.path.join(out_dir, RECORDS, self._name(),
-                            f"{self.framework}-seed={self.seed}.json")
+        return os.path.join(
+            out_dir, RECORDS, self._name(), f"{self.framework}-seed={self.seed}.json"
+        )
 
 
 def job_config(job: Job) -> RunConfig:
@@ -136,16 +138,28 @@ def _zoo_job_settings(job: Job) -> dict[str, Any] | None:
     return dict(flatten(json.loads(json.dumps({"zoo": ran}))))
 
 
-def plan(suite: Suite, frameworks: Sequence[str], seeds: Sequence[int],
-         wandb_group: str | None = None, recorded_in: str | None = None) -> list[Job]:
+def plan(
+    suite: Suite,
+    frameworks: Sequence[str],
+    seeds: Sequence[int],
+    wandb_group: str | None = None,
+    recorded_in: str | None = None,
+) -> list[Job]:
     """Every entry x framework x seed, entries in suite order; with ``recorded_in`` (a
     suite folder), also each entry's further seeds whose records are there (an entry
     given more seeds than the suite's, to settle it, stays in its report)."""
     jobs = []
     for e in suite.entries:
         for fw in frameworks:
-            job = Job(fw, e.algo, e.env, e.budget, 0, wandb_group if fw == "rlfw" else None,
-                      suite.peer_settings)
+            job = Job(
+                fw,
+                e.algo,
+                e.env,
+                e.budget,
+                0,
+                wandb_group if fw == "rlfw" else None,
+                suite.peer_settings,
+            )
             more = recorded_seeds(job, recorded_in) if recorded_in else []
             jobs += [replace(job, seed=s) for s in sorted({*seeds, *more})]
     return jobs
@@ -168,15 +182,19 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
     run_dir = job.run_dir(out_dir)
     path = os.path.join(run_dir, RESULT_FILE)
     os.makedirs(run_dir, exist_ok=True)
-    argv = [sys.executable, "-m", "rlfw.bench.job", json.dumps(asdict(job)),
-            run_dir]
+    argv = [sys.executable, "-m", "rlfw.bench.job", json.dumps(asdict(job)), run_dir]
     # SB3 gives a model without a logger of its own a fresh folder in the system's temp
     # directory, and never removes it: SB3_LOGDIR keeps it in the run folder instead.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "SB3_LOGDIR": os.path.join(run_dir, "sb3-log")}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "SB3_LOGDIR": os.path.join(run_dir, "sb3-log"),
+    }
     with open(os.path.join(run_dir, LOG_FILE), "w") as log:
-        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                               preexec_fn=job_process_setup(cores))
+        code = subprocess.call(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=job_process_setup(cores)
+        )
     if code == 0 and os.path.exists(path):
         with open(path) as f:
             # Reported as its record: the report written now is the one a later
@@ -205,7 +223,8 @@ def _is_number(value: object) -> bool:
 
 def _is_curve(value: object) -> bool:
     return isinstance(value, list) and all(
-        isinstance(p, list) and len(p) == 2 and all(map(_is_number, p)) for p in value)
+        isinstance(p, list) and len(p) == 2 and all(map(_is_number, p)) for p in value
+    )
 
 
 # A record's fields and what each must hold; the optional ones may also be null.
@@ -219,9 +238,11 @@ _RECORD_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "wall_s": (_is_number, "a number"),
     "steps_per_s": (_is_number, "a number"),
 }
-_OPTIONAL_RECORD_FIELDS = {"wait_share": (_is_number, "a number"),
-                           "policy_lag": (_is_number, "a number"),
-                           "gif": (lambda v: isinstance(v, str), "text")}
+_OPTIONAL_RECORD_FIELDS = {
+    "wait_share": (_is_number, "a number"),
+    "policy_lag": (_is_number, "a number"),
+    "gif": (lambda v: isinstance(v, str), "text"),
+}
 
 
 def read_record(path: str, job: Job) -> dict:
@@ -237,16 +258,21 @@ def read_record(path: str, job: Job) -> dict:
         raise ValueError(f"run record {path} holds {type(record).__name__}, not an object")
     for key in ("framework", "algo", "env", "seed", "steps"):
         if record.get(key) != getattr(job, key):
-            raise ValueError(f"run record {path} says {key}={record.get(key)!r}, but it is "
-                             f"the place of {job.framework} {job.algo} on {job.env}, seed "
-                             f"{job.seed}, {job.steps} steps: a record of another run")
+            raise ValueError(
+                f"run record {path} says {key}={record.get(key)!r}, but it is "
+                f"the place of {job.framework} {job.algo} on {job.env}, seed "
+                f"{job.seed}, {job.steps} steps: a record of another run"
+            )
     checks = [(k, *c, False) for k, c in _RECORD_FIELDS.items()]
     checks += [(k, *c, True) for k, c in _OPTIONAL_RECORD_FIELDS.items()]
     for key, ok, what, optional in checks:
         value = record.get(key)
         if not ((optional and value is None) or ok(value)):
-            raise ValueError(f"run record {path}: {key} must be {what}"
-                             + (" or null" if optional else "") + f", got {value!r}"[:200])
+            raise ValueError(
+                f"run record {path}: {key} must be {what}"
+                + (" or null" if optional else "")
+                + f", got {value!r}"[:200]
+            )
     _check_recorded_settings(path, record, job)
     return record
 
@@ -262,28 +288,41 @@ def _check_recorded_settings(path: str, record: dict, job: Job) -> None:
     if recorded is None:
         return
     if not isinstance(recorded, dict):
-        raise ValueError(f"run record {path}: {SETTINGS_FIELD} must be an object of dotted "
-                         f"keys and values, got {recorded!r}"[:300])
+        raise ValueError(
+            f"run record {path}: {SETTINGS_FIELD} must be an object of dotted "
+            f"keys and values, got {recorded!r}"[:300]
+        )
     today = job_settings(job) or {}
-    changed = [f"{key}={recorded[key]!r} where today's is {today[key]!r}"
-               for key in recorded if key in today and recorded[key] != today[key]]
+    changed = [
+        f"{key}={recorded[key]!r} where today's is {today[key]!r}"
+        for key in recorded
+        if key in today and recorded[key] != today[key]
+    ]
     if not _runs_zoo_settings(job):
         defaults = _default_settings(job)
-        changed += [f"{key} unset (it came later: the run had its default {defaults[key]!r}) "
-                    f"where today's is {today[key]!r}"
-                    for key in today if key not in recorded and key in defaults
-                    and today[key] != defaults[key]]
+        changed += [
+            f"{key} unset (it came later: the run had its default {defaults[key]!r}) "
+            f"where today's is {today[key]!r}"
+            for key in today
+            if key not in recorded and key in defaults and today[key] != defaults[key]
+        ]
     else:
-        changed += [f"{key} unset where today's is {today[key]!r}"
-                    for key in today if key not in recorded]
-        changed += [f"{key}={recorded[key]!r} where today's sets none"
-                    for key in recorded if key not in today]
+        changed += [
+            f"{key} unset where today's is {today[key]!r}" for key in today if key not in recorded
+        ]
+        changed += [
+            f"{key}={recorded[key]!r} where today's sets none"
+            for key in recorded
+            if key not in today
+        ]
     if changed:
         listed = "; ".join(changed[:4])
         more = f" (and {len(changed) - 4} more)" if len(changed) > 4 else ""
-        raise ValueError(f"run record {path} ran with {listed}{more}: its numbers are not "
-                         "those of today's settings. Delete the record (and its run folder) to run "
-                         "it again, or report it from the commit it ran at")
+        raise ValueError(
+            f"run record {path} ran with {listed}{more}: its numbers are not "
+            "those of today's settings. Delete the record (and its run folder) to run "
+            "it again, or report it from the commit it ran at"
+        )
 
 
 def _default_settings(job: Job) -> dict[str, Any]:
@@ -297,8 +336,7 @@ def _default_settings(job: Job) -> dict[str, Any]:
 def write_record(job: Job, out_dir: str, result: dict) -> dict:
     """Write and return the run's record: its settings, per-episode final returns,
     seconds, steps/s and the training curves (``thin_curve``)."""
-    record = {**result, **{key: thin_curve(result.get(key) or [])
-                           for key in ("curve", "curve_s")}}
+    record = {**result, **{key: thin_curve(result.get(key) or []) for key in ("curve", "curve_s")}}
     path = job.record_path(out_dir)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_json(path, record)
@@ -313,14 +351,22 @@ def thin_curve(points: Sequence, most: int = RECORD_CURVE_POINTS) -> list:
     size = -(-len(points) // most)
     if size <= 1:
         return [list(p) for p in points]
-    return [[sum(p[0] for p in block) / len(block), sum(p[1] for p in block) / len(block)]
-            for block in (points[i:i + size] for i in range(0, len(points), size))]
+    return [
+        [sum(p[0] for p in block) / len(block), sum(p[1] for p in block) / len(block)]
+        for block in (points[i : i + size] for i in range(0, len(points), size))
+    ]
 
 
-def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
-              seeds: Sequence[int] | None = None,
-              say: Callable[[str], None] = print, report_only: bool = False,
-              wandb: bool = False) -> dict:
+def run_suite(
+    name: str,
+    out_dir: str,
+    backend,
+    peer: str | None = None,
+    seeds: Sequence[int] | None = None,
+    say: Callable[[str], None] = print,
+    report_only: bool = False,
+    wandb: bool = False,
+) -> dict:
     """Run what is not finished of suite ``name`` on ``backend`` and write its report
     into ``out_dir``; returns the report's data. ``report_only``: run nothing, report the
     runs finished so far. ``wandb``: rlfw's runs log to W&B in the group
@@ -331,40 +377,48 @@ def run_suite(name: str, out_dir: str, backend, peer: str | None = None,
         raise ValueError(f"--peer {peer!r} is not supported; the one peer is 'sb3'")
     suite = SUITES[name]
     if peer is not None and not suite.has_peer:
-        raise ValueError(f"suite {name!r} has no peer: SB3 implements none of "
-                         f"{', '.join(dict.fromkeys(e.algo for e in suite.entries))}; "
-                         "run it without --peer")
+        raise ValueError(
+            f"suite {name!r} has no peer: SB3 implements none of "
+            f"{', '.join(dict.fromkeys(e.algo for e in suite.entries))}; "
+            "run it without --peer"
+        )
     # the suite's seeds, and any further ones recorded; given seeds are exactly those
     recorded_in = out_dir if seeds is None else None
     seeds = list(range(suite.seeds)) if seeds is None else check_seeds(seeds)
     frameworks = ("rlfw",) if peer is None else ("rlfw", peer)
-    jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None,
-                recorded_in)
+    jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None, recorded_in)
     if peer is not None:
         check_peer_installed()
     extra = len(jobs) - len(suite.entries) * len(frameworks) * len(seeds)
-    say(f"rlfw benchmark {name}: {len(suite.entries)} entries x {len(frameworks)} "
-        f"framework(s) x {len(seeds)} seeds" + (f" + {extra} recorded runs of further seeds"
-                                               if extra else "")
-        + f" = {len(jobs)} runs -> {out_dir}")
+    say(
+        f"rlfw benchmark {name}: {len(suite.entries)} entries x {len(frameworks)} "
+        f"framework(s) x {len(seeds)} seeds"
+        + (f" + {extra} recorded runs of further seeds" if extra else "")
+        + f" = {len(jobs)} runs -> {out_dir}"
+    )
     done = [0]
 
     def report(result: dict) -> None:
         done[0] += 1
         final = result.get("final_return")
-        what = (result.get("status", "done") if final is None else
-                f"final {final:.1f}, {result['wall_s']:.0f} s"
-                + (" (finished before)" if result.get(SKIPPED) else ""))
-        say(f"[{done[0]}/{len(jobs)}] {result['framework']} {result['algo']} "
-            f"{result['env']} seed {result['seed']}: {what}")
+        what = (
+            result.get("status", "done")
+            if final is None
+            else f"final {final:.1f}, {result['wall_s']:.0f} s"
+            + (" (finished before)" if result.get(SKIPPED) else "")
+        )
+        say(
+            f"[{done[0]}/{len(jobs)}] {result['framework']} {result['algo']} "
+            f"{result['env']} seed {result['seed']}: {what}"
+        )
 
     task = finished if report_only else run_job
-    results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs],
-                          report)
+    results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs], report)
     if report_only and not any(r.get("final_return") is not None for r in results):
         check_no_report_lost(out_dir)
-    return write_report(name, suite, reported(results), out_dir,
-                        baseline_runs(suite, seeds, out_dir))
+    return write_report(
+        name, suite, reported(results), out_dir, baseline_runs(suite, seeds, out_dir)
+    )
 
 
 def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict]:
@@ -375,10 +429,14 @@ def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict
     other, algo = suite.baseline
     folder = os.path.join(os.path.dirname(os.path.abspath(out_dir)), other)
     envs = dict.fromkeys((e.env, e.budget) for e in suite.entries)
-    jobs = [Job("rlfw", algo, env, steps, seed, peer_settings=SUITES[other].peer_settings)
-            for env, steps in envs for seed in seeds]
-    return reported([r for r in (finished(j, folder) for j in jobs)
-                     if r.get("final_return") is not None])
+    jobs = [
+        Job("rlfw", algo, env, steps, seed, peer_settings=SUITES[other].peer_settings)
+        for env, steps in envs
+        for seed in seeds
+    ]
+    return reported(
+        [r for r in (finished(j, folder) for j in jobs) if r.get("final_return") is not None]
+    )
 
 
 def check_no_report_lost(out_dir: str) -> None:
@@ -390,10 +448,12 @@ def check_no_report_lost(out_dir: str) -> None:
     with open(path) as f:
         runs = [r for r in json.load(f).get("runs", []) if r.get("final_return") is not None]
     if runs:
-        raise ValueError(f"--report-only: no run records under {os.path.join(out_dir, RECORDS)}"
-                         f", but {path} reports {len(runs)} finished run(s): a rebuild would "
-                         "erase them; left as it is (its runs predate records, or the records "
-                         "are missing)")
+        raise ValueError(
+            f"--report-only: no run records under {os.path.join(out_dir, RECORDS)}"
+            f", but {path} reports {len(runs)} finished run(s): a rebuild would "
+            "erase them; left as it is (its runs predate records, or the records "
+            "are missing)"
+        )
 
 
 def reported(results: Sequence[dict]) -> list[dict]:
@@ -406,7 +466,10 @@ def reported(results: Sequence[dict]) -> list[dict]:
 def check_peer_installed() -> None:
     import importlib.util
 
-    missing = [m for m in ("stable_baselines3", "rl_zoo3", "rliable")
-               if importlib.util.find_spec(m) is None]
+    missing = [
+        m
+        for m in ("stable_baselines3", "rl_zoo3", "rliable")
+        if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise ValueError(f"--peer sb3 needs {', '.join(missing)}: pip install -e '.[bench]'")

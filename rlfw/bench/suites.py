@@ -1,5 +1,6 @@
 """The benchmark's suites (lists of algorithm, env and budget) and the published numbers
 each entry is read against."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,10 +36,10 @@ class Suite:
     seeds: int = 3
     about: str = ""
     peer_settings: str = "zoo"
-    time_goal: float = 0.7   # rlfw's wall-clock at most this x the peer's
+    time_goal: float = 0.7  # rlfw's wall-clock at most this x the peer's
     # (suite, algo): that suite's rlfw runs of algo on this suite's envs, read alongside
     baseline: tuple[str, str] | None = None
-    has_peer: bool = True    # False: SB3 has no implementation of these algorithms
+    has_peer: bool = True  # False: SB3 has no implementation of these algorithms
 
 
 MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
@@ -49,39 +50,71 @@ MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
 MINATAR_BUDGET = {"ppo": 2_000_000, "dqn": 250_000}
 
 SUITES: dict[str, Suite] = {
-    "smoke": Suite((Entry("ppo", "CartPole-v1", 2_048), Entry("a2c", "CartPole-v1", 2_048)),
-                   seeds=2, about="two tiny entries: the whole pipeline in about a minute"),
-    "classic": Suite((Entry("ppo", "CartPole-v1"), Entry("ppo", "Acrobot-v1"),
-                      Entry("ppo", "Pendulum-v1"), Entry("ppo", "MountainCarContinuous-v0"),
-                      Entry("a2c", "CartPole-v1"),
-                      Entry("dqn", "CartPole-v1")),
-                     about="classic control, each at its preset's budget"),
-    "mujoco": Suite((Entry("ppo", "HalfCheetah-v5", 300_000),
-                     Entry("ppo", "Hopper-v5", 300_000)),
-                    about="MuJoCo at 300k steps (what fits a 2-core machine)"),
-    "mujoco-1m": Suite(tuple(Entry(algo, env, 1_000_000) for algo in ("ppo", "a2c")
-                             for env in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5",
-                                         "Ant-v5", "Swimmer-v5")),
-                       about="MuJoCo at 1M steps, for a bigger machine"),
-    "minatar": Suite(tuple(Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET[algo])
-                           for algo in ("ppo", "dqn") for game in MINATAR_GAMES),
-                     peer_settings="same", time_goal=0.5,
-                     about="MinAtar (PPO 2M, DQN 250k steps; the peer is SB3 with rlfw's "
-                           "settings and network), about 3 hours with its peer on 2 cores"),
-    "minatar-qlearning": Suite(tuple(Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET["dqn"])
-                                     for algo in ("c51", "rainbow")
-                                     for game in ("Breakout", "SpaceInvaders")),
-                               baseline=("minatar", "dqn"), has_peer=False,
-                               about="C51 and Rainbow minus noisy nets on two MinAtar games "
-                                     "at DQN's budget, read against the minatar suite's DQN "
-                                     "entries (docs/dqn.md); about 1.5 hours on 2 cores"),
-    "minatar-smoke": Suite((Entry("ppo", "MinAtar/Breakout-v1", 4_096),
-                            Entry("dqn", "MinAtar/Breakout-v1", 6_000)), seeds=1,
-                           peer_settings="same",
-                           about="the MinAtar pipeline with tiny budgets, in a minute"),
-    "atari": Suite(tuple(Entry(algo, env, 10_000_000) for algo in ("ppo", "dqn")
-                         for env in ("ALE/Pong-v5", "ALE/Breakout-v5")),
-                   about="Atari at 10M steps (40M frames), for a machine with a GPU"),
+    "smoke": Suite(
+        (Entry("ppo", "CartPole-v1", 2_048), Entry("a2c", "CartPole-v1", 2_048)),
+        seeds=2,
+        about="two tiny entries: the whole pipeline in about a minute",
+    ),
+    "classic": Suite(
+        (
+            Entry("ppo", "CartPole-v1"),
+            Entry("ppo", "Acrobot-v1"),
+            Entry("ppo", "Pendulum-v1"),
+            Entry("ppo", "MountainCarContinuous-v0"),
+            Entry("a2c", "CartPole-v1"),
+            Entry("dqn", "CartPole-v1"),
+        ),
+        about="classic control, each at its preset's budget",
+    ),
+    "mujoco": Suite(
+        (Entry("ppo", "HalfCheetah-v5", 300_000), Entry("ppo", "Hopper-v5", 300_000)),
+        about="MuJoCo at 300k steps (what fits a 2-core machine)",
+    ),
+    "mujoco-1m": Suite(
+        tuple(
+            Entry(algo, env, 1_000_000)
+            for algo in ("ppo", "a2c")
+            for env in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5")
+        ),
+        about="MuJoCo at 1M steps, for a bigger machine",
+    ),
+    "minatar": Suite(
+        tuple(
+            Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET[algo])
+            for algo in ("ppo", "dqn")
+            for game in MINATAR_GAMES
+        ),
+        peer_settings="same",
+        time_goal=0.5,
+        about="MinAtar (PPO 2M, DQN 250k steps; the peer is SB3 with rlfw's "
+        "settings and network), about 3 hours with its peer on 2 cores",
+    ),
+    "minatar-qlearning": Suite(
+        tuple(
+            Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET["dqn"])
+            for algo in ("c51", "rainbow")
+            for game in ("Breakout", "SpaceInvaders")
+        ),
+        baseline=("minatar", "dqn"),
+        has_peer=False,
+        about="C51 and Rainbow minus noisy nets on two MinAtar games "
+        "at DQN's budget, read against the minatar suite's DQN "
+        "entries (docs/dqn.md); about 1.5 hours on 2 cores",
+    ),
+    "minatar-smoke": Suite(
+        (Entry("ppo", "MinAtar/Breakout-v1", 4_096), Entry("dqn", "MinAtar/Breakout-v1", 6_000)),
+        seeds=1,
+        peer_settings="same",
+        about="the MinAtar pipeline with tiny budgets, in a minute",
+    ),
+    "atari": Suite(
+        tuple(
+            Entry(algo, env, 10_000_000)
+            for algo in ("ppo", "dqn")
+            for env in ("ALE/Pong-v5", "ALE/Breakout-v5")
+        ),
+        about="Atari at 10M steps (40M frames), for a machine with a GPU",
+    ),
 }
 
 # Published final returns, with their source: (algo, env without version) -> lines. The
@@ -96,10 +129,12 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("ppo", "Pendulum"): (f"-172.2 ± 104.2 ({_ZOO}, Pendulum-v1 with gSDE, 100k steps)",),
     ("ppo", "MountainCarContinuous"): (
         "94.57 ± 0.45 (rl-baselines3-zoo's trained agent on the Hugging Face hub, "
-        "sb3/ppo-MountainCarContinuous-v0, with gSDE, 20k steps, one run)",),
-    ("ppo", "HalfCheetah"): (f"5,819 ± 664 ({_ZOO}, HalfCheetah-v3, 1M steps)",
-                             "1,443 ± 46 (CleanRL ppo_continuous_action, HalfCheetah-v4, "
-                             "1M steps)"),
+        "sb3/ppo-MountainCarContinuous-v0, with gSDE, 20k steps, one run)",
+    ),
+    ("ppo", "HalfCheetah"): (
+        f"5,819 ± 664 ({_ZOO}, HalfCheetah-v3, 1M steps)",
+        "1,443 ± 46 (CleanRL ppo_continuous_action, HalfCheetah-v4, 1M steps)",
+    ),
     ("ppo", "Hopper"): (f"2,410 ± 10 ({_ZOO}, Hopper-v3, 1M steps)",),
     ("ppo", "Walker2d"): (f"3,479 ± 822 ({_ZOO}, Walker2d-v3, 1M steps)",),
     ("ppo", "Ant"): (f"1,327 ± 452 ({_ZOO}, Ant-v3, 1M steps)",),
@@ -114,8 +149,10 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-_MINATAR_PAPER = ("MinAtar paper (Young & Tian 2019), Fig. 2 and the MinAtar README's "
-                  "curves: DQN over 5M frames, mean over 30 seeds")
+_MINATAR_PAPER = (
+    "MinAtar paper (Young & Tian 2019), Fig. 2 and the MinAtar README's "
+    "curves: DQN over 5M frames, mean over 30 seeds"
+)
 _GYMNAX_BLINES = "gymnax-blines' MinAtar PPO curves (20M+ steps, many envs)"
 for _game in MINATAR_GAMES:
     REFERENCES[("dqn", f"MinAtar/{_game}")] = (_MINATAR_PAPER,)

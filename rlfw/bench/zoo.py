@@ -1,5 +1,6 @@
 """rl-baselines3-zoo's hyper-parameters (the SB3 peer's settings), read from the installed
 ``rl_zoo3`` package, not copied by hand."""
+
 from __future__ import annotations
 
 import os

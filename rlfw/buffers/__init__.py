@@ -1,6 +1,16 @@
 """Common buffer interface: trees of ``[T, B]`` tensors."""
+
 from rlfw.buffers.samples import AgentInfo, QInfo, Samples, StepInfo
 from rlfw.buffers.tree import allocate, tree_assign, tree_index, tree_leaves, tree_map
 
-__all__ = ["AgentInfo", "QInfo", "Samples", "StepInfo", "allocate", "tree_assign", "tree_index",
-           "tree_leaves", "tree_map"]
+__all__ = [
+    "AgentInfo",
+    "QInfo",
+    "Samples",
+    "StepInfo",
+    "allocate",
+    "tree_assign",
+    "tree_index",
+    "tree_leaves",
+    "tree_map",
+]

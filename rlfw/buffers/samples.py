@@ -1,4 +1,5 @@
 """The on-policy batch every sampler fills and PPO/A2C (and DQN's replay) read."""
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional, Union

@@ -3,6 +3,7 @@
 Every buffer in rlfw is such a tree with leading dims ``[T, B]``; the helpers here allocate
 one from an example step and apply indexing or copies to every leaf at once.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
@@ -40,8 +41,9 @@ def _as_tensor(x: Any) -> torch.Tensor:
     return torch.as_tensor(np.asarray(x))
 
 
-def allocate(example: Tree, leading_dims: tuple[int, ...], shared: bool = False,
-             debug_fill: bool = False) -> Tree:
+def allocate(
+    example: Tree, leading_dims: tuple[int, ...], shared: bool = False, debug_fill: bool = False
+) -> Tree:
     """Allocate zeroed tensors shaped ``leading_dims + leaf.shape`` with each leaf's dtype.
 
     ``shared`` puts the storage in shared memory so worker processes can write into it;

@@ -1,4 +1,5 @@
 """Environment layer: gymnasium ids by name, Atari preprocessing, seeding, episode stats."""
+
 from rlfw.envs.atari import AtariOptions
 from rlfw.envs.factory import EnvFactory, check_env_id, env_module, is_atari, is_mujoco, make_env
 from rlfw.envs.families import env_family
@@ -9,5 +10,16 @@ from rlfw.envs.spaces import EnvSpaces
 register_partial_envs()
 register_minatar_envs()
 
-__all__ = ["CARTPOLE_NO_VELOCITY", "AtariOptions", "EnvFactory", "EnvSpaces", "check_env_id",
-           "env_family", "env_module", "is_atari", "is_minatar", "is_mujoco", "make_env"]
+__all__ = [
+    "CARTPOLE_NO_VELOCITY",
+    "AtariOptions",
+    "EnvFactory",
+    "EnvSpaces",
+    "check_env_id",
+    "env_family",
+    "env_module",
+    "is_atari",
+    "is_minatar",
+    "is_mujoco",
+    "make_env",
+]

@@ -3,6 +3,7 @@
 gymnasium has no episodic-life or fire-on-reset wrapper, so those two live here; all the
 rest (no-op starts, frame-skip with max-pool, 84x84 gray, frame stack) is gymnasium's own.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,14 +41,23 @@ class AtariOptions:
     def validate(self) -> None:
         """Each knob within what the preprocessing can do, the bad one named
         (``atari.<field>``, as ``--set`` spells it)."""
-        check_positive(**{f"atari.{name}": getattr(self, name) for name in
-                          ("frame_skip", "screen_size", "frame_stack", "max_episode_frames")})
-        if isinstance(self.noop_max, bool) or not isinstance(self.noop_max, int) \
-                or self.noop_max < 0:
+        check_positive(
+            **{
+                f"atari.{name}": getattr(self, name)
+                for name in ("frame_skip", "screen_size", "frame_stack", "max_episode_frames")
+            }
+        )
+        if (
+            isinstance(self.noop_max, bool)
+            or not isinstance(self.noop_max, int)
+            or self.noop_max < 0
+        ):
             raise ValueError(f"atari.noop_max must be an integer >= 0, got {self.noop_max!r}")
         if not 0.0 <= self.sticky_action_prob < 1.0:
-            raise ValueError(f"atari.sticky_action_prob must be in [0, 1) (the chance an "
-                             f"action repeats the last one), got {self.sticky_action_prob!r}")
+            raise ValueError(
+                f"atari.sticky_action_prob must be in [0, 1) (the chance an "
+                f"action repeats the last one), got {self.sticky_action_prob!r}"
+            )
 
 
 class EpisodicLife(gym.Wrapper):
@@ -138,8 +148,9 @@ def needs_fire(env: gym.Env) -> bool:
     return "FIRE" in env.unwrapped.get_action_meanings()
 
 
-def make_atari(env_id: str, options: AtariOptions, train: bool,
-               render_mode: str | None = None) -> gym.Env:
+def make_atari(
+    env_id: str, options: AtariOptions, train: bool, render_mode: str | None = None
+) -> gym.Env:
     """Raw ALE env -> no-ops, skip+max-pool, resize, gray -> real-episode statistics ->
     (train) episodic life -> fire reset -> (eval) fire after a lost life -> (train) reward
     sign -> frame stack. ``render_mode='rgb_array'``: ``render()`` gives the full-colour

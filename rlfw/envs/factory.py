@@ -1,4 +1,5 @@
 """Making environments by name, picklable so worker processes can build their own."""
+
 from __future__ import annotations
 
 import difflib
@@ -45,7 +46,8 @@ def check_env_id(env_id: str) -> None:
             raise ValueError(
                 f"env id {env_id!r} would import module {module!r} (gymnasium imports what "
                 f"precedes ':'); rlfw does not import a module an env id names: import it "
-                f"first (in a script) or name it on the command line (--plugin {module})")
+                f"first (in a script) or name it on the command line (--plugin {module})"
+            )
         env_id = env_id.partition(":")[2]
     ids = _registered_ids()
     if env_id in ids:
@@ -55,7 +57,8 @@ def check_env_id(env_id: str) -> None:
     raise ValueError(
         f"unknown env id {env_id!r}: not registered with gymnasium{hint}. Atari games are "
         "'ALE/<Game>-v5' (e.g. 'ALE/Pong-v5'); other ids must be registered by importing "
-        "their package first")
+        "their package first"
+    )
 
 
 def is_mujoco(env_id: str) -> bool:
@@ -69,12 +72,16 @@ def check_env_available(env_id: str) -> None:
     """Raise ``ValueError`` naming the extra to install when ``env_id`` needs a package
     that is missing."""
     if env_id.startswith("MinAtar/") and importlib.util.find_spec("minatar") is None:
-        raise ValueError(f"env {env_id!r} is a MinAtar game and needs the minatar package, "
-                         "which is not installed: pip install -e '.[minatar]'")
+        raise ValueError(
+            f"env {env_id!r} is a MinAtar game and needs the minatar package, "
+            "which is not installed: pip install -e '.[minatar]'"
+        )
     if is_mujoco(env_id) and importlib.util.find_spec("mujoco") is None:
-        raise ValueError(f"env {env_id!r} is one of gymnasium's MuJoCo envs and needs MuJoCo, "
-                         "which is not installed: pip install -e '.[mujoco]' (the extra "
-                         "installs gymnasium[mujoco])")
+        raise ValueError(
+            f"env {env_id!r} is one of gymnasium's MuJoCo envs and needs MuJoCo, "
+            "which is not installed: pip install -e '.[mujoco]' (the extra "
+            "installs gymnasium[mujoco])"
+        )
 
 
 class Float32Observation(gym.ObservationWrapper):
@@ -84,9 +91,9 @@ class Float32Observation(gym.ObservationWrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         space = env.observation_space
-        self.observation_space = gym.spaces.Box(space.low.astype(np.float32),
-                                                space.high.astype(np.float32),
-                                                space.shape, np.float32)
+        self.observation_space = gym.spaces.Box(
+            space.low.astype(np.float32), space.high.astype(np.float32), space.shape, np.float32
+        )
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         return observation.astype(np.float32)

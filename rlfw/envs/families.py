@@ -1,4 +1,5 @@
 """Which family an env id belongs to: what presets and the network choice key on."""
+
 from __future__ import annotations
 
 import gymnasium as gym

@@ -4,6 +4,7 @@ gymnasium as ``MinAtar/<Game>-v1`` (minimal action set) when rlfw's env layer lo
 is not loaded by gymnasium 1.x, and its observations are bool ``[10, 10, C]`` channels
 last: here they are uint8 ``[C, 10, 10]``, 0 or 255, so every image env (Atari's frames,
 MinAtar's channels) is uint8 pixels the networks scale the same way."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,13 +14,18 @@ import gymnasium as gym
 import numpy as np
 
 # gymnasium name -> MinAtar's module name
-GAMES = {"Asterix": "asterix", "Breakout": "breakout", "Freeway": "freeway",
-         "Seaquest": "seaquest", "SpaceInvaders": "space_invaders"}
+GAMES = {
+    "Asterix": "asterix",
+    "Breakout": "breakout",
+    "Freeway": "freeway",
+    "Seaquest": "seaquest",
+    "SpaceInvaders": "space_invaders",
+}
 # A game ends on its own (a lost ball, a death, Freeway's 2,500-frame clock) except when
 # an agent plays well: Breakout's bricks come back. Truncated (and bootstrapped) here.
 MAX_EPISODE_STEPS = 10_000
 RENDER_SCALE = 16  # screen pixels per grid cell in rgb_array frames: 160x160
-RENDER_FPS = 15    # videos play a game step per frame
+RENDER_FPS = 15  # videos play a game step per frame
 
 
 def is_minatar(env_id: str) -> bool:
@@ -66,5 +72,9 @@ def register_minatar_envs() -> None:
         return
     for name, game in GAMES.items():
         if minatar_id(name) not in gym.registry:
-            gym.register(minatar_id(name), entry_point=make_minatar, kwargs={"game": game},
-                         max_episode_steps=MAX_EPISODE_STEPS)
+            gym.register(
+                minatar_id(name),
+                entry_point=make_minatar,
+                kwargs={"game": game},
+                max_episode_steps=MAX_EPISODE_STEPS,
+            )

@@ -1,5 +1,6 @@
 """Partially observed variants of classic tasks, registered with gymnasium on import of
 ``rlfw.envs``: memory is what solves them (the recurrent agents' proving ground)."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -18,8 +19,9 @@ class KeepObservationEntries(gym.ObservationWrapper):
         super().__init__(env)
         self.keep = np.asarray(keep)
         space = env.observation_space
-        self.observation_space = gym.spaces.Box(space.low[self.keep], space.high[self.keep],
-                                                (len(self.keep),), space.dtype)
+        self.observation_space = gym.spaces.Box(
+            space.low[self.keep], space.high[self.keep], (len(self.keep),), space.dtype
+        )
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         return observation[self.keep]

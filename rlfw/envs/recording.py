@@ -1,4 +1,5 @@
 """A wrapper that hands every rendered frame of every episode to a sink (a video writer)."""
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -27,8 +28,10 @@ class RecordFrames(gym.Wrapper):
     def __init__(self, env: gym.Env, sink: EpisodeSink):
         super().__init__(env)
         if env.render_mode != "rgb_array":
-            raise ValueError(f"RecordFrames needs an env made with render_mode='rgb_array', "
-                             f"got {env.render_mode!r}")
+            raise ValueError(
+                f"RecordFrames needs an env made with render_mode='rgb_array', "
+                f"got {env.render_mode!r}"
+            )
         self.sink = sink
         self.open = False
         self.episode_return, self.length = 0.0, 0

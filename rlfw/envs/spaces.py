@@ -1,4 +1,5 @@
 """The observation/action spaces of an env family, read once from one instance."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

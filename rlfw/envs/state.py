@@ -6,6 +6,7 @@ checkpoint must be a function of the run, not of the machine's speed: two identi
 write identical files. So the clock fields are blanked while pickling and the episode clock
 restarts when envs are loaded (only the unused ``info["episode"]["t"]`` of the episodes in
 progress then counts from the resume)."""
+
 from __future__ import annotations
 
 import pickle

@@ -9,6 +9,7 @@ in the sync runner, so they can use the same cores. A plan that puts more worker
 cores on a rank, or more ranks than physical cores on the machine, says so in
 ``warnings`` (printed at start); nothing is oversubscribed silently.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,12 +26,12 @@ from rlfw.runfolder.files import write_json
 class Machine:
     """The cores and GPUs this process can use."""
 
-    usable: tuple[int, ...]                  # logical cores in the affinity mask
-    physical: tuple[tuple[int, ...], ...]    # usable cores grouped by physical core
-    logical_count: int                       # on the whole machine
+    usable: tuple[int, ...]  # logical cores in the affinity mask
+    physical: tuple[tuple[int, ...], ...]  # usable cores grouped by physical core
+    logical_count: int  # on the whole machine
     physical_count: int
     gpus: int
-    busy: float = 0.0                        # other runnable threads when detected
+    busy: float = 0.0  # other runnable threads when detected
 
     @classmethod
     def detect(cls) -> "Machine":
@@ -39,8 +40,14 @@ class Machine:
         except (AttributeError, NotImplementedError):  # macOS has no affinity
             usable = tuple(range(psutil.cpu_count() or 1))
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        return cls(usable, _group_by_physical_core(usable), psutil.cpu_count() or len(usable),
-                   psutil.cpu_count(logical=False) or len(usable), gpus, _runnable_others())
+        return cls(
+            usable,
+            _group_by_physical_core(usable),
+            psutil.cpu_count() or len(usable),
+            psutil.cpu_count(logical=False) or len(usable),
+            gpus,
+            _runnable_others(),
+        )
 
 
 def _runnable_others(samples: int = 5) -> float:
@@ -77,16 +84,16 @@ class RankAffinity:
     """One rank's share of the machine."""
 
     local_rank: int
-    cores: list[int]              # logical cores of the share
-    torch_threads: int            # learner intra-op threads (the share's physical cores)
-    worker_cores: list[int]       # the core of each sampler worker, in worker order
-    gpu: int | None               # cuda index of this rank's model, None: on CPU
+    cores: list[int]  # logical cores of the share
+    torch_threads: int  # learner intra-op threads (the share's physical cores)
+    worker_cores: list[int]  # the core of each sampler worker, in worker order
+    gpu: int | None  # cuda index of this rank's model, None: on CPU
 
 
 @dataclass
 class AffinityPlan:
     machine: Machine
-    n_workers: int                # sampler workers (or ALE threads) of each rank (rank 0's)
+    n_workers: int  # sampler workers (or ALE threads) of each rank (rank 0's)
     ranks: list[RankAffinity]
     warnings: list[str] = field(default_factory=list)
 
@@ -95,14 +102,18 @@ class AffinityPlan:
 
     def describe(self) -> str:
         m = self.machine
-        lines = [f"affinity: {len(m.usable)} usable of {m.logical_count} logical cores "
-                 f"({m.physical_count} physical), {m.gpus} GPU(s); {len(self.ranks)} rank(s) "
-                 f"on this machine, {self.n_workers} sampler worker(s) each"]
+        lines = [
+            f"affinity: {len(m.usable)} usable of {m.logical_count} logical cores "
+            f"({m.physical_count} physical), {m.gpus} GPU(s); {len(self.ranks)} rank(s) "
+            f"on this machine, {self.n_workers} sampler worker(s) each"
+        ]
         for r in self.ranks:
             gpu = f", model on cuda:{r.gpu}" if r.gpu is not None else ""
             workers = ", ".join(f"w{i}->{c}" for i, c in enumerate(r.worker_cores)) or "none"
-            lines.append(f"  local rank {r.local_rank}: cores {_ranges(r.cores)}, learner "
-                         f"{r.torch_threads} torch thread(s){gpu}; workers {workers}")
+            lines.append(
+                f"  local rank {r.local_rank}: cores {_ranges(r.cores)}, learner "
+                f"{r.torch_threads} torch thread(s){gpu}; workers {workers}"
+            )
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -116,20 +127,27 @@ class AffinityPlan:
         return path
 
 
-def plan_affinity(n_workers: int | None, local_world_size: int = 1, use_gpus: bool = False,
-                  machine: Machine | None = None, max_workers: int | None = None
-                  ) -> AffinityPlan:
+def plan_affinity(
+    n_workers: int | None,
+    local_world_size: int = 1,
+    use_gpus: bool = False,
+    machine: Machine | None = None,
+    max_workers: int | None = None,
+) -> AffinityPlan:
     """Split ``machine`` (default: this one) between ``local_world_size`` ranks with
     ``n_workers`` sampler workers each (None: one per core of the rank's share, at most
     ``max_workers``); ``use_gpus``: one GPU per rank."""
     if local_world_size < 1 or (n_workers is not None and n_workers < 0):
-        raise ValueError(f"need local_world_size >= 1 and n_workers >= 0, got "
-                         f"{local_world_size} and {n_workers}")
+        raise ValueError(
+            f"need local_world_size >= 1 and n_workers >= 0, got {local_world_size} and {n_workers}"
+        )
     machine = machine or Machine.detect()
     groups, warnings = list(machine.physical), []
     if local_world_size > len(groups):
-        warnings.append(f"{local_world_size} ranks on {len(groups)} usable physical core(s): "
-                        "ranks share cores and slow each other down")
+        warnings.append(
+            f"{local_world_size} ranks on {len(groups)} usable physical core(s): "
+            "ranks share cores and slow each other down"
+        )
     if use_gpus and local_world_size > machine.gpus:
         warnings.append(f"{local_world_size} ranks on {machine.gpus} GPU(s): ranks share GPUs")
     ranks = []
@@ -140,11 +158,12 @@ def plan_affinity(n_workers: int | None, local_world_size: int = 1, use_gpus: bo
         n = n_workers if n_workers is not None else min(len(order), max_workers or len(order))
         workers = [order[w % len(order)] for w in range(n)]
         if n > len(order):
-            warnings.append(f"local rank {r}: {n} sampler workers on {len(order)} "
-                            "core(s): more workers than cores, they time-share")
+            warnings.append(
+                f"local rank {r}: {n} sampler workers on {len(order)} "
+                "core(s): more workers than cores, they time-share"
+            )
         gpu = (r % machine.gpus) if use_gpus and machine.gpus else None
-        ranks.append(RankAffinity(r, sorted(c for g in share for c in g), len(share), workers,
-                                  gpu))
+        ranks.append(RankAffinity(r, sorted(c for g in share for c in g), len(share), workers, gpu))
     return AffinityPlan(machine, len(ranks[0].worker_cores), ranks, warnings)
 
 
@@ -157,10 +176,12 @@ def busy_machine_warning(machine: Machine, learner_threads: int) -> str | None:
     idle = max(1, round(len(machine.usable) - machine.busy))
     if machine.busy < 1 or learner_threads <= idle:
         return None
-    return (f"the machine is already busy ({machine.busy:.0f} other thread(s) running on "
-            f"{len(machine.usable)} usable cores) and the learner has {learner_threads} torch "
-            f"threads: they will wait on each other (two runs side by side on 2 cores made "
-            f"R2D1 37x slower); start each run with OMP_NUM_THREADS={idle}")
+    return (
+        f"the machine is already busy ({machine.busy:.0f} other thread(s) running on "
+        f"{len(machine.usable)} usable cores) and the learner has {learner_threads} torch "
+        f"threads: they will wait on each other (two runs side by side on 2 cores made "
+        f"R2D1 37x slower); start each run with OMP_NUM_THREADS={idle}"
+    )
 
 
 def _share(groups: list[tuple[int, ...]], rank: int, n_ranks: int) -> list[tuple[int, ...]]:

@@ -1,6 +1,7 @@
 """Where a batch of independent jobs runs: this machine's cores (``LocalBackend``, each
 job pinned to its own slice) or a Ray cluster (``RayBackend``). Sweeps and benchmarks hand
 them a task and its jobs; both backends return the results in job order."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -66,10 +67,11 @@ class LocalBackend:
         if self.max_parallel > len(usable):
             return [None] * self.max_parallel  # more runs than cores: let the OS share them
         n = self.max_parallel
-        return [usable[i * len(usable) // n:(i + 1) * len(usable) // n] for i in range(n)]
+        return [usable[i * len(usable) // n : (i + 1) * len(usable) // n] for i in range(n)]
 
-    def map(self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
-            ) -> list[T]:
+    def map(
+        self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
+    ) -> list[T]:
         """``task(*job, cores=...)`` for every job, results in ``jobs`` order; ``report``
         sees each result as it finishes (in the calling thread)."""
         free = self._core_slices()
@@ -97,15 +99,16 @@ class RayBackend:
     needs rlfw installed and the run folders on a filesystem the driver reads too (the
     tasks write them; results come back to the driver either way)."""
 
-    def __init__(self, address: str | None, cpus_per_run: float = 1.0,
-                 max_parallel: int | None = None):
+    def __init__(
+        self, address: str | None, cpus_per_run: float = 1.0, max_parallel: int | None = None
+    ):
         if importlib.util.find_spec("ray") is None:
             raise ValueError("--backend ray needs Ray: pip install -e '.[ray]'")
-        self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, \
-            max_parallel
+        self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, max_parallel
 
-    def map(self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
-            ) -> list[T]:
+    def map(
+        self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
+    ) -> list[T]:
         """``task(*job, cores=None)`` for every job as Ray tasks, results in ``jobs``
         order; ``report`` sees each result as it finishes."""
         import ray

@@ -1,5 +1,6 @@
 """One typed config for a whole run (``RunConfig``: saved as ``config.json``), built from a
 preset (``RunConfig.for_env``) and overrides; ``rlfw.launch.build`` assembles the run."""
+
 from __future__ import annotations
 
 import copy
@@ -26,8 +27,18 @@ from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD, default_worker
 from rlfw.utils.checks import check_positive, check_seed
 from rlfw.utils.settings import Flag
 
-__all__ = ["RunConfig", "apply_overrides", "available_devices", "check_device", "config_keys",
-           "env_family", "flatten", "preset", "schedule_for", "set_field"]
+__all__ = [
+    "RunConfig",
+    "apply_overrides",
+    "available_devices",
+    "check_device",
+    "config_keys",
+    "env_family",
+    "flatten",
+    "preset",
+    "schedule_for",
+    "set_field",
+]
 
 # Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
 LEGACY_KEYS = {
@@ -125,30 +136,45 @@ class RunConfig:
         sampler = SAMPLERS.get(self.sampler)
         RUNNERS.get(self.runner).cls.check_algo(algo.algo_cls, self.algo)
         if self.tune_workers and not sampler.has_workers:
-            raise ValueError(f"n_workers 'auto' with sampler {self.sampler!r} cannot work: it "
-                             f"has no workers; use sampler {_either(_with_workers())}")
+            raise ValueError(
+                f"n_workers 'auto' with sampler {self.sampler!r} cannot work: it "
+                f"has no workers; use sampler {_either(_with_workers())}"
+            )
         if self.tune_workers and self.world_size > 1:
-            raise ValueError("n_workers 'auto' in a multi-rank run is not supported: ranks "
-                             "would tune apart; tune with one rank, then pass --n-workers N")
+            raise ValueError(
+                "n_workers 'auto' in a multi-rank run is not supported: ranks "
+                "would tune apart; tune with one rank, then pass --n-workers N"
+            )
         if self.tune_workers and not self.tune_seconds > 0:
             raise ValueError(f"tune_seconds must be > 0, got {self.tune_seconds!r}")
         if RUNNERS.get(self.runner).cls.shares_replay:  # the algorithm's rule for that
             getattr(self.algo_config(), "check_shared_replay", lambda: None)()
-        check_positive(batch_B=self.batch_B, batch_T=self.batch_T, n_eval_envs=self.n_eval_envs,
-                       world_size=self.world_size, async_lead=self.async_lead)
+        check_positive(
+            batch_B=self.batch_B,
+            batch_T=self.batch_T,
+            n_eval_envs=self.n_eval_envs,
+            world_size=self.world_size,
+            async_lead=self.async_lead,
+        )
         check_seed(self.seed)
         check_model(self.model)
         for width in self.hidden:
             if isinstance(width, bool) or not isinstance(width, int) or width <= 0:
-                raise ValueError(f"hidden must list positive layer widths (or be empty: no "
-                                 f"hidden layer), got {list(self.hidden)}")
+                raise ValueError(
+                    f"hidden must list positive layer widths (or be empty: no "
+                    f"hidden layer), got {list(self.hidden)}"
+                )
         if self.async_lead != RunConfig.async_lead and self.runner != "async":  # not the default
-            raise ValueError(f"async_lead={self.async_lead} is for runner 'async' (the batches "
-                             f"its sampler may run ahead); runner {self.runner!r} has none")
+            raise ValueError(
+                f"async_lead={self.async_lead} is for runner 'async' (the batches "
+                f"its sampler may run ahead); runner {self.runner!r} has none"
+            )
         if self.normalize_obs and algo.uses_replay:
-            raise ValueError(f"normalize_obs is for ppo and a2c (continuous control); "
-                             f"{self.algo} learns from raw observations: set "
-                             "normalize_obs=false")
+            raise ValueError(
+                f"normalize_obs is for ppo and a2c (continuous control); "
+                f"{self.algo} learns from raw observations: set "
+                "normalize_obs=false"
+            )
         self._check_recurrent(algo)
         if not self.obs_clip > 0:
             raise ValueError(f"obs_clip must be > 0, got {self.obs_clip!r}")
@@ -164,8 +190,10 @@ class RunConfig:
         self.env_factory().validate()
         if sampler.runs_env is not None and not sampler.runs_env(self.env):
             others = [s.name for s in SAMPLERS if s.runs_env is None]
-            raise ValueError(f"sampler {self.sampler!r} runs {sampler.env_note}, got env "
-                             f"{self.env!r}; use {_either(others)}")
+            raise ValueError(
+                f"sampler {self.sampler!r} runs {sampler.env_note}, got env "
+                f"{self.env!r}; use {_either(others)}"
+            )
         check_device(self.device)
 
     def _check_recurrent(self, algo: AlgoSpec) -> None:
@@ -174,38 +202,49 @@ class RunConfig:
         if self.recurrent is not None:
             check_core(self.recurrent)
             if algo.uses_replay:
-                own = (f"{self.algo} is recurrent by itself (its LSTM: {self.algo}.rnn_size)"
-                       if hasattr(self.algo_config(), "rnn_size") else
-                       f"{self.algo} has no recurrent agent (r2d1 is the recurrent Q-learner)")
-                raise ValueError(f"recurrent={self.recurrent!r} is for ppo and a2c; {own}: set "
-                                 "recurrent=none")
+                own = (
+                    f"{self.algo} is recurrent by itself (its LSTM: {self.algo}.rnn_size)"
+                    if hasattr(self.algo_config(), "rnn_size")
+                    else f"{self.algo} has no recurrent agent (r2d1 is the recurrent Q-learner)"
+                )
+                raise ValueError(
+                    f"recurrent={self.recurrent!r} is for ppo and a2c; {own}: set recurrent=none"
+                )
             check_positive(rnn_size=self.rnn_size)
             if getattr(self.algo_config(), "compile", None):
-                raise ValueError(f"{self.algo}.compile=true is not supported with "
-                                 f"recurrent={self.recurrent!r}; use compile=false or auto")
+                raise ValueError(
+                    f"{self.algo}.compile=true is not supported with "
+                    f"recurrent={self.recurrent!r}; use compile=false or auto"
+                )
 
     def _check_obs_norm_update(self, sampler_cls: type) -> None:
         if self.obs_norm_update not in OBS_NORM_UPDATES:
-            raise ValueError(f"obs_norm_update must be one of {OBS_NORM_UPDATES}, got "
-                             f"{self.obs_norm_update!r}")
+            raise ValueError(
+                f"obs_norm_update must be one of {OBS_NORM_UPDATES}, got {self.obs_norm_update!r}"
+            )
         if self.obs_norm_update != "step":
             return
         if not self.normalize_obs:
-            raise ValueError("obs_norm_update='step' needs normalize_obs=true (there are no "
-                             "observation statistics to update)")
+            raise ValueError(
+                "obs_norm_update='step' needs normalize_obs=true (there are no "
+                "observation statistics to update)"
+            )
         # the rules live with the sampler and runner kinds (a user-registered sampler that
         # is not a SamplerBase declares nothing: it is taken not to see whole rows)
         check = getattr(sampler_cls, "check_per_step_statistics", None)
         if check is None:
-            raise ValueError(f"sampler {self.sampler!r} cannot update per-step observation "
-                             "statistics (it declares no check_per_step_statistics); use "
-                             "obs_norm_update='batch'")
+            raise ValueError(
+                f"sampler {self.sampler!r} cannot update per-step observation "
+                "statistics (it declares no check_per_step_statistics); use "
+                "obs_norm_update='batch'"
+            )
         check(self.sampler)
         RUNNERS.get(self.runner).cls.check_per_step_statistics(self.world_size, self.runner)
 
     @classmethod
-    def for_env(cls, env: str, algo: str = "ppo", steps: int | None = None,
-                **overrides: Any) -> "RunConfig":
+    def for_env(
+        cls, env: str, algo: str = "ppo", steps: int | None = None, **overrides: Any
+    ) -> "RunConfig":
         """The run ``rlfw train --env ENV --algo ALGO [--steps N]`` builds: the preset for
         the algorithm and env family, the run length (with its evaluation cadence), then
         ``overrides`` (fields, or groups as dicts: ``ppo={"epochs": 4}``). Scripts and the
@@ -230,9 +269,11 @@ class RunConfig:
     def starts_processes(self) -> bool:
         """Whether this run starts processes with ``start_method``: the sampler's workers,
         the async runner's sampler process, or evaluation workers."""
-        return ("start_method" in SAMPLERS.get(self.sampler).options(self, None)
-                or "start_method" in RUNNERS.get(self.runner).cls.config_fields.values()
-                or self.eval_worker_count() > 0)
+        return (
+            "start_method" in SAMPLERS.get(self.sampler).options(self, None)
+            or "start_method" in RUNNERS.get(self.runner).cls.config_fields.values()
+            or self.eval_worker_count() > 0
+        )
 
     def algo_config(self) -> Any:
         """The selected algorithm's config (``self.ppo`` for ppo, ...)."""
@@ -300,9 +341,14 @@ def changed_from_preset(config: RunConfig) -> dict[str, Any]:
     --env --steps --seed --sampler --runner`` builds with today's presets: the ``--set``
     flags that rebuild it (a report's command must name them, and a preset that changed
     since the run shows up here too)."""
-    reference = RunConfig.for_env(config.env, config.algo, steps=config.schedule.n_steps,
-                                  seed=config.seed, sampler=config.sampler,
-                                  runner=config.runner)
+    reference = RunConfig.for_env(
+        config.env,
+        config.algo,
+        steps=config.schedule.n_steps,
+        seed=config.seed,
+        sampler=config.sampler,
+        runner=config.runner,
+    )
     for name, value in vars(config).items():  # registered algorithms' configs, made on use
         if dataclasses.is_dataclass(value) and name not in vars(reference):
             getattr(reference, name)
@@ -312,11 +358,14 @@ def changed_from_preset(config: RunConfig) -> dict[str, Any]:
 
 def train_command(config: RunConfig) -> str:
     """The ``rlfw train`` command line that builds ``config`` with today's presets."""
-    changes = "".join(f" --set {set_argument(key, value)}"
-                      for key, value in changed_from_preset(config).items())
-    return (f"rlfw train --algo {config.algo} --env {config.env} --sampler {config.sampler} "
-            f"--runner {config.runner} --steps {config.schedule.n_steps} --seed {config.seed}"
-            f"{changes}")
+    changes = "".join(
+        f" --set {set_argument(key, value)}" for key, value in changed_from_preset(config).items()
+    )
+    return (
+        f"rlfw train --algo {config.algo} --env {config.env} --sampler {config.sampler} "
+        f"--runner {config.runner} --steps {config.schedule.n_steps} --seed {config.seed}"
+        f"{changes}"
+    )
 
 
 def set_argument(key: str, value: Any) -> str:
@@ -367,8 +416,10 @@ def set_field(config: RunConfig, key: str, value: Any) -> None:
     if len(parts) > 2 or not dataclasses.is_dataclass(owner) or name not in _field_names(owner):
         raise ValueError(_unknown_key(key))
     if dataclasses.is_dataclass(getattr(owner, name)):
-        raise ValueError(f"config key {key!r} is a group; set one of its fields: "
-                         + ", ".join(k for k in config_keys() if k.startswith(key + ".")))
+        raise ValueError(
+            f"config key {key!r} is a group; set one of its fields: "
+            + ", ".join(k for k in config_keys() if k.startswith(key + "."))
+        )
     converted = convert(key, value, typing.get_type_hints(type(owner))[name])
     if group is None:
         setattr(config, name, converted)
@@ -383,52 +434,78 @@ def check_read_key(config: RunConfig, key: str) -> None:
     the user sets is checked."""
     group, _, name = key.partition(".")
     if key == "world_size":
-        raise ValueError("config key 'world_size' is recorded, not chosen: the ranks are "
-                         "torchrun's (torchrun --nproc-per-node N -m rlfw train ...), and a "
-                         "plain launch trains one")
+        raise ValueError(
+            "config key 'world_size' is recorded, not chosen: the ranks are "
+            "torchrun's (torchrun --nproc-per-node N -m rlfw train ...), and a "
+            "plain launch trains one"
+        )
     if key in MODEL_SETTINGS:
         _check_model_setting_read(config, key)
     if key == "n_eval_workers" and (config.n_eval_workers or 0) > config.n_eval_envs:
-        raise ValueError(f"n_eval_workers={config.n_eval_workers} exceeds n_eval_envs="
-                         f"{config.n_eval_envs}: each evaluation worker steps at least one "
-                         f"env, so this run would start only {config.n_eval_envs}")
+        raise ValueError(
+            f"n_eval_workers={config.n_eval_workers} exceeds n_eval_envs="
+            f"{config.n_eval_envs}: each evaluation worker steps at least one "
+            f"env, so this run would start only {config.n_eval_envs}"
+        )
     if key == "n_workers" and not SAMPLERS.get(config.sampler).has_workers:
-        raise ValueError(f"config key {key!r} is for samplers with worker processes "
-                         f"({_either(_with_workers())}); sampler {config.sampler!r} has none, "
-                         "so this run would ignore it")
+        raise ValueError(
+            f"config key {key!r} is for samplers with worker processes "
+            f"({_either(_with_workers())}); sampler {config.sampler!r} has none, "
+            "so this run would ignore it"
+        )
     if key == "start_method" and not config.starts_processes():
-        raise ValueError(f"config key 'start_method' is how worker processes start, and this "
-                         f"run starts none (sampler {config.sampler!r}, runner "
-                         f"{config.runner!r}, no evaluation workers): it would ignore it")
+        raise ValueError(
+            f"config key 'start_method' is how worker processes start, and this "
+            f"run starts none (sampler {config.sampler!r}, runner "
+            f"{config.runner!r}, no evaluation workers): it would ignore it"
+        )
     if key == "tune_seconds" and not config.tune_workers:
-        raise ValueError("config key 'tune_seconds' is the trial length of tune_workers=true "
-                         "(--n-workers auto), which this run does not set: it would ignore it")
+        raise ValueError(
+            "config key 'tune_seconds' is the trial length of tune_workers=true "
+            "(--n-workers auto), which this run does not set: it would ignore it"
+        )
     if key in ("rnn_size", "rnn_critic") and config.recurrent is None:
-        raise ValueError(f"config key {key!r} shapes ppo's and a2c's recurrent core, and this "
-                         "run has none (recurrent=none): set recurrent=lstm or gru too, or "
-                         "leave it (r2d1's LSTM: r2d1.rnn_size)")
+        raise ValueError(
+            f"config key {key!r} shapes ppo's and a2c's recurrent core, and this "
+            "run has none (recurrent=none): set recurrent=lstm or gru too, or "
+            "leave it (r2d1's LSTM: r2d1.rnn_size)"
+        )
     if key == "obs_clip" and not config.normalize_obs:
-        raise ValueError("config key 'obs_clip' clips normalized observations, and this run "
-                         "has normalize_obs=false: it would ignore it")
+        raise ValueError(
+            "config key 'obs_clip' clips normalized observations, and this run "
+            "has normalize_obs=false: it would ignore it"
+        )
     if name and group == "atari" and not is_atari(config.env):
-        raise ValueError(f"config key {key!r} is for Atari games (ALE/<Game>-v5), but this "
-                         f"run's env is {config.env!r}, which would ignore it")
+        raise ValueError(
+            f"config key {key!r} is for Atari games (ALE/<Game>-v5), but this "
+            f"run's env is {config.env!r}, which would ignore it"
+        )
     switch = _READ_ONLY_WITH.get(name)
     if group == config.algo and switch and not getattr(config.algo_config(), switch, True):
-        raise ValueError(f"config key {key!r} is read only with {group}.{switch}=true, which "
-                         "this run does not set: it would ignore it")
+        raise ValueError(
+            f"config key {key!r} is read only with {group}.{switch}=true, which "
+            "this run does not set: it would ignore it"
+        )
     if not name or group == config.algo or group not in ALGOS:
         return
     own = f"{config.algo}.{name}"
-    hint = (f"set {own} instead" if name in _field_names(config.algo_config())
-            else f"algo {config.algo!r} has no {name!r}")
-    raise ValueError(f"config key {key!r} belongs to algo {group!r}, but this run trains "
-                     f"{config.algo!r} and would ignore it: {hint}")
+    hint = (
+        f"set {own} instead"
+        if name in _field_names(config.algo_config())
+        else f"algo {config.algo!r} has no {name!r}"
+    )
+    raise ValueError(
+        f"config key {key!r} belongs to algo {group!r}, but this run trains "
+        f"{config.algo!r} and would ignore it: {hint}"
+    )
 
 
 # An algorithm's field that is read only when another of its fields is on.
-_READ_ONLY_WITH = {"priority_alpha": "prioritized", "priority_beta": "prioritized",
-                   "reward_clip": "normalize_reward"}
+_READ_ONLY_WITH = {
+    "priority_alpha": "prioritized",
+    "priority_beta": "prioritized",
+    "reward_clip": "normalize_reward",
+}
 
 
 def _check_model_setting_read(config: RunConfig, key: str) -> None:
@@ -437,8 +514,10 @@ def _check_model_setting_read(config: RunConfig, key: str) -> None:
     spaces = EnvSpaces.of(config.env_factory())
     why = ALGOS.get(config.algo).unread_model_settings(config, spaces).get(key)
     if why:
-        raise ValueError(f"config key {key!r} would be ignored by this run ({config.algo} on "
-                         f"{config.env}): {why}")
+        raise ValueError(
+            f"config key {key!r} would be ignored by this run ({config.algo} on "
+            f"{config.env}): {why}"
+        )
 
 
 def _field_names(obj: Any) -> set[str]:
@@ -522,8 +601,9 @@ _SCALARS = {bool: _to_bool, int: _to_int, float: _to_float, str: _to_str}
 def _type_name(hint: Any) -> str:
     if typing.get_origin(hint) is tuple:
         return f"a comma-separated list of {_type_name(typing.get_args(hint)[0])}"
-    return {bool: "true or false", int: "an integer", float: "a number",
-            str: "text"}.get(hint, str(hint))
+    return {bool: "true or false", int: "an integer", float: "a number", str: "text"}.get(
+        hint, str(hint)
+    )
 
 
 def check_device(device: str) -> None:
@@ -531,20 +611,27 @@ def check_device(device: str) -> None:
     try:
         dev = torch.device(device)
     except RuntimeError:
-        raise ValueError(f"device {device!r} is not a torch device; available: "
-                         f"{', '.join(available_devices())}") from None
+        raise ValueError(
+            f"device {device!r} is not a torch device; available: {', '.join(available_devices())}"
+        ) from None
     if dev.type == "cpu":
         return
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if dev.index is None and count or (dev.index is not None and dev.index < count):
             return
-        why = ("this torch build has no CUDA" if torch.version.cuda is None else
-               f"{count} CUDA device(s) visible")
-        raise ValueError(f"device {device!r} is not available ({why}); available: "
-                         f"{', '.join(available_devices())}")
-    raise ValueError(f"device {device!r} is not supported; available: "
-                     f"{', '.join(available_devices())}")
+        why = (
+            "this torch build has no CUDA"
+            if torch.version.cuda is None
+            else f"{count} CUDA device(s) visible"
+        )
+        raise ValueError(
+            f"device {device!r} is not available ({why}); available: "
+            f"{', '.join(available_devices())}"
+        )
+    raise ValueError(
+        f"device {device!r} is not supported; available: {', '.join(available_devices())}"
+    )
 
 
 def available_devices() -> list[str]:

@@ -3,6 +3,7 @@ Face Hub as is — ``model.safetensors`` (the weights alone), ``config.json`` (t
 ``README.md`` (a model card: env, algorithm, evaluation, the training command, the rlfw
 version) and ``replay.gif`` when the ``[video]`` extra is installed. ``rlfw eval OUT``
 plays it and gets the numbers ``rlfw eval RUN`` gets with the same seed."""
+
 from __future__ import annotations
 
 import os
@@ -46,9 +47,16 @@ def check_export_target(out: str) -> None:
         raise ValueError(f"export target {out!r} is {what}; name a new or empty folder")
 
 
-def export_policy(run_dir: str, out: str, config: RunConfig, best: bool = False,
-                  trust: bool = False, episodes: int = 10, seed: int = 12345,
-                  gif: bool = True) -> Exported:
+def export_policy(
+    run_dir: str,
+    out: str,
+    config: RunConfig,
+    best: bool = False,
+    trust: bool = False,
+    episodes: int = 10,
+    seed: int = 12345,
+    gif: bool = True,
+) -> Exported:
     """Write the policy folder ``out`` from the run's newest checkpoint that loads
     (``best``: ``checkpoints/best.pt``), evaluated over ``episodes`` with ``seed`` as
     ``rlfw eval`` would. ``config`` is the run's, its plugins checked by the caller.
@@ -58,17 +66,19 @@ def export_policy(run_dir: str, out: str, config: RunConfig, best: bool = False,
     source, state = load_for_evaluation(run_dir, best, trust)
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}-",
-                               dir=parent)
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}-", dir=parent)
     try:
-        save_policy_weights(os.path.join(staging, WEIGHTS), state["agent"],
-                            {"algo": config.algo, "env": config.env,
-                             "rlfw_version": rlfw_version()})
+        save_policy_weights(
+            os.path.join(staging, WEIGHTS),
+            state["agent"],
+            {"algo": config.algo, "env": config.env, "rlfw_version": rlfw_version()},
+        )
         write_json(os.path.join(staging, "config.json"), config.to_dict())
         returns = evaluate_checkpoint(staging, episodes, seed=seed, config=config)
         made_gif = gif and _write_gif(staging, config, seed)
-        write_text(os.path.join(staging, "README.md"),
-                   model_card(config, returns, seed, source, made_gif))
+        write_text(
+            os.path.join(staging, "README.md"), model_card(config, returns, seed, source, made_gif)
+        )
         _readable_by_all(staging)
         if os.path.isdir(out):
             os.rmdir(out)  # empty, as checked
@@ -105,9 +115,15 @@ def _write_gif(folder: str, config: RunConfig, seed: int) -> bool:
     agent = build_agent(config, EnvSpaces.of(env_factory))
     agent.load_state_dict(load_policy_weights(folder))
     with tempfile.TemporaryDirectory(dir=folder) as videos:
-        _, written = record_episodes(agent, env_factory, videos, 1,
-                                     config.schedule.eval_greedy, seed,
-                                     config.schedule.eval_limits())
+        _, written = record_episodes(
+            agent,
+            env_factory,
+            videos,
+            1,
+            config.schedule.eval_greedy,
+            seed,
+            config.schedule.eval_limits(),
+        )
         gifs = [f for f in written[0] if f.endswith(".gif")]
         if not gifs:
             return False
@@ -115,8 +131,7 @@ def _write_gif(folder: str, config: RunConfig, seed: int) -> bool:
     return True
 
 
-def model_card(config: RunConfig, returns: np.ndarray, seed: int, source: str,
-               gif: bool) -> str:
+def model_card(config: RunConfig, returns: np.ndarray, seed: int, source: str, gif: bool) -> str:
     """The folder's README.md: Hugging Face model-card front matter, then the facts."""
     name = f"{config.algo}-{config.env.replace('/', '-')}"
     score = f"{returns.mean():.2f} +/- {returns.std():.2f}"

@@ -5,6 +5,7 @@ the key each sets come from the field, so a new flag is one declaration.
 A flag on an algorithm's field (``--lr`` on ``PPOConfig.learning_rate``) sets that field of
 whichever algorithm the run trains; an algorithm without the field refuses it by name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ class ConfigFlag:
     """One flag of ``rlfw train``: the config key it sets and the field declaring it."""
 
     flag: Flag
-    key: str             # dotted key, or ALGO_FIELD + field
+    key: str  # dotted key, or ALGO_FIELD + field
     setting: Setting
     algos: tuple[str, ...] = ()  # for ALGO_FIELD keys: the algorithms that have the field
 
@@ -57,8 +58,11 @@ def config_flags() -> list[ConfigFlag]:
             continue  # the algorithms' groups: below, once for all of them
         group = setting.default
         if dataclasses.is_dataclass(group):
-            out += [ConfigFlag(flag, f"{setting.name}.{inner.name}", inner)
-                    for inner in settings_of(type(group)) for flag in inner.flags]
+            out += [
+                ConfigFlag(flag, f"{setting.name}.{inner.name}", inner)
+                for inner in settings_of(type(group))
+                for flag in inner.flags
+            ]
         else:
             out += [ConfigFlag(flag, setting.name, setting) for flag in setting.flags]
     by_name: dict[str, ConfigFlag] = {}
@@ -67,12 +71,17 @@ def config_flags() -> list[ConfigFlag]:
             for flag in setting.flags:
                 seen = by_name.get(flag.names[0])
                 if seen is not None and seen.setting.name != setting.name:
-                    raise ValueError(f"flag {flag.names[0]} sets {seen.setting.name} in one "
-                                     f"algorithm and {setting.name} in {spec.name}")
+                    raise ValueError(
+                        f"flag {flag.names[0]} sets {seen.setting.name} in one "
+                        f"algorithm and {setting.name} in {spec.name}"
+                    )
                 algos = (seen.algos if seen else ()) + (spec.name,)
-                by_name[flag.names[0]] = ConfigFlag(flag, ALGO_FIELD + setting.name,
-                                                    setting if seen is None else seen.setting,
-                                                    algos)
+                by_name[flag.names[0]] = ConfigFlag(
+                    flag,
+                    ALGO_FIELD + setting.name,
+                    setting if seen is None else seen.setting,
+                    algos,
+                )
     return out + list(by_name.values())
 
 
@@ -93,8 +102,10 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
             kwargs["type"] = _parser_of(spec)
             choices = spec.flag.choices
             kwargs["metavar"] = spec.flag.metavar or (
-                "{" + ",".join(choices) + "}" if isinstance(choices, Mapping)
-                else spec.setting.name.upper())
+                "{" + ",".join(choices) + "}"
+                if isinstance(choices, Mapping)
+                else spec.setting.name.upper()
+            )
         else:
             kwargs.update(action="store_const", const=spec.flag.const)
         target.add_argument(*spec.flag.names, **kwargs)
@@ -109,8 +120,10 @@ def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
         if value is UNSET or spec.dest in seen:
             continue
         seen.add(spec.dest)
-        shown = next((f.shown for f in config_flags()
-                      if f.dest == spec.dest and f.flag.const == value), spec.shown)
+        shown = next(
+            (f.shown for f in config_flags() if f.dest == spec.dest and f.flag.const == value),
+            spec.shown,
+        )
         out.append((shown, spec.key, value))
     return out
 
@@ -133,8 +146,7 @@ def _parser_of(spec: ConfigFlag) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         if isinstance(choices, Mapping):
             if text not in choices:
-                raise argparse.ArgumentTypeError(f"takes one of {', '.join(choices)}, got "
-                                                 f"{text!r}")
+                raise argparse.ArgumentTypeError(f"takes one of {', '.join(choices)}, got {text!r}")
             return choices[text]
         try:
             return convert(spec.key, text, spec.setting.type)

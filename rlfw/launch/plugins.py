@@ -2,6 +2,7 @@
 algorithms. rlfw imports a module only when the user chose it: named on the command line,
 or installed as a package that declares an entry point in the ``rlfw.plugins`` group. A run
 folder's config.json may say which it needs, never import one by itself."""
+
 from __future__ import annotations
 
 import importlib
@@ -24,8 +25,10 @@ def load_installed_plugins() -> list[str]:
         try:
             point.load()
         except Exception as err:  # the user's package: report it by name, whatever it raised
-            raise ValueError(f"installed rlfw plugin {point.name!r} ({point.value}) failed to "
-                             f"load: {type(err).__name__}: {err}") from None
+            raise ValueError(
+                f"installed rlfw plugin {point.name!r} ({point.value}) failed to "
+                f"load: {type(err).__name__}: {err}"
+            ) from None
         modules.append(point.module)
     return modules
 
@@ -51,12 +54,16 @@ def check_named(env: str, plugins: Sequence[str], named: Sequence[str], source: 
     missing = [m for m in modules_needed(env, plugins) if m not in named]
     if not missing:
         return
-    why = (f"its env id {env!r} imports module {env_module(env)!r}"
-           if env_module(env) in missing else f"it was trained with --plugin "
-                                              f"{' --plugin '.join(missing)}")
-    raise ValueError(f"{source} needs module(s) {', '.join(map(repr, missing))} imported "
-                     f"({why}); rlfw imports a module only when your command line names it: "
-                     f"add {' '.join('--plugin ' + m for m in missing)} if you trust it")
+    why = (
+        f"its env id {env!r} imports module {env_module(env)!r}"
+        if env_module(env) in missing
+        else f"it was trained with --plugin {' --plugin '.join(missing)}"
+    )
+    raise ValueError(
+        f"{source} needs module(s) {', '.join(map(repr, missing))} imported "
+        f"({why}); rlfw imports a module only when your command line names it: "
+        f"add {' '.join('--plugin ' + m for m in missing)} if you trust it"
+    )
 
 
 def load_callbacks(specs: Sequence[str]) -> list[Any]:
@@ -67,26 +74,29 @@ def load_callbacks(specs: Sequence[str]) -> list[Any]:
     for spec in specs:
         module_name, sep, name = spec.partition(":")
         if not sep or not module_name or not name:
-            raise ValueError(f"--callback {spec}: takes MODULE:NAME, e.g. "
-                             "my_callbacks:StopAtReturn")
+            raise ValueError(
+                f"--callback {spec}: takes MODULE:NAME, e.g. my_callbacks:StopAtReturn"
+            )
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
-            raise ValueError(f"--callback {spec}: cannot import module {module_name!r}: "
-                             f"{err}") from None
+            raise ValueError(
+                f"--callback {spec}: cannot import module {module_name!r}: {err}"
+            ) from None
         cls = getattr(module, name, None)
         if not isinstance(cls, type):
-            raise ValueError(f"--callback {spec}: module {module_name!r} has no class "
-                             f"{name!r}" + ("" if cls is None else f" ({name} is a "
-                                            f"{type(cls).__name__})"))
+            raise ValueError(
+                f"--callback {spec}: module {module_name!r} has no class "
+                f"{name!r}" + ("" if cls is None else f" ({name} is a {type(cls).__name__})")
+            )
         try:
             check_callback(cls)
         except ValueError:
-            raise ValueError(f"--callback {spec}: class {name} has none of the hooks "
-                             f"{', '.join(HOOKS)}") from None
+            raise ValueError(
+                f"--callback {spec}: class {name} has none of the hooks {', '.join(HOOKS)}"
+            ) from None
         try:
             out.append(cls())
         except TypeError as err:
-            raise ValueError(f"--callback {spec}: {name}() must take no arguments: "
-                             f"{err}") from None
+            raise ValueError(f"--callback {spec}: {name}() must take no arguments: {err}") from None
     return out

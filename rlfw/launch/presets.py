@@ -1,5 +1,6 @@
 """A run's starting settings for (algorithm, env): the run length and evaluation cadence of
 the env's family, then the algorithm's own tuned settings (``AlgoSpec.preset``)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,14 +15,22 @@ __all__ = ["RUN_LENGTH", "env_family", "preset", "schedule_for"]
 # classic control 200k; MuJoCo 1M; MinAtar 1M (its paper ran 5M frames; 1M is where the
 # curves have separated, and what 2 cores do in minutes); Atari 10M (the PPO and A2C
 # papers' budget).
-RUN_LENGTH = {"classic": 120_000, "continuous": 200_000, "mujoco": 1_000_000,
-              "minatar": 1_000_000, "atari": 10_000_000}
+RUN_LENGTH = {
+    "classic": 120_000,
+    "continuous": 200_000,
+    "mujoco": 1_000_000,
+    "minatar": 1_000_000,
+    "atari": 10_000_000,
+}
 
 
 def schedule_for(n_steps: int) -> dict[str, Any]:
     """Run length and the evaluation/log cadence that goes with it."""
-    return {"n_steps": n_steps, "eval_every": min(max(n_steps // 10, 1), 250_000),
-            "log_every": min(max(n_steps // 20, 1), 100_000)}
+    return {
+        "n_steps": n_steps,
+        "eval_every": min(max(n_steps // 10, 1), 250_000),
+        "log_every": min(max(n_steps // 20, 1), 100_000),
+    }
 
 
 def _family_schedule(family: str) -> dict[str, Any]:
@@ -29,9 +38,11 @@ def _family_schedule(family: str) -> dict[str, Any]:
     if family == "atari":
         # Evaluation as the literature does it: sampled actions (an algorithm's preset may
         # say greedy), episodes capped at 108k frames, each evaluation at 100k agent steps.
-        out.update(eval_greedy=False, eval_max_steps=100_000,
-                   eval_max_episode_steps=AtariOptions().max_episode_frames
-                   // AtariOptions().frame_skip)
+        out.update(
+            eval_greedy=False,
+            eval_max_steps=100_000,
+            eval_max_episode_steps=AtariOptions().max_episode_frames // AtariOptions().frame_skip,
+        )
     return out
 
 

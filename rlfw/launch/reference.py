@@ -1,6 +1,7 @@
 """Every config key with its type, default, flag and help, from the fields' declarations
 (``rlfw.utils.settings``): ``rlfw train --help-config`` (with the preset's value for an
 algorithm and env) and the manual's reference page (every registered algorithm)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,8 +60,11 @@ def help_config(algo: str, env: str) -> str:
     """``rlfw train --help-config``: every key of the run ``--algo ALGO --env ENV`` builds,
     with its type, default, the preset's value where it differs, its flags and help."""
     preset = dict(_flat(RunConfig.for_env(env, algo)))
-    lines = [f"Config keys of `rlfw train --algo {algo} --env {env}` (set any with --set "
-             "KEY=VALUE; * marks where the preset differs from the default):", ""]
+    lines = [
+        f"Config keys of `rlfw train --algo {algo} --env {env}` (set any with --set "
+        "KEY=VALUE; * marks where the preset differs from the default):",
+        "",
+    ]
     for doc in key_docs([algo]):
         value = preset.get(doc.key, doc.default)
         differs = value != doc.default
@@ -77,8 +81,7 @@ def _flat(config: RunConfig) -> list[tuple[str, Any]]:
     out = []
     for key, value in vars(config).items():
         if dataclasses.is_dataclass(value):
-            out += [(f"{key}.{f.name}", getattr(value, f.name))
-                    for f in dataclasses.fields(value)]
+            out += [(f"{key}.{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
         else:
             out.append((key, value))
     return out
@@ -86,23 +89,31 @@ def _flat(config: RunConfig) -> list[tuple[str, Any]]:
 
 def reference_markdown() -> str:
     """The manual's page of every config key (``docs/reference/config.md``)."""
-    lines = ["# Config reference", "",
-             "Every key a run has, generated from the config fields' declarations "
-             "(`python -m rlfw.launch.reference`). Set any with `rlfw train --set "
-             "KEY=VALUE`; a flag, where there is one, sets the same key. `rlfw train "
-             "--help-config --algo ALGO --env ENV` prints the preset's value of each for "
-             "that run. An algorithm's keys are read only in runs of that algorithm.", ""]
+    lines = [
+        "# Config reference",
+        "",
+        "Every key a run has, generated from the config fields' declarations "
+        "(`python -m rlfw.launch.reference`). Set any with `rlfw train --set "
+        "KEY=VALUE`; a flag, where there is one, sets the same key. `rlfw train "
+        "--help-config --algo ALGO --env ENV` prints the preset's value of each for "
+        "that run. An algorithm's keys are read only in runs of that algorithm.",
+        "",
+    ]
     group = None
     for doc in key_docs():
         name = doc.key.split(".")[0] if "." in doc.key else "run"
         if name != group:
             group = name
-            lines += ["", f"## {group}", "", "| key | type | default | flag | help |",
-                      "|---|---|---|---|---|"]
+            lines += [
+                "",
+                f"## {group}",
+                "",
+                "| key | type | default | flag | help |",
+                "|---|---|---|---|---|",
+            ]
         flags = ", ".join(f"`{f}`" for f in doc.flags)
         text = " ".join(doc.help.split()).replace("|", "\\|")
-        lines.append(f"| `{doc.key}` | `{doc.type}` | `{_shown(doc.default)}` | {flags} | "
-                     f"{text} |")
+        lines.append(f"| `{doc.key}` | `{doc.type}` | `{_shown(doc.default)}` | {flags} | {text} |")
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ A variant's folder records how its process ended (``sweep.json``): a re-run skip
 variants that finished, resumes the ones stopped midway from their newest checkpoint, and
 runs the rest. A failed variant stays in the table with the last lines of its log.
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,13 +36,16 @@ def __getattr__(name: str):
 
         from rlfw.launch import backends
 
-        warnings.warn(f"rlfw.launch.sweep.{name} moved to rlfw.launch.backends.{name}",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"rlfw.launch.sweep.{name} moved to rlfw.launch.backends.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return getattr(backends, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-ALIASES = {"n_envs": "batch_B"}     # the CLI's names for config keys
+ALIASES = {"n_envs": "batch_B"}  # the CLI's names for config keys
 OWNED_FLAGS = ("--log-dir", "--resume", "--seed", "--config")  # set per variant by the sweep
 STATUS_FILE, LOG_FILE = "sweep.json", "train.log"
 LOG_TAIL_LINES = 15
@@ -51,7 +55,7 @@ LOG_TAIL_LINES = 15
 class Variant:
     """One run of the sweep: a grid point and a seed."""
 
-    settings: tuple[tuple[str, str], ...]   # (config key, value as text), in grid order
+    settings: tuple[tuple[str, str], ...]  # (config key, value as text), in grid order
     seed: int
 
     @property
@@ -65,8 +69,16 @@ class Variant:
         if list_checkpoints(run_dir):
             return ["train", "--resume", run_dir, "--no-progress"]
         sets = [arg for k, v in self.settings for arg in ("--set", f"{k}={v}")]
-        return ["train", *train_flags, *sets, "--seed", str(self.seed), "--log-dir", run_dir,
-                "--no-progress"]
+        return [
+            "train",
+            *train_flags,
+            *sets,
+            "--seed",
+            str(self.seed),
+            "--log-dir",
+            run_dir,
+            "--no-progress",
+        ]
 
 
 @dataclass
@@ -74,7 +86,7 @@ class Outcome:
     """A variant's row in the summary."""
 
     name: str
-    status: str                      # 'done', 'failed (exit N)', 'interrupted', 'skipped (done)'
+    status: str  # 'done', 'failed (exit N)', 'interrupted', 'skipped (done)'
     final_eval: float | None = None  # the last evaluation's mean return
     best_eval: float | None = None
     steps_per_s: float | None = None
@@ -95,11 +107,13 @@ def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
         if not sep or not values.strip():
             raise ValueError(f"--grid takes KEY=V1,V2,..., got {item!r}")
         if key not in valid:
-            raise ValueError(f"grid key {key!r} is not a config field; valid keys: "
-                             f"{', '.join(valid)}")
+            raise ValueError(
+                f"grid key {key!r} is not a config field; valid keys: {', '.join(valid)}"
+            )
         if key in dict(grid):
-            raise ValueError(f"grid key {key!r} is given twice; list all its values in one "
-                             f"--grid {key}=V1,V2")
+            raise ValueError(
+                f"grid key {key!r} is given twice; list all its values in one --grid {key}=V1,V2"
+            )
         # commas inside brackets are a tuple value's: hidden=[64,64],[256,256]
         choices = [v.strip() for v in re.split(r",(?![^\[]*\])", values) if v.strip()]
         if len(set(choices)) < len(choices):
@@ -120,11 +134,18 @@ def expand(grid: Sequence[tuple[str, list[str]]], seeds: Sequence[int]) -> list[
 
 def check_train_flags(train_flags: Sequence[str]) -> None:
     # A prefix counts too (--res): a parser that took abbreviations would read it as --resume.
-    owned = [f for f in train_flags if f.startswith("--") and len(f.split("=")[0]) > 2
-             and any(o.startswith(f.split("=")[0]) for o in OWNED_FLAGS)]
+    owned = [
+        f
+        for f in train_flags
+        if f.startswith("--")
+        and len(f.split("=")[0]) > 2
+        and any(o.startswith(f.split("=")[0]) for o in OWNED_FLAGS)
+    ]
     if owned:
-        raise ValueError(f"the sweep sets {', '.join(OWNED_FLAGS)} per variant; remove "
-                         f"{', '.join(owned)} from the train flags")
+        raise ValueError(
+            f"the sweep sets {', '.join(OWNED_FLAGS)} per variant; remove "
+            f"{', '.join(owned)} from the train flags"
+        )
 
 
 def read_outcome(variant: Variant, run_dir: str) -> Outcome:
@@ -140,8 +161,7 @@ def read_outcome(variant: Variant, run_dir: str) -> Outcome:
         with open(progress, newline="") as f:
             rows = list(csv.DictReader(f))
         evals = [float(r["eval/return_mean"]) for r in rows if r.get("eval/return_mean")]
-        rates = [float(r["time/steps_per_second"]) for r in rows
-                 if r.get("time/steps_per_second")]
+        rates = [float(r["time/steps_per_second"]) for r in rows if r.get("time/steps_per_second")]
         if evals:
             out.final_eval, out.best_eval = evals[-1], max(evals)
         if rates:
@@ -174,8 +194,9 @@ def _set_aside_failed_attempt(run_dir: str) -> None:
             os.replace(os.path.join(run_dir, name), os.path.join(aside, name))
 
 
-def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
-                cores: Sequence[int] | None = None) -> Outcome:
+def run_variant(
+    variant: Variant, run_dir: str, train_flags: Sequence[str], cores: Sequence[int] | None = None
+) -> Outcome:
     """Run one variant to the end in a child ``rlfw train`` process (on ``cores`` if
     given), its output in ``train.log``; record how it ended in ``sweep.json``."""
     os.makedirs(run_dir, exist_ok=True)
@@ -186,12 +207,19 @@ def run_variant(variant: Variant, run_dir: str, train_flags: Sequence[str],
     with open(os.path.join(run_dir, LOG_FILE), "a") as log:
         log.write(f"$ {' '.join(argv)}\n")
         log.flush()
-        code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
-                               preexec_fn=job_process_setup(cores))
+        code = subprocess.call(
+            argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=job_process_setup(cores)
+        )
     status = {0: "done", 130: "interrupted"}.get(code, f"failed (exit {code})")
-    write_json(os.path.join(run_dir, STATUS_FILE),
-               {"status": status, "returncode": code, "argv": argv,
-                "wall_s": time.perf_counter() - started})
+    write_json(
+        os.path.join(run_dir, STATUS_FILE),
+        {
+            "status": status,
+            "returncode": code,
+            "argv": argv,
+            "wall_s": time.perf_counter() - started,
+        },
+    )
     return read_outcome(variant, run_dir)
 
 
@@ -201,8 +229,7 @@ class Sweep:
     variants: list[Variant]
     train_flags: list[str]
 
-    def run(self, backend, report: Callable[[Outcome], None] = lambda o: None
-            ) -> list[Outcome]:
+    def run(self, backend, report: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
         """Run what is not finished yet; every variant gets a row (finished ones are read
         back); writes ``summary.md``, ``summary.csv`` and ``summary.json`` in runs_dir."""
         os.makedirs(self.runs_dir, exist_ok=True)
@@ -235,8 +262,16 @@ class Sweep:
     def write_summary(self, outcomes: list[Outcome]) -> None:
         write_text(os.path.join(self.runs_dir, "summary.md"), summary_table(outcomes) + "\n")
         write_json(os.path.join(self.runs_dir, "summary.json"), [asdict(o) for o in outcomes])
-        columns = ["name", "status", "final_eval", "best_eval", "steps_per_s", "wall_s",
-                   "env_steps", "seed"]
+        columns = [
+            "name",
+            "status",
+            "final_eval",
+            "best_eval",
+            "steps_per_s",
+            "wall_s",
+            "env_steps",
+            "seed",
+        ]
 
         def write_csv(f) -> None:
             writer = csv.writer(f)
@@ -253,14 +288,23 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def summary_table(outcomes: list[Outcome]) -> str:
     """A markdown table, one row per variant, then the log tail of each failed one."""
-    lines = ["| variant | status | final eval | best eval | env steps/s | wall s | env steps |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| variant | status | final eval | best eval | env steps/s | wall s | env steps |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for o in outcomes:
-        lines.append(f"| {o.name} | {o.status} | {_fmt(o.final_eval, '.2f')} | "
-                     f"{_fmt(o.best_eval, '.2f')} | {_fmt(o.steps_per_s, ',.0f')} | "
-                     f"{_fmt(o.wall_s, '.1f')} | {_fmt(o.env_steps, 'd')} |")
+        lines.append(
+            f"| {o.name} | {o.status} | {_fmt(o.final_eval, '.2f')} | "
+            f"{_fmt(o.best_eval, '.2f')} | {_fmt(o.steps_per_s, ',.0f')} | "
+            f"{_fmt(o.wall_s, '.1f')} | {_fmt(o.env_steps, 'd')} |"
+        )
     for o in outcomes:
         if o.log_tail:
-            lines += ["", f"{o.name} {o.status}; last lines of its log:", "```",
-                      o.log_tail.rstrip(), "```"]
+            lines += [
+                "",
+                f"{o.name} {o.status}; last lines of its log:",
+                "```",
+                o.log_tail.rstrip(),
+                "```",
+            ]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
 """``record(key, value)`` then ``dump(step)`` to every writer (the SB3-style logger)."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Learning-curve PNG from ``progress.csv`` (extra ``plot``: matplotlib)."""
+
 from __future__ import annotations
 
 import csv
@@ -8,8 +9,9 @@ from typing import Any
 from rlfw.runfolder.files import write_atomically
 
 
-def figure_and_axes(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1,
-                    **subplots: Any) -> tuple[Any, Any]:
+def figure_and_axes(
+    figsize: tuple[float, float], nrows: int = 1, ncols: int = 1, **subplots: Any
+) -> tuple[Any, Any]:
     """A matplotlib figure and its axes (``Figure.subplots``' shapes), made without pyplot:
     no global figure registry to close, and no backend switched in the caller's process (a
     notebook keeps its own). ``savefig`` draws it with Agg. Raises ImportError without
@@ -32,8 +34,10 @@ def plot_learning_curve(csv_path: str, png_path: str, title: str = "") -> str | 
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     plotted = False
-    for key, label in (("rollout/return_mean", "training episodes"),
-                       ("eval/return_mean", "evaluation")):
+    for key, label in (
+        ("rollout/return_mean", "training episodes"),
+        ("eval/return_mean", "evaluation"),
+    ):
         points = [(float(r["step"]), float(r[key])) for r in rows if r.get(key) not in (None, "")]
         points = [(s, v) for s, v in points if v == v]  # drop NaN
         if points:

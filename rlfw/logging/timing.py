@@ -1,4 +1,5 @@
 """``with timing.add_time('sample'):`` blocks, reported as ``time/*`` seconds."""
+
 from __future__ import annotations
 
 import time

@@ -1,5 +1,6 @@
 """Episode videos: frames streamed into an mp4 (imageio's ffmpeg plugin, extra ``video``)
 as they are rendered, plus an optional small GIF for docs."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-VIDEO_HINT = ("videos need the extra 'video' (imageio with its ffmpeg plugin): "
-              "pip install 'rlfw[video]'")
+VIDEO_HINT = (
+    "videos need the extra 'video' (imageio with its ffmpeg plugin): pip install 'rlfw[video]'"
+)
 GIF_WIDTH, GIF_EVERY, GIF_MAX_FRAMES = 320, 2, 300  # a docs GIF stays small: < ~2 MB
 
 
@@ -40,15 +42,19 @@ class EpisodeVideo:
         os.makedirs(folder, exist_ok=True)
         self.folder, self.fps = folder, fps
         self.tmp = os.path.join(folder, f".tmp-{os.getpid()}-{id(self)}.mp4")
-        self.writer = self.imageio.get_writer(self.tmp, fps=fps, codec="libx264",
-                                              macro_block_size=1, quality=7)
+        self.writer = self.imageio.get_writer(
+            self.tmp, fps=fps, codec="libx264", macro_block_size=1, quality=7
+        )
         self.gif_frames: list[np.ndarray] | None = [] if gif else None
         self.frames = 0
 
     def add(self, frame: np.ndarray) -> None:
         self.writer.append_data(_even(np.asarray(frame, dtype=np.uint8)))
-        if self.gif_frames is not None and self.frames % GIF_EVERY == 0 \
-                and len(self.gif_frames) < GIF_MAX_FRAMES:
+        if (
+            self.gif_frames is not None
+            and self.frames % GIF_EVERY == 0
+            and len(self.gif_frames) < GIF_MAX_FRAMES
+        ):
             self.gif_frames.append(_shrink(frame))
         self.frames += 1
 

@@ -1,6 +1,7 @@
 """Weights & Biases as one more writer (extra ``wandb``): the scalars every other writer
 gets, the run's config, and evaluation videos. ``WANDB_MODE=offline`` works with no network
 (``wandb sync RUN/wandb/offline-run-*`` uploads it later)."""
+
 from __future__ import annotations
 
 import os
@@ -55,15 +56,21 @@ class WandbWriter:
             write_text(id_path, run_id + "\n")
         try:
             self.run = self.wandb.init(
-                project=options.get("project") or "rlfw", entity=options.get("entity"),
+                project=options.get("project") or "rlfw",
+                entity=options.get("entity"),
                 group=options.get("group"),
                 name=options.get("name") or os.path.basename(os.path.abspath(log_dir)),
-                id=run_id, resume="allow", dir=log_dir, config=config)
+                id=run_id,
+                resume="allow",
+                dir=log_dir,
+                config=config,
+            )
         except Exception as err:  # wandb's own kinds (no login, no network, bad entity)
             raise ValueError(
                 f"--wandb could not start a W&B run ({type(err).__name__}: "
                 f"{str(err).rstrip('.')}): log in (`wandb login`), or log offline with "
-                "WANDB_MODE=offline (`wandb sync` uploads it later)") from err
+                "WANDB_MODE=offline (`wandb sync` uploads it later)"
+            ) from err
 
     def write(self, values: dict[str, float], step: int) -> None:
         self.run.log(dict(values), step=step)

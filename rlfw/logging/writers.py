@@ -1,4 +1,5 @@
 """Logger output formats: a stdout table, CSV, and TensorBoard (when installed)."""
+
 from __future__ import annotations
 
 import csv

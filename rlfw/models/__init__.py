@@ -1,4 +1,5 @@
 """Plain ``nn.Module`` networks."""
+
 from rlfw.models.actor_critic import CnnActorCritic, MlpActorCritic
 from rlfw.models.cnn import NatureCNN
 from rlfw.models.mlp import MLP, orthogonal_init

@@ -1,4 +1,5 @@
 """Policy-and-value networks for PPO/A2C: ``forward(obs) -> (policy_params, value)``."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,10 +18,17 @@ class MlpActorCritic(nn.Module):
     the mean, then the policy's last hidden features, detached (as SB3's default: the noise
     scale does not train the features), then a ``[latent_dim, gaussian_dim]`` log-std."""
 
-    def __init__(self, obs_shape: Sequence[int], n_policy_params: int,
-                 hidden: Sequence[int] = (64, 64), activation: str = "tanh",
-                 gaussian_dim: int = 0, log_std_init: float = 0.0, ortho_init: bool = True,
-                 sde: bool = False):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        n_policy_params: int,
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        gaussian_dim: int = 0,
+        log_std_init: float = 0.0,
+        ortho_init: bool = True,
+        sde: bool = False,
+    ):
         super().__init__()
         if sde and not gaussian_dim:
             raise ValueError("sde needs a Gaussian policy (gaussian_dim > 0)")
@@ -41,8 +49,9 @@ class MlpActorCritic(nn.Module):
         # State-independent log-std for Gaussian policies (0 params for Discrete); gSDE's
         # has one per (last hidden feature, action).
         std_shape = (self.pi[-1].in_features, gaussian_dim) if sde else (gaussian_dim,)
-        self.log_std = nn.Parameter(torch.full(std_shape, float(log_std_init))) \
-            if gaussian_dim else None
+        self.log_std = (
+            nn.Parameter(torch.full(std_shape, float(log_std_init))) if gaussian_dim else None
+        )
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = flatten_obs(obs, self.obs_ndim)
@@ -64,14 +73,21 @@ class CnnActorCritic(nn.Module):
     """A CNN torso (Nature's for Atari frames, MinAtar's for small images) shared by a
     policy head and a value head (PPO Atari setup)."""
 
-    def __init__(self, obs_shape: Sequence[int], n_policy_params: int, gaussian_dim: int = 0,
-                 log_std_init: float = 0.0, channels_last: bool = True):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        n_policy_params: int,
+        gaussian_dim: int = 0,
+        log_std_init: float = 0.0,
+        channels_last: bool = True,
+    ):
         super().__init__()
         self.torso = image_torso(tuple(obs_shape), channels_last=channels_last)
         self.pi = orthogonal_init(nn.Linear(self.torso.out_dim, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(self.torso.out_dim, 1), 1.0)
-        self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
-            if gaussian_dim else None
+        self.log_std = (
+            nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) if gaussian_dim else None
+        )
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.torso(obs)

@@ -1,4 +1,5 @@
 """The Nature-DQN convolutional torso (Mnih et al., 2015)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -15,21 +16,29 @@ class NatureCNN(nn.Module):
     here so frames travel through samplers and buffers as compact uint8. ``channels_last``
     runs the convolutions in NHWC layout (weights and activations)."""
 
-    def __init__(self, in_channels: int = 4, screen_size: int = 84, features: int = 512,
-                 channels_last: bool = True):
+    def __init__(
+        self,
+        in_channels: int = 4,
+        screen_size: int = 84,
+        features: int = 512,
+        channels_last: bool = True,
+    ):
         super().__init__()
         self.channels_last = channels_last
         self.convs = nn.Sequential(
-            nn.Conv2d(in_channels, 32, 8, stride=4), nn.ReLU(),
-            nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(),
+            nn.Conv2d(in_channels, 32, 8, stride=4),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1),
+            nn.ReLU(),
             nn.Flatten(),
         )
         with torch.no_grad():
             n_flat = self.convs(torch.zeros(1, in_channels, screen_size, screen_size)).shape[1]
         self.fc = nn.Sequential(nn.Linear(n_flat, features), nn.ReLU())
         self.out_dim = features
-        orthogonal_init(self, gain=2 ** 0.5)
+        orthogonal_init(self, gain=2**0.5)
         if channels_last:  # oneDNN/cuDNN convolutions run faster in NHWC (measured)
             self.convs.to(memory_format=torch.channels_last)
 
@@ -54,12 +63,13 @@ class SmallCNN(nn.Module):
     def __init__(self, obs_shape: tuple[int, ...], filters: int = 16, features: int = 128):
         super().__init__()
         channels, height, width = obs_shape
-        self.convs = nn.Sequential(nn.Conv2d(channels, filters, 3, stride=1), nn.ReLU(),
-                                   nn.Flatten())
+        self.convs = nn.Sequential(
+            nn.Conv2d(channels, filters, 3, stride=1), nn.ReLU(), nn.Flatten()
+        )
         n_flat = filters * (height - 2) * (width - 2)
         self.fc = nn.Sequential(nn.Linear(n_flat, features), nn.ReLU())
         self.out_dim = features
-        orthogonal_init(self, gain=2 ** 0.5)
+        orthogonal_init(self, gain=2**0.5)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         lead = frames.shape[:-3]
@@ -90,13 +100,17 @@ def image_torso(obs_shape: tuple[int, ...], channels_last: bool = True) -> nn.Mo
     Nature CNN for Atari-sized frames (square, at least ``NATURE_MIN_SIZE``), the small one
     (MinAtar's) for anything smaller. Either has ``out_dim``."""
     if len(obs_shape) != 3:
-        raise ValueError(f"model 'cnn' needs [C, H, W] image observations, got shape "
-                         f"{tuple(obs_shape)}; use model 'mlp' or 'auto'")
+        raise ValueError(
+            f"model 'cnn' needs [C, H, W] image observations, got shape "
+            f"{tuple(obs_shape)}; use model 'mlp' or 'auto'"
+        )
     channels, height, width = obs_shape
     if min(height, width) < NATURE_MIN_SIZE:
         if min(height, width) < 3:
-            raise ValueError(f"images of {height}x{width} are too small for a 3x3 "
-                             f"convolution (observation shape {tuple(obs_shape)})")
+            raise ValueError(
+                f"images of {height}x{width} are too small for a 3x3 "
+                f"convolution (observation shape {tuple(obs_shape)})"
+            )
         return SmallCNN(tuple(obs_shape))
     if height != width:
         raise ValueError(f"CNN expects square frames, got observation shape {tuple(obs_shape)}")

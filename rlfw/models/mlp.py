@@ -1,4 +1,5 @@
 """Fully connected networks."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -21,11 +22,17 @@ def orthogonal_init(module: nn.Module, gain: float) -> nn.Module:
 class MLP(nn.Sequential):
     """``in_dim -> hidden... -> out_dim`` (no output activation when ``out_dim`` is given)."""
 
-    def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int | None = None,
-                 activation: str = "tanh"):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: Sequence[int],
+        out_dim: int | None = None,
+        activation: str = "tanh",
+    ):
         if activation not in ACTIVATIONS:
-            raise ValueError(f"activation {activation!r} unknown; choose from "
-                             f"{sorted(ACTIVATIONS)}")
+            raise ValueError(
+                f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}"
+            )
         layers: list[nn.Module] = []
         last = in_dim
         for width in hidden:
@@ -36,7 +43,7 @@ class MLP(nn.Sequential):
             last = out_dim
         super().__init__(*layers)
         self.out_dim = last
-        orthogonal_init(self, gain=2 ** 0.5)
+        orthogonal_init(self, gain=2**0.5)
 
 
 def flatten_obs(obs: torch.Tensor, obs_ndim: int) -> torch.Tensor:

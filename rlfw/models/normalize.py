@@ -12,6 +12,7 @@ are module buffers: they travel with the weights to sampler workers, go into che
 with the agent (or algorithm), and stay frozen wherever nothing calls ``update``
 (evaluation, ``rlfw eval``).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -75,12 +76,15 @@ class NormalizedModel(nn.Module):
     statistics. ``update`` says who adds them and when (``OBS_NORM_UPDATES``): the learner
     once per batch, or the sampler once per env step."""
 
-    def __init__(self, model: nn.Module, obs_shape: Sequence[int], clip: float = 10.0,
-                 update: str = "batch"):
+    def __init__(
+        self, model: nn.Module, obs_shape: Sequence[int], clip: float = 10.0, update: str = "batch"
+    ):
         super().__init__()
         if update not in OBS_NORM_UPDATES:
-            raise ValueError(f"observation statistics update {update!r} is unknown; choose "
-                             f"from {OBS_NORM_UPDATES}")
+            raise ValueError(
+                f"observation statistics update {update!r} is unknown; choose "
+                f"from {OBS_NORM_UPDATES}"
+            )
         self.normalizer = ObservationNormalizer(obs_shape, clip)
         self.model = model
         self.stats_update = update
@@ -93,8 +97,7 @@ class NormalizedModel(nn.Module):
     def forward(self, obs: torch.Tensor, *state: torch.Tensor):
         return self.model(self.normalizer(obs), *state)
 
-    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
-                         episode_start: torch.Tensor):
+    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):
         return self.model.forward_sequence(self.normalizer(obs), state, episode_start)
 
     def update_normalization(self, observations: torch.Tensor) -> None:
@@ -123,8 +126,10 @@ class RewardScaler:
         if self.returns is None:
             self.returns = torch.zeros(reward.shape[1], dtype=torch.float64)
         if reward.shape[1] != self.returns.shape[0]:
-            raise ValueError(f"reward scaler holds returns of {self.returns.shape[0]} env "
-                             f"slots, got a batch with {reward.shape[1]}")
+            raise ValueError(
+                f"reward scaler holds returns of {self.returns.shape[0]} env "
+                f"slots, got a batch with {reward.shape[1]}"
+            )
         seen = torch.empty(reward.shape, dtype=torch.float64)
         returns = self.returns
         for t in range(reward.shape[0]):

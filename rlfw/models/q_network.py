@@ -1,5 +1,6 @@
 """Q-networks for DQN: MLP or CNN torso, plain or dueling head, action values or (C51)
 categorical return distributions over a fixed support."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,10 +18,12 @@ class DuelingHead(nn.Module):
 
     def __init__(self, in_dim: int, n_actions: int, hidden: int = 0):
         super().__init__()
+
         def stream(out: int) -> nn.Module:
             if hidden:
                 return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out))
             return nn.Linear(in_dim, out)
+
         self.value, self.advantage = stream(1), stream(n_actions)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
@@ -41,8 +44,7 @@ class CategoricalHead(nn.Module):
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         logits = self.advantage(features).unflatten(-1, (self.n_actions, self.atoms))
         if self.value is not None:
-            logits = self.value(features).unsqueeze(-2) + logits \
-                - logits.mean(-2, keepdim=True)
+            logits = self.value(features).unsqueeze(-2) + logits - logits.mean(-2, keepdim=True)
         return logits
 
 
@@ -52,10 +54,18 @@ class QNetwork(nn.Module):
     categorical distribution of the return per action on ``atoms`` evenly spaced values
     from ``v_min`` to ``v_max`` (``log_distribution``); the action values are its means."""
 
-    def __init__(self, obs_shape: Sequence[int], obs_dtype: np.dtype, n_actions: int,
-                 hidden: Sequence[int] = (256, 256), dueling: bool = False,
-                 model: str = "auto", atoms: int = 1, v_min: float = -10.0,
-                 v_max: float = 10.0):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        obs_dtype: np.dtype,
+        n_actions: int,
+        hidden: Sequence[int] = (256, 256),
+        dueling: bool = False,
+        model: str = "auto",
+        atoms: int = 1,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+    ):
         super().__init__()
         kind = model_kind(model, obs_shape, obs_dtype)
         if kind == "cnn":

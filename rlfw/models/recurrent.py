@@ -8,6 +8,7 @@ sampler calls); ``forward_sequence`` runs ``[T, n]`` sequences from their initia
 with the library's fused kernels, restarting from zeros where an episode starts (what the
 learner calls).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -25,8 +26,7 @@ def check_core(kind: str | None) -> None:
     """The recurrent-core rule, worded once: ``kind`` is one of ``CORES`` or None
     (feed-forward)."""
     if kind is not None and kind not in CORES:
-        raise ValueError(f"recurrent must be one of {CORES} or none (feed-forward), got "
-                         f"{kind!r}")
+        raise ValueError(f"recurrent must be one of {CORES} or none (feed-forward), got {kind!r}")
 
 
 class RecurrentCore(nn.Module):
@@ -76,15 +76,17 @@ class RecurrentCore(nn.Module):
             return torch.cat(torch.lstm_cell(x, (h, c), *weights), dim=-1)
         return torch.gru_cell(x, state, *weights)
 
-    def sequence(self, x: torch.Tensor, state: torch.Tensor,
-                 episode_start: torch.Tensor) -> torch.Tensor:
+    def sequence(
+        self, x: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> torch.Tensor:
         """``x [T, n, in]`` from ``state [n, S]``, zeroing a column's state before every step
         where ``episode_start [T, n]`` is set. The sequence is cut only at the steps where
         some column starts an episode; each stretch in between runs as one fused call."""
         return self.sequence_and_state(x, state, episode_start)[0]
 
-    def sequence_and_state(self, x: torch.Tensor, state: torch.Tensor,
-                           episode_start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def sequence_and_state(
+        self, x: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``sequence``'s outputs and the state after its last step (R2D1's burn-in)."""
         starts = episode_start.any(dim=1)
         starts[0] = True  # the first stretch begins at step 0 whatever the mask says
@@ -100,8 +102,15 @@ class RecurrentCore(nn.Module):
 class RecurrentTorso(nn.Module):
     """Features (MLP, or the CNN for the image size) then a recurrent core."""
 
-    def __init__(self, obs_shape: Sequence[int], core: str, rnn_size: int,
-                 hidden: Sequence[int], activation: str, image: bool):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        core: str,
+        rnn_size: int,
+        hidden: Sequence[int],
+        activation: str,
+        image: bool,
+    ):
         super().__init__()
         self.obs_ndim, self.image = len(obs_shape), image
         if image:
@@ -123,19 +132,31 @@ class RecurrentActorCritic(nn.Module):
     sb3-contrib's ``enable_critic_lstm``: the value loss then cannot pull the policy's
     memory around. Its state is the policy core's then the critic core's, side by side."""
 
-    def __init__(self, obs_shape: Sequence[int], n_policy_params: int, core: str = "lstm",
-                 rnn_size: int = 128, hidden: Sequence[int] = (64,),
-                 activation: str = "tanh", gaussian_dim: int = 0,
-                 log_std_init: float = 0.0, image: bool = False,
-                 separate_critic: bool = False):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        n_policy_params: int,
+        core: str = "lstm",
+        rnn_size: int = 128,
+        hidden: Sequence[int] = (64,),
+        activation: str = "tanh",
+        gaussian_dim: int = 0,
+        log_std_init: float = 0.0,
+        image: bool = False,
+        separate_critic: bool = False,
+    ):
         super().__init__()
         self.actor = RecurrentTorso(obs_shape, core, rnn_size, hidden, activation, image)
-        self.critic = RecurrentTorso(obs_shape, core, rnn_size, hidden, activation, image) \
-            if separate_critic else None
+        self.critic = (
+            RecurrentTorso(obs_shape, core, rnn_size, hidden, activation, image)
+            if separate_critic
+            else None
+        )
         self.pi = orthogonal_init(nn.Linear(rnn_size, n_policy_params), 0.01)
         self.v = orthogonal_init(nn.Linear(rnn_size, 1), 1.0)
-        self.log_std = nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) \
-            if gaussian_dim else None
+        self.log_std = (
+            nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) if gaussian_dim else None
+        )
 
     @property
     def torsos(self) -> list[RecurrentTorso]:
@@ -154,17 +175,23 @@ class RecurrentActorCritic(nn.Module):
     def _split(self, state: torch.Tensor) -> list[torch.Tensor]:
         return list(state.split([t.core.state_size for t in self.torsos], dim=-1))
 
-    def forward(self, obs: torch.Tensor, state: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, obs: torch.Tensor, state: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         outs, next_states = [], []
         for torso, part in zip(self.torsos, self._split(state)):
             next_state = torso.core.step(torso.embed(obs), part)
-            outs.append(next_state[:, :torso.core.size])
+            outs.append(next_state[:, : torso.core.size])
             next_states.append(next_state)
         params, value = self._heads(outs)
         return params, value, torch.cat(next_states, dim=-1)
 
-    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
-                         episode_start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._heads([torso.core.sequence(torso.embed(obs), part, episode_start)
-                            for torso, part in zip(self.torsos, self._split(state))])
+    def forward_sequence(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._heads(
+            [
+                torso.core.sequence(torso.embed(obs), part, episode_start)
+                for torso, part in zip(self.torsos, self._split(state))
+            ]
+        )

@@ -1,6 +1,7 @@
 """R2D2's recurrent Q-network (Kapturowski et al., 2019): features (MLP, or the CNN for the
 image size) -> LSTM -> plain or dueling Q head, with the recurrent actor-critics' flat
 ``[n, state_size]`` state, so every sampler carries it unchanged."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,31 +18,37 @@ class RecurrentQNetwork(nn.Module):
     and ``forward_sequence(obs [L, n, ...], state [n, S], episode_start [L, n]) ->
     q [L, n, A]`` (the learner's replayed sequences, restarting where episodes start)."""
 
-    def __init__(self, obs_shape: Sequence[int], n_actions: int, rnn_size: int = 128,
-                 hidden: Sequence[int] = (64,), dueling: bool = True, image: bool = False,
-                 core: str = "lstm"):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        n_actions: int,
+        rnn_size: int = 128,
+        hidden: Sequence[int] = (64,),
+        dueling: bool = True,
+        image: bool = False,
+        core: str = "lstm",
+    ):
         super().__init__()
         self.torso = RecurrentTorso(obs_shape, core, rnn_size, hidden, "relu", image)
-        self.head = DuelingHead(rnn_size, n_actions) if dueling else nn.Linear(rnn_size,
-                                                                              n_actions)
+        self.head = DuelingHead(rnn_size, n_actions) if dueling else nn.Linear(rnn_size, n_actions)
 
     @property
     def state_size(self) -> int:
         return self.torso.core.state_size
 
-    def forward(self, obs: torch.Tensor, state: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         next_state = self.torso.core.step(self.torso.embed(obs), state)
-        return self.head(next_state[:, :self.torso.core.size]), next_state
+        return self.head(next_state[:, : self.torso.core.size]), next_state
 
-    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
-                         episode_start: torch.Tensor) -> torch.Tensor:
+    def forward_sequence(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> torch.Tensor:
         features = self.torso.embed(obs)
         return self.head(self.torso.core.sequence(features, state, episode_start))
 
-    def sequence_and_state(self, obs: torch.Tensor, state: torch.Tensor,
-                           episode_start: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def sequence_and_state(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``forward_sequence`` and the state after its last step."""
-        out, last = self.torso.core.sequence_and_state(self.torso.embed(obs), state,
-                                                       episode_start)
+        out, last = self.torso.core.sequence_and_state(self.torso.embed(obs), state, episode_start)
         return self.head(out), last

@@ -8,6 +8,7 @@ uint8 tensor with dtype and shape beside it; a ``bytes`` value (a pickle of env 
 one thing that can only be captured by pickling) is stored sealed (``rlfw.runfolder.sealing``) and
 handed back only when its seal verifies under this user's key.
 """
+
 from __future__ import annotations
 
 import glob
@@ -48,8 +49,11 @@ def checkpoint_dir(run_dir: str) -> str:
 def encode(value: Any, where: str = "state") -> Any:
     """``value`` as a tree ``weights_only`` loading reads back (see the module docstring);
     ``TypeError`` naming the place of anything else."""
-    if isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float,
-                                                                              str)):
+    if (
+        isinstance(value, torch.Tensor)
+        or value is None
+        or isinstance(value, (bool, int, float, str))
+    ):
         return value
     if isinstance(value, dict):
         if MARK in value:
@@ -59,29 +63,46 @@ def encode(value: Any, where: str = "state") -> Any:
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         name = type(value).__name__
         if RECORDS.get(name) is not type(value):
-            raise TypeError(f"checkpoint state at {where!r} is a {name}, which is not one of "
-                            f"the records checkpoints hold ({', '.join(RECORDS)})")
-        return {MARK: "record", "type": name,
-                "fields": [encode(v, f"{where}.{f}") for f, v in zip(value._fields, value)]}
+            raise TypeError(
+                f"checkpoint state at {where!r} is a {name}, which is not one of "
+                f"the records checkpoints hold ({', '.join(RECORDS)})"
+            )
+        return {
+            MARK: "record",
+            "type": name,
+            "fields": [encode(v, f"{where}.{f}") for f, v in zip(value._fields, value)],
+        }
     if isinstance(value, (list, tuple)):
         encoded = [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
         return tuple(encoded) if isinstance(value, tuple) else encoded
     if isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.hasobject:
-            raise TypeError(f"checkpoint state at {where!r} is a numpy array of Python objects; "
-                            "checkpoints hold numeric arrays only")
+            raise TypeError(
+                f"checkpoint state at {where!r} is a numpy array of Python objects; "
+                "checkpoints hold numeric arrays only"
+            )
         array = np.ascontiguousarray(value)
         raw = array.reshape(-1).view(np.uint8)
         if not raw.flags.writeable:  # torch wraps only writable memory
             raw = raw.copy()
         # no copy otherwise: a saved replay buffer is the run's largest array
-        return {MARK: "ndarray", "dtype": array.dtype.str, "shape": list(np.shape(value)),
-                "scalar": isinstance(value, np.generic), "data": torch.from_numpy(raw)}
+        return {
+            MARK: "ndarray",
+            "dtype": array.dtype.str,
+            "shape": list(np.shape(value)),
+            "scalar": isinstance(value, np.generic),
+            "data": torch.from_numpy(raw),
+        }
     if isinstance(value, bytes):
-        return {MARK: "sealed", "mac": sealing.tag(value),
-                "data": torch.frombuffer(bytearray(value), dtype=torch.uint8)}
-    raise TypeError(f"checkpoint state at {where!r} is a {type(value).__name__}; checkpoints "
-                    "hold tensors, numpy arrays, numbers, strings, bytes, lists and dicts only")
+        return {
+            MARK: "sealed",
+            "mac": sealing.tag(value),
+            "data": torch.frombuffer(bytearray(value), dtype=torch.uint8),
+        }
+    raise TypeError(
+        f"checkpoint state at {where!r} is a {type(value).__name__}; checkpoints "
+        "hold tensors, numpy arrays, numbers, strings, bytes, lists and dicts only"
+    )
 
 
 def decode(value: Any, pickles: str = "verify") -> Any:
@@ -96,8 +117,9 @@ def decode(value: Any, pickles: str = "verify") -> Any:
             return array[()] if value["scalar"] else array
         if kind == "record":
             if value["type"] not in RECORDS:
-                raise UnsafeCheckpointError(f"a record of type {value['type']!r}, which rlfw "
-                                            "never writes")
+                raise UnsafeCheckpointError(
+                    f"a record of type {value['type']!r}, which rlfw never writes"
+                )
             return RECORDS[value["type"]](*(decode(v, pickles) for v in value["fields"]))
         if kind == "sealed":
             if pickles == "drop":
@@ -143,7 +165,8 @@ def latest_checkpoint(run_dir: str) -> str:
     if not found:
         raise FileNotFoundError(
             f"no checkpoint in {run_dir!r}: expected files {checkpoint_dir(run_dir)}/"
-            f"{PREFIX}<step>.pt written by a training run")
+            f"{PREFIX}<step>.pt written by a training run"
+        )
     return found[-1]
 
 
@@ -154,8 +177,9 @@ def load_checkpoint(path: str, pickles: str = "verify") -> dict[str, Any]:
     if pickles not in PICKLES:
         raise ValueError(f"pickles must be one of {PICKLES}, got {pickles!r}")
     if os.path.islink(path):
-        raise UnsafeCheckpointError(f"{path} is a symlink; rlfw reads only the run folder's "
-                                    "own files")
+        raise UnsafeCheckpointError(
+            f"{path} is a symlink; rlfw reads only the run folder's own files"
+        )
     try:
         tree = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
@@ -164,8 +188,7 @@ def load_checkpoint(path: str, pickles: str = "verify") -> dict[str, Any]:
         # The user vouched for this file (an old rlfw checkpoint, say): the full unpickler.
         tree = torch.load(path, map_location="cpu", weights_only=False)
     if not isinstance(tree, dict):
-        raise UnsafeCheckpointError(f"{path} holds a {type(tree).__name__}, not an rlfw "
-                                    "checkpoint")
+        raise UnsafeCheckpointError(f"{path} holds a {type(tree).__name__}, not an rlfw checkpoint")
     tree.pop(FORMAT_KEY, None)
     try:
         decoded: dict[str, Any] = decode(tree, pickles)
@@ -173,23 +196,28 @@ def load_checkpoint(path: str, pickles: str = "verify") -> dict[str, Any]:
     except sealing.UnsealedError as err:
         raise sealing.UnsealedError(
             f"{path}: {err}; if you trust where this run came from, pass {TRUST_FLAG}, or "
-            "evaluate it (rlfw eval needs no env state)") from None
+            "evaluate it (rlfw eval needs no env state)"
+        ) from None
 
 
 def _unsafe_reason(path: str, err: Exception) -> str:
     found = re.findall(r"GLOBAL ([\w.]+)", str(err))
     named = f" ({', '.join(dict.fromkeys(found))})" if found else ""
-    return (f"{path} holds pickled objects{named}, and loading them could run code; refused. "
-            f"A checkpoint written by rlfw before its safe format (0.2) looks like this: if you "
-            f"trust where it came from, load it with {TRUST_FLAG}")
+    return (
+        f"{path} holds pickled objects{named}, and loading them could run code; refused. "
+        f"A checkpoint written by rlfw before its safe format (0.2) looks like this: if you "
+        f"trust where it came from, load it with {TRUST_FLAG}"
+    )
 
 
 def best_checkpoint(run_dir: str) -> str:
     """``checkpoints/best.pt`` (the highest evaluation mean); ``FileNotFoundError`` if absent."""
     path = os.path.join(checkpoint_dir(run_dir), BEST)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no {BEST} in {checkpoint_dir(run_dir)!r}: it is written at "
-                                "the first evaluation of a training run")
+        raise FileNotFoundError(
+            f"no {BEST} in {checkpoint_dir(run_dir)!r}: it is written at "
+            "the first evaluation of a training run"
+        )
     return path
 
 
@@ -202,8 +230,9 @@ def save_best(run_dir: str, state: dict[str, Any]) -> str:
     return path
 
 
-def load_newest_valid(run_dir: str, pickles: str = "verify", first: str | None = None
-                      ) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
+def load_newest_valid(
+    run_dir: str, pickles: str = "verify", first: str | None = None
+) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
     """The newest checkpoint that loads: ``(path, state, skipped)``, where ``skipped`` lists
     ``(path, reason)`` for files that did not load (truncated by a full disk, crafted, sealed
     by someone else), tried newest first after ``first`` (``best.pt``, say) when given.
@@ -225,5 +254,8 @@ def load_newest_valid(run_dir: str, pickles: str = "verify", first: str | None =
 def _one_line(err: Exception, path: str) -> str:
     text = str(err).splitlines()[0] if str(err) else type(err).__name__
     text = text.replace(f"{path}: ", "").replace(f"{path} ", "")
-    return text if isinstance(err, (UnsafeCheckpointError, sealing.UnsealedError)) \
+    return (
+        text
+        if isinstance(err, (UnsafeCheckpointError, sealing.UnsealedError))
         else f"{type(err).__name__}: {text}"
+    )

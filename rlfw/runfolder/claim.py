@@ -1,4 +1,5 @@
 """Claiming a run folder: its lock (one run at a time), then what it may already hold."""
+
 from __future__ import annotations
 
 import os
@@ -18,12 +19,13 @@ def check_run_folder(log_dir: str, resume: bool) -> None:
         latest_checkpoint(log_dir)  # fails early, naming the folder, if there is none
         return
     found = [name for name in RUN_FILES if os.path.lexists(os.path.join(log_dir, name))]
-    if list_checkpoints(log_dir) or os.path.lexists(os.path.join(checkpoint_dir(log_dir),
-                                                                  BEST)):
+    if list_checkpoints(log_dir) or os.path.lexists(os.path.join(checkpoint_dir(log_dir), BEST)):
         found.append("checkpoints")
     if found:
-        raise ValueError(f"run folder {log_dir!r} already holds a run ({', '.join(found)}); "
-                         "resume it (--resume), or choose another log dir")
+        raise ValueError(
+            f"run folder {log_dir!r} already holds a run ({', '.join(found)}); "
+            "resume it (--resume), or choose another log dir"
+        )
 
 
 def claim_run_folder(log_dir: str, resume: bool) -> FolderLock:

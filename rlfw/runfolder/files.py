@@ -4,6 +4,7 @@ Each file is written to a temp file in its own folder and renamed over the targe
 ``os.replace`` swaps the directory entry, so a crash leaves the old file or the new one (never
 half of one), and a symlink planted at the target is replaced, not followed out of the
 folder."""
+
 from __future__ import annotations
 
 import json
@@ -12,16 +13,18 @@ import tempfile
 from typing import IO, Any, Callable
 
 
-def write_atomically(path: str, write: Callable[[IO[Any]], object], binary: bool = True,
-                     fsync: bool = False) -> None:
+def write_atomically(
+    path: str, write: Callable[[IO[Any]], object], binary: bool = True, fsync: bool = False
+) -> None:
     """Call ``write(f)`` on a temp file next to ``path``, then rename it to ``path``.
     ``fsync``: flush it to disk first (checkpoints: they must survive a power cut)."""
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     try:
         f: IO[Any]
-        with (os.fdopen(fd, "wb") if binary else
-              os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
+        with (
+            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
+        ) as f:
             write(f)
             if fsync:
                 f.flush()
@@ -53,6 +56,7 @@ def read_json_object(path: str, what: str) -> dict[str, Any]:
         except json.JSONDecodeError as err:
             raise ValueError(f"{what} {path} is not valid JSON: {err}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{what} {path} holds a JSON {type(data).__name__}, not an object "
-                         "of config keys")
+        raise ValueError(
+            f"{what} {path} holds a JSON {type(data).__name__}, not an object of config keys"
+        )
     return data

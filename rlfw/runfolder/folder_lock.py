@@ -2,6 +2,7 @@
 
 The kernel drops the lock when its holder exits, crashed or not, so a stale lock never
 blocks a resume; a second run into a held folder is refused at once, naming the holder."""
+
 from __future__ import annotations
 
 import errno
@@ -40,7 +41,8 @@ class FolderLock:
             if err.errno in (errno.EWOULDBLOCK, errno.EACCES):
                 raise FolderBusyError(
                     f"run folder {run_dir!r} is in use by another rlfw run (pid {holder}); "
-                    "wait for it to end, or choose another --log-dir") from None
+                    "wait for it to end, or choose another --log-dir"
+                ) from None
             raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

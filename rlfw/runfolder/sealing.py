@@ -6,6 +6,7 @@ names. A run folder may come from someone else, so such a pickle is sealed with 
 lives outside every run folder (``~/.config/rlfw/pickle.key``, or ``$RLFW_KEY_FILE``) and is
 unpickled only when its tag verifies: pickles this user's runs wrote load, anyone else's are
 refused before a byte of them is interpreted."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,8 @@ def key_path() -> str:
     if explicit:
         return explicit
     config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(
-        os.path.expanduser("~"), ".config")
+        os.path.expanduser("~"), ".config"
+    )
     return os.path.join(config_home, "rlfw", "pickle.key")
 
 
@@ -60,9 +62,11 @@ def _read_key(path: str) -> bytes:
     with open(path, "rb") as f:
         key = f.read()
     if len(key) != KEY_BYTES:
-        raise UnsealedError(f"the rlfw key file {path} holds {len(key)} bytes, not "
-                            f"{KEY_BYTES}: it was not written by rlfw; move it away and rlfw "
-                            "makes a new one (pickles sealed with the old key stop loading)")
+        raise UnsealedError(
+            f"the rlfw key file {path} holds {len(key)} bytes, not "
+            f"{KEY_BYTES}: it was not written by rlfw; move it away and rlfw "
+            "makes a new one (pickles sealed with the old key stop loading)"
+        )
     return key
 
 
@@ -77,4 +81,5 @@ def verify(blob: bytes, claimed: str) -> None:
         raise UnsealedError(
             f"its pickled env state is not sealed with this user's key ({key_path()}): it "
             "was written by another user or machine, or altered, and unpickling it could "
-            "run code")
+            "run code"
+        )

@@ -1,12 +1,12 @@
 """Runners compose algorithm, agent and sampler: one skeleton (``Runner``), three kinds."""
+
 from rlfw.runners.async_ import AsyncRunner
 from rlfw.runners.base import Runner
 from rlfw.runners.concurrent import ConcurrentRunner
 from rlfw.runners.schedule import RunSchedule, TrainResult
 from rlfw.runners.sync import SyncRunner
 
-__all__ = ["AsyncRunner", "ConcurrentRunner", "RunSchedule", "Runner", "SyncRunner",
-           "TrainResult"]
+__all__ = ["AsyncRunner", "ConcurrentRunner", "RunSchedule", "Runner", "SyncRunner", "TrainResult"]
 
 
 def __getattr__(name: str):
@@ -16,7 +16,10 @@ def __getattr__(name: str):
 
         from rlfw.samplers.async_ import SamplerProcess
 
-        warnings.warn("rlfw.runners.SamplerProcess moved to rlfw.samplers.async_.SamplerProcess",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "rlfw.runners.SamplerProcess moved to rlfw.samplers.async_.SamplerProcess",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return SamplerProcess
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ updates), and the learner's minibatches for batch ``k`` draw only from the batch
 bitwise whatever the timing (tested); long DQN runs started under different machine load
 still diverged once (docs/runners.md), cause open.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,24 +37,35 @@ class AsyncRunner(Runner):
     shares_replay = True  # a replay algorithm learns from what the sampler process appends
     config_fields = {"lead": "async_lead", "start_method": "start_method"}
 
-    def __init__(self, algo, agent, sampler, schedule, lead: int = 2,
-                 start_method: str = DEFAULT_START_METHOD, **kwargs):
+    def __init__(
+        self,
+        algo,
+        agent,
+        sampler,
+        schedule,
+        lead: int = 2,
+        start_method: str = DEFAULT_START_METHOD,
+        **kwargs,
+    ):
         replay = None
         if isinstance(algo, ReplayAlgorithm):
             algo.check_shared_replay()
             replay = self._shared_replay(algo, sampler.seed, lead * sampler.batch_T)
-        super().__init__(algo, agent, SamplerProcess(sampler, lead, start_method, replay),
-                         schedule, **kwargs)
+        super().__init__(
+            algo, agent, SamplerProcess(sampler, lead, start_method, replay), schedule, **kwargs
+        )
         self.idle = {"learner": 0.0, "sampler": 0.0}
 
     @staticmethod
     def _shared_replay(algo: ReplayAlgorithm, seed: int, reserve_rows: int):
         """The replay the sampler process appends to (up to ``lead`` batches beyond what
         the learner sees): made once, kept across restarts."""
+
         def make(example):
             if algo.replay is None:
                 algo.make_replay(example, shared=True, seed=seed, reserve_rows=reserve_rows)
             return algo.replay
+
         return make
 
     def _iteration(self, itr: int) -> bool:
@@ -95,4 +107,3 @@ class AsyncRunner(Runner):
 
     def _on_restart(self, itr: int) -> None:
         self.sampler.publish(self.agent, itr)  # the checkpoint's weights, not the pre-restart
-

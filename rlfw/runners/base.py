@@ -7,6 +7,7 @@ The kinds (``SyncRunner``, ``ConcurrentRunner``, ``AsyncRunner``) fill in ``_ite
 add to checkpoints (``_extra_state`` / ``_load_extra_state``). Evaluation and logging
 (``Reporter``) and checkpoints across ranks (``RunCheckpoints``) are parts it calls.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,11 +54,23 @@ class Runner:
     stopping rules); an ``on_iteration`` that returns ``False`` stops it with a checkpoint.
     """
 
-    def __init__(self, algo: Algorithm, agent: Agent, sampler: Sampler, schedule: RunSchedule,
-                 log_dir: str | None = None, seed: int = 0, config: dict | None = None,
-                 resume: bool = False, progress: bool = True, stdout: bool = True,
-                 ranks: RankGroup | None = None, trust_checkpoint: bool = False,
-                 lock: FolderLock | None = None, callbacks: Sequence[Any] = ()):
+    def __init__(
+        self,
+        algo: Algorithm,
+        agent: Agent,
+        sampler: Sampler,
+        schedule: RunSchedule,
+        log_dir: str | None = None,
+        seed: int = 0,
+        config: dict | None = None,
+        resume: bool = False,
+        progress: bool = True,
+        stdout: bool = True,
+        ranks: RankGroup | None = None,
+        trust_checkpoint: bool = False,
+        lock: FolderLock | None = None,
+        callbacks: Sequence[Any] = (),
+    ):
         schedule.validate()
         self.callbacks = CallbackList(callbacks)  # the same on every rank: the chief calls them
         self._update_stats: dict[str, float] = {}
@@ -78,13 +91,16 @@ class Runner:
         if schedule.max_restarts and log_dir is None:
             raise ValueError("max_restarts needs a log_dir: restarts resume from its checkpoints")
         if schedule.max_restarts and ranks is not None:
-            raise ValueError("max_restarts restarts one rank's sampler, which would leave the "
-                             "other ranks behind; in a multi-rank run use torchrun's own "
-                             "--max-restarts with a fixed --log-dir (the restarted ranks "
-                             "resume from the newest checkpoint)")
+            raise ValueError(
+                "max_restarts restarts one rank's sampler, which would leave the "
+                "other ranks behind; in a multi-rank run use torchrun's own "
+                "--max-restarts with a fixed --log-dir (the restarted ranks "
+                "resume from the newest checkpoint)"
+            )
         self.reporter = Reporter(log_dir, self.config, schedule, self.is_chief, stdout, progress)
-        self.checkpoints = RunCheckpoints(log_dir, ranks, schedule.keep_checkpoints,
-                                          self.reporter.say, trust=trust_checkpoint)
+        self.checkpoints = RunCheckpoints(
+            log_dir, ranks, schedule.keep_checkpoints, self.reporter.say, trust=trust_checkpoint
+        )
         self.lock = lock
         if log_dir is not None and self.is_chief:  # rank 0 owns the run folder
             if lock is None:
@@ -108,10 +124,12 @@ class Runner:
             return
         who = cls.__name__ if name is None else f"runner {name!r}"
         ranks = f" with {world_size} ranks" if world_size > 1 else ""
-        raise ValueError(f"{who}{ranks} cannot run an agent with per-step observation "
-                         "statistics: they are updated where the policy acts, so the "
-                         "learner's agent must be the one sampling, in one rank; use the sync "
-                         "runner with one rank, or obs_norm_update='batch'")
+        raise ValueError(
+            f"{who}{ranks} cannot run an agent with per-step observation "
+            "statistics: they are updated where the policy acts, so the "
+            "learner's agent must be the one sampling, in one rank; use the sync "
+            "runner with one rank, or obs_norm_update='batch'"
+        )
 
     @classmethod
     def check_algo(cls, algo_cls: type, name: str | None = None) -> None:
@@ -154,9 +172,16 @@ class Runner:
         except KeyboardInterrupt:
             self.result.interrupted = True
             newest = self.checkpoints.newest()
-            kept = "" if self.log_dir is None else (
-                f"; the newest checkpoint {newest} is kept (resume with --resume "
-                f"{self.log_dir})" if newest else "; no checkpoint was written yet")
+            kept = (
+                ""
+                if self.log_dir is None
+                else (
+                    f"; the newest checkpoint {newest} is kept (resume with --resume "
+                    f"{self.log_dir})"
+                    if newest
+                    else "; no checkpoint was written yet"
+                )
+            )
             self.reporter.say(f"interrupted at iteration {itr}{kept}")
             self._end()
         finally:
@@ -181,8 +206,10 @@ class Runner:
             try:
                 stats = self._update(samples, itr)
             except NonFiniteError as err:
-                raise NonFiniteError(f"iteration {itr}: {err}; nothing of this iteration was "
-                                     f"saved{self.checkpoints.newest_note()}") from None
+                raise NonFiniteError(
+                    f"iteration {itr}: {err}; nothing of this iteration was "
+                    f"saved{self.checkpoints.newest_note()}"
+                ) from None
         self.reporter.logger.record_many(stats)
         self._update_stats = stats
 
@@ -191,8 +218,7 @@ class Runner:
 
     def _record_policy_lag(self, samples, itr: int) -> None:
         """How many updates older than the learner the batch's sampling weights were."""
-        self.reporter.logger.record("train/policy_lag",
-                                    float(itr - samples.policy_version.min()))
+        self.reporter.logger.record("train/policy_lag", float(itr - samples.policy_version.min()))
 
     def _after_update(self, itr: int) -> bool:
         """Count update ``itr`` as done, then evaluate/log/checkpoint when due; True: stop."""
@@ -222,14 +248,20 @@ class Runner:
 
     def _ask_callbacks(self, done: int) -> bool:
         """Iteration ``done``'s metrics to the callbacks; True when one stops the run."""
-        metrics = {"iteration": float(done), "env_steps": float(self.result.env_steps),
-                   **self._update_stats, **self.reporter.new_episodes()}
+        metrics = {
+            "iteration": float(done),
+            "env_steps": float(self.result.env_steps),
+            **self._update_stats,
+            **self.reporter.new_episodes(),
+        }
         stopper = self.callbacks.on_iteration(metrics)
         if stopper is None:
             return False
         self.result.stopped_by = stopper
-        self.reporter.say(f"callback {stopper} stopped the run at {self.result.env_steps} "
-                          "env steps; a checkpoint is written")
+        self.reporter.say(
+            f"callback {stopper} stopped the run at {self.result.env_steps} "
+            "env steps; a checkpoint is written"
+        )
         return True
 
     # -- setup and teardown --------------------------------------------------------------
@@ -249,8 +281,9 @@ class Runner:
         self.result = TrainResult(0, 0)
         self.restarts = 0
         self.start_itr = self._load_newest() if self.resume else 0
-        self.reporter.open(self.n_itr * self.per_itr, self.start_itr * self.per_itr,
-                           append=self.resume)
+        self.reporter.open(
+            self.n_itr * self.per_itr, self.start_itr * self.per_itr, append=self.resume
+        )
         if s.max_restarts and not self.checkpoints.exist():
             self._save(0)  # a restart needs a checkpoint to go back to
         self._on_startup()
@@ -285,9 +318,11 @@ class Runner:
         self.sampler.close()
         self.sampler.initialize(self._sampling_agent())
         itr = self._load_newest()
-        self.reporter.say(f"restart {self.restarts}/{self.schedule.max_restarts}: "
-                          f"{first_line}; continuing from iteration {itr} "
-                          f"({itr * self.per_itr} env steps)")
+        self.reporter.say(
+            f"restart {self.restarts}/{self.schedule.max_restarts}: "
+            f"{first_line}; continuing from iteration {itr} "
+            f"({itr * self.per_itr} env steps)"
+        )
         self.reporter.logger.record("run/restarts", float(self.restarts))
         self.reporter.rewind(self.n_itr * self.per_itr, itr * self.per_itr)
         self._on_restart(itr)
@@ -298,8 +333,14 @@ class Runner:
 
     # -- checkpoints ---------------------------------------------------------------------
     def _save(self, itr: int) -> None:
-        shared = lambda: {"itr": itr, "result": self.result.__dict__,  # noqa: E731
-                          "agent": self.agent.state_dict(), "config": self.config}
+        def shared() -> dict[str, Any]:
+            return {
+                "itr": itr,
+                "result": self.result.__dict__,
+                "agent": self.agent.state_dict(),
+                "config": self.config,
+            }
+
         if self.log_dir is not None:
             path = self.checkpoints.save(itr * self.per_itr, shared, self._rank_state())
             if path is not None:
@@ -307,8 +348,12 @@ class Runner:
 
     def _rank_state(self) -> dict:
         """What differs between ranks: each has its own sampler, RNG streams, replay."""
-        return {"algo": self.algo.state_dict(), "sampler": self.sampler.state_dict(),
-                "rng": capture_rng(), **self._extra_state()}
+        return {
+            "algo": self.algo.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "rng": capture_rng(),
+            **self._extra_state(),
+        }
 
     def _extra_state(self) -> dict:
         """What a runner kind adds to its checkpoints (nothing by default)."""

@@ -15,6 +15,7 @@ A callback is any object with one or more of these methods; it subclasses nothin
 
 Only the chief rank of a multi-rank run calls them; its stop decision reaches every rank.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Protocol
@@ -35,8 +36,10 @@ def callback_name(callback: Any) -> str:
 def check_callback(callback: Any) -> None:
     """``ValueError`` naming ``callback`` unless it has at least one hook."""
     if not any(callable(getattr(callback, hook, None)) for hook in HOOKS):
-        raise ValueError(f"callback {callback_name(callback)} has none of the hooks "
-                         f"{', '.join(HOOKS)}: it would never be called")
+        raise ValueError(
+            f"callback {callback_name(callback)} has none of the hooks "
+            f"{', '.join(HOOKS)}: it would never be called"
+        )
 
 
 class CallbackList:
@@ -64,8 +67,9 @@ class CallbackList:
     def on_iteration(self, metrics: dict[str, float]) -> str | None:
         """The name of the first callback that asked to stop (returned ``False``), else
         ``None``. Every callback sees every iteration, the stopping one included."""
-        stoppers = [callback_name(c) for c, answer in self._call("on_iteration", metrics)
-                    if answer is False]
+        stoppers = [
+            callback_name(c) for c, answer in self._call("on_iteration", metrics) if answer is False
+        ]
         return stoppers[0] if stoppers else None
 
     def on_eval(self, metrics: dict[str, float]) -> None:

@@ -1,5 +1,6 @@
 """The run's checkpoints across ranks: rank 0 writes one file holding every rank's state
 and reads it back, each rank getting the shared part plus its own."""
+
 from __future__ import annotations
 
 from typing import Callable
@@ -15,8 +16,14 @@ class RunCheckpoints:
     rank (each rank's sampler, algorithm and RNG state, gathered to rank 0); ``load_newest``
     returns this rank's view of the newest checkpoint that loads."""
 
-    def __init__(self, log_dir: str | None, ranks: RankGroup | None, keep: int,
-                 say: Callable[[str], None], trust: bool = False):
+    def __init__(
+        self,
+        log_dir: str | None,
+        ranks: RankGroup | None,
+        keep: int,
+        say: Callable[[str], None],
+        trust: bool = False,
+    ):
         self.log_dir, self.ranks, self.keep, self.say = log_dir, ranks, keep, say
         self.pickles = "trust" if trust else "verify"  # trust: --trust-checkpoint
         self.chief = ranks is None or ranks.is_chief
@@ -69,6 +76,8 @@ class RunCheckpoints:
             self.say(f"skipped damaged checkpoint {bad}: {why}")
         saved_world = 1 + len(state.get("ranks", []))
         if saved_world != self.world_size:
-            raise ValueError(f"checkpoint {path} holds {saved_world} rank(s) but this run has "
-                             f"{self.world_size}; resume with the same number of ranks")
+            raise ValueError(
+                f"checkpoint {path} holds {saved_world} rank(s) but this run has "
+                f"{self.world_size}; resume with the same number of ranks"
+            )
         return state

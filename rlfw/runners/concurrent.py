@@ -1,5 +1,6 @@
 """ConcurrentRunner (HTS-RL): batch k+1 is sampled while update k+1 is learned from batch k,
 with the policy lag fixed at exactly one update and the run bitwise deterministic."""
+
 from __future__ import annotations
 
 import copy
@@ -19,8 +20,9 @@ class _Background:
     def __init__(self, fn, *args):
         self._out = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True,
-                                        name="rlfw-concurrent-sampler")
+        self._thread = threading.Thread(
+            target=self._run, args=(fn, *args), daemon=True, name="rlfw-concurrent-sampler"
+        )
         self._thread.start()
 
     def _run(self, fn, *args) -> None:
@@ -67,11 +69,13 @@ class ConcurrentRunner(Runner):
     def __init__(self, algo, agent, sampler, schedule, **kwargs):
         super().__init__(algo, agent, sampler, schedule, **kwargs)
         if sampler.initialized:
-            raise ValueError("ConcurrentRunner initializes the sampler with its own copy of "
-                             "the agent; pass a sampler that is not initialized yet")
+            raise ValueError(
+                "ConcurrentRunner initializes the sampler with its own copy of "
+                "the agent; pass a sampler that is not initialized yet"
+            )
         self.behaviour = copy.deepcopy(agent)
         self._inflight: _Background | None = None
-        self.pending: Samples | None = None      # the batch the next update learns from
+        self.pending: Samples | None = None  # the batch the next update learns from
         self._saved_pending: Samples | None = None
 
     def _sampling_agent(self):

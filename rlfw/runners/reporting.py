@@ -1,6 +1,7 @@
 """The run's evaluation and logging: the run folder's ``config.json``, ``progress.csv``,
 TensorBoard events and learning curve, the progress bar, and evaluations that keep
 ``best.pt``. Only the chief rank (rank 0) writes anything."""
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,15 @@ class Reporter:
     """Logs statistics, training episodes and timings every ``log_every`` iterations, and
     runs the evaluations; ``open`` starts it for a run, ``close`` ends it."""
 
-    def __init__(self, log_dir: str | None, config: dict, schedule: RunSchedule,
-                 chief: bool, stdout: bool, progress: bool):
+    def __init__(
+        self,
+        log_dir: str | None,
+        config: dict,
+        schedule: RunSchedule,
+        chief: bool,
+        stdout: bool,
+        progress: bool,
+    ):
         self.log_dir, self.config, self.schedule = log_dir, config, schedule
         self.chief = chief
         self.stdout = stdout and chief
@@ -43,8 +51,13 @@ class Reporter:
         self.timing = Timing()
         self.episodes: list[EpisodeInfo] = []
         self._episodes_seen = 0  # of self.episodes, by new_episodes()
-        self.bar = tqdm(total=total_steps, initial=done_steps, unit="step",
-                        disable=not self.progress, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total_steps,
+            initial=done_steps,
+            unit="step",
+            disable=not self.progress,
+            dynamic_ncols=True,
+        )
         self.last_dump = self.started = time.perf_counter()
         self.steps_at_dump = done_steps
         every = self.schedule.video_every
@@ -66,13 +79,15 @@ class Reporter:
     def new_episodes(self) -> dict[str, float]:
         """Return, length and count of the training episodes that ended since the last call
         (empty when none did): an iteration's share of the next row."""
-        new = self.episodes[self._episodes_seen:]
+        new = self.episodes[self._episodes_seen :]
         self._episodes_seen = len(self.episodes)
         if not new:
             return {}
-        return {"rollout/return_mean": float(np.mean([e.ret for e in new])),
-                "rollout/length_mean": float(np.mean([e.length for e in new])),
-                "rollout/episodes": float(len(new))}
+        return {
+            "rollout/return_mean": float(np.mean([e.ret for e in new])),
+            "rollout/length_mean": float(np.mean([e.length for e in new])),
+            "rollout/episodes": float(len(new)),
+        }
 
     def evaluate(self, sampler, agent, result: TrainResult) -> bool:
         """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
@@ -82,24 +97,36 @@ class Reporter:
         counted = whole or episodes  # only cut episodes: report them, flagged by the count
         returns = np.array([e.ret for e in counted])
         mean = float(returns.mean())
-        self.last_eval = {"env_steps": float(result.env_steps), "eval/return_mean": mean,
-                          "eval/return_std": float(returns.std()),
-                          "eval/length_mean": float(np.mean([e.length for e in counted])),
-                          "eval/episodes": float(len(whole)),
-                          "eval/episodes_cut": float(len(episodes) - len(whole))}
+        self.last_eval = {
+            "env_steps": float(result.env_steps),
+            "eval/return_mean": mean,
+            "eval/return_std": float(returns.std()),
+            "eval/length_mean": float(np.mean([e.length for e in counted])),
+            "eval/episodes": float(len(whole)),
+            "eval/episodes_cut": float(len(episodes) - len(whole)),
+        }
         self.logger.record_many({k: v for k, v in self.last_eval.items() if k != "env_steps"})
         if len(whole) < len(episodes):
-            self.say(f"evaluation at {result.env_steps} steps: {len(episodes) - len(whole)} of "
-                     f"{len(episodes)} episodes cut by the evaluation limits"
-                     + ("" if whole else "; their partial returns are reported"))
+            self.say(
+                f"evaluation at {result.env_steps} steps: {len(episodes) - len(whole)} of "
+                f"{len(episodes)} episodes cut by the evaluation limits"
+                + ("" if whole else "; their partial returns are reported")
+            )
         result.eval_return = mean
         result.eval_history.append((result.env_steps, mean))
         self._record_video(sampler, agent, result.env_steps)
         if result.best_eval_return is None or mean > result.best_eval_return:
             result.best_eval_return = mean
             if self.log_dir is not None:
-                save_best(self.log_dir, {"agent": agent.state_dict(), "config": self.config,
-                                         "env_steps": result.env_steps, "eval_return": mean})
+                save_best(
+                    self.log_dir,
+                    {
+                        "agent": agent.state_dict(),
+                        "config": self.config,
+                        "env_steps": result.env_steps,
+                        "eval_return": mean,
+                    },
+                )
         return s.stop_at_return is not None and mean >= s.stop_at_return
 
     def _record_video(self, sampler, agent, env_steps: int) -> None:
@@ -112,9 +139,16 @@ class Reporter:
 
         self.videos_due_done = env_steps // every
         s = self.schedule
-        _, written = record_episodes(agent, sampler.eval_env_factory,
-                                     os.path.join(self.log_dir, "videos"), 1, s.eval_greedy,
-                                     sampler.seed, s.eval_limits(), f"step-{env_steps:012d}-")
+        _, written = record_episodes(
+            agent,
+            sampler.eval_env_factory,
+            os.path.join(self.log_dir, "videos"),
+            1,
+            s.eval_greedy,
+            sampler.seed,
+            s.eval_limits(),
+            f"step-{env_steps:012d}-",
+        )
         for files in written:
             self.logger.video("eval/video", files[0], env_steps)
 
@@ -138,9 +172,11 @@ class Reporter:
         self.bar.close()
         self.logger.close()
         if self.log_dir is not None and self.chief:
-            plot_learning_curve(os.path.join(self.log_dir, "progress.csv"),
-                                os.path.join(self.log_dir, "learning_curve.png"),
-                                title=str(self.config.get("env", "")))
+            plot_learning_curve(
+                os.path.join(self.log_dir, "progress.csv"),
+                os.path.join(self.log_dir, "learning_curve.png"),
+                title=str(self.config.get("env", "")),
+            )
 
     def _make_logger(self, resumed_at: int | None) -> Logger:
         """Writers for a run starting afresh, or resumed from the checkpoint at env step
@@ -153,11 +189,17 @@ class Reporter:
         if self.log_dir is not None:
             os.makedirs(self.log_dir, exist_ok=True)
             write_json(os.path.join(self.log_dir, "config.json"), self.config)
-            writers.append(CsvWriter(os.path.join(self.log_dir, "progress.csv"),
-                                     append=resumed_at is not None, upto_step=resumed_at))
+            writers.append(
+                CsvWriter(
+                    os.path.join(self.log_dir, "progress.csv"),
+                    append=resumed_at is not None,
+                    upto_step=resumed_at,
+                )
+            )
             if tensorboard_available():
-                writers.append(TensorBoardWriter(
-                    self.log_dir, None if resumed_at is None else resumed_at + 1))
+                writers.append(
+                    TensorBoardWriter(self.log_dir, None if resumed_at is None else resumed_at + 1)
+                )
             wandb = self.config.get("wandb") or {}
             if wandb.get("enabled"):
                 writers.append(WandbWriter(self.log_dir, wandb, self.config))

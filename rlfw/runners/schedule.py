@@ -1,4 +1,5 @@
 """How long a run trains and how often it evaluates, logs and checkpoints; what it returns."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,10 +25,15 @@ class RunSchedule:
     """Env steps between evaluations (none: no evaluation)."""
     eval_episodes: Annotated[int, Flag("--eval-episodes")] = 10
     """Episodes per evaluation."""
-    eval_greedy: Annotated[bool, Flag("--eval-greedy", const=True),
-                           Flag("--eval-sampled", const=False,
-                                help="Evaluate with sampled actions (dqn: eval-ε-greedy).")
-                           ] = True
+    eval_greedy: Annotated[
+        bool,
+        Flag("--eval-greedy", const=True),
+        Flag(
+            "--eval-sampled",
+            const=False,
+            help="Evaluate with sampled actions (dqn: eval-ε-greedy).",
+        ),
+    ] = True
     """Evaluate with greedy actions (false: sampled; dqn: eval-ε-greedy, the Atari
     preset's)."""
     eval_max_episode_steps: int | None = None
@@ -50,9 +56,13 @@ class RunSchedule:
     episode in RUN/videos/ (extra [video]; none: off)."""
 
     def validate(self) -> None:
-        check_positive(n_steps=self.n_steps, eval_episodes=self.eval_episodes,
-                       log_every=self.log_every, checkpoint_every=self.checkpoint_every,
-                       keep_checkpoints=self.keep_checkpoints)
+        check_positive(
+            n_steps=self.n_steps,
+            eval_episodes=self.eval_episodes,
+            log_every=self.log_every,
+            checkpoint_every=self.checkpoint_every,
+            keep_checkpoints=self.keep_checkpoints,
+        )
         if self.eval_every is not None:
             check_positive(eval_every=self.eval_every)
         if self.video_every is not None:
@@ -60,11 +70,16 @@ class RunSchedule:
         # both act at evaluations: with evaluation off they would never act
         for name, what in (("video_every", "records"), ("stop_at_return", "is checked")):
             if getattr(self, name) is not None and self.eval_every is None:
-                raise ValueError(f"{name} {what} at evaluations, and eval_every is None "
-                                 f"(evaluation off): set eval_every, or {name}=none")
+                raise ValueError(
+                    f"{name} {what} at evaluations, and eval_every is None "
+                    f"(evaluation off): set eval_every, or {name}=none"
+                )
         self.eval_limits().validate()
-        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) \
-                or self.max_restarts < 0:
+        if (
+            isinstance(self.max_restarts, bool)
+            or not isinstance(self.max_restarts, int)
+            or self.max_restarts < 0
+        ):
             raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}")
 
     def eval_limits(self) -> EvalLimits:
@@ -75,12 +90,12 @@ class RunSchedule:
 class TrainResult:
     env_steps: int
     iterations: int
-    eval_return: float | None = None       # mean of the last evaluation; None: none yet
+    eval_return: float | None = None  # mean of the last evaluation; None: none yet
     best_eval_return: float | None = None
     eval_history: list[tuple[int, float]] = field(default_factory=list)
     interrupted: bool = False
     restarts: int = 0
-    stopped_by: str | None = None          # the callback that stopped the run, if one did
+    stopped_by: str | None = None  # the callback that stopped the run, if one did
 
     def evals(self) -> str:
         """'last eval return R, best B', or 'no evaluation yet' (e.g. Ctrl-C before the

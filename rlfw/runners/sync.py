@@ -1,4 +1,5 @@
 """SyncRunner: sample a batch, then learn from it (rlpyt's MinibatchRl, SB3's learn loop)."""
+
 from __future__ import annotations
 
 from rlfw.runners.base import Runner

@@ -9,6 +9,7 @@ batch goes either into a shared-memory replay (under the replay's lock, so a min
 mixes a half-written batch in) or into one of ``lead`` shared on-policy ``[T, B]`` buffers
 in turn; a ``batch`` message reports it (with the replay rows written so far).
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,10 +42,10 @@ class BatchReport(NamedTuple):
     """What the sampler process says about each batch it finished."""
 
     index: int
-    policy_version: int     # weights it was sampled with (updates they had seen)
+    policy_version: int  # weights it was sampled with (updates they had seen)
     episodes: list
-    idle_s: float           # time the sampler waited for a credit before it
-    rows_written: int       # replay rows appended up to and including this batch (or 0)
+    idle_s: float  # time the sampler waited for a credit before it
+    rows_written: int  # replay rows appended up to and including this batch (or 0)
 
 
 class SharedWeights:
@@ -53,8 +54,10 @@ class SharedWeights:
     the learner has published a newer one meanwhile."""
 
     def __init__(self, agent, ctx, slots: int):
-        self.slots = [{k: v.detach().cpu().clone().share_memory_()
-                       for k, v in agent.state_dict().items()} for _ in range(slots)]
+        self.slots = [
+            {k: v.detach().cpu().clone().share_memory_() for k, v in agent.state_dict().items()}
+            for _ in range(slots)
+        ]
         self.versions = torch.full((slots,), -1, dtype=torch.int64).share_memory_()
         self.lock = ctx.Lock()
 
@@ -86,8 +89,17 @@ class FreeRunningLoop:
     credit comes back and with the weights it is due, into the replay storage (DQN) or the
     on-policy buffers, answering the learner's commands between batches until ``close``."""
 
-    def __init__(self, conn, sampler, weights: SharedWeights, credits, lead: int, writer,
-                 replay_lock, buffers):
+    def __init__(
+        self,
+        conn,
+        sampler,
+        weights: SharedWeights,
+        credits,
+        lead: int,
+        writer,
+        replay_lock,
+        buffers,
+    ):
         self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
         self.lead, self.writer, self.replay_lock = lead, writer, replay_lock
         self.buffers = buffers
@@ -120,8 +132,9 @@ class FreeRunningLoop:
             # Batch itr is due the weights after batch itr - lead: its credit came back
             # once the learner had published them, so the lag is fixed whatever the
             # timing (the first batches use the start's weights).
-            version = self.weights.pull(self.sampler.agent, max(itr - self.lead + 1, first),
-                                        version, self.answer_waiting)
+            version = self.weights.pull(
+                self.sampler.agent, max(itr - self.lead + 1, first), version, self.answer_waiting
+            )
             if version < 0:
                 return CLOSED
             samples, episodes = self.sampler.obtain_samples(itr)
@@ -151,12 +164,12 @@ class FreeRunningLoop:
         return 0
 
 
-def _sampler_main(conn, sampler, agent, weights: SharedWeights, credits, lead: int, writer,
-                  replay_lock, buffers) -> None:
+def _sampler_main(
+    conn, sampler, agent, weights: SharedWeights, credits, lead: int, writer, replay_lock, buffers
+) -> None:
     """The sampler process (see ``FreeRunningLoop``)."""
     worker_setup(None)
-    loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock,
-                           buffers)
+    loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock, buffers)
 
     def make_handler():
         sampler.initialize(agent)
@@ -199,8 +212,13 @@ class SamplerProcess:
     may be ahead.
     """
 
-    def __init__(self, sampler, lead: int = 2, start_method: str = DEFAULT_START_METHOD,
-                 replay: Callable[[Samples], Replay] | None = None):
+    def __init__(
+        self,
+        sampler,
+        lead: int = 2,
+        start_method: str = DEFAULT_START_METHOD,
+        replay: Callable[[Samples], Replay] | None = None,
+    ):
         if lead < 1:
             raise ValueError(f"lead must be >= 1 batch, got {lead}")
         self.sampler, self.lead, self.start_method = sampler, lead, start_method
@@ -233,8 +251,13 @@ class SamplerProcess:
             raise RuntimeError("SamplerProcess is already initialized; close() it first")
         self.agent = agent
         ctx = process_context(self.start_method)
-        example = allocate_samples(agent, self.sampler.observation_space(), self.batch_T,
-                                   self.batch_B, shared=not self.uses_replay)
+        example = allocate_samples(
+            agent,
+            self.sampler.observation_space(),
+            self.batch_T,
+            self.batch_B,
+            shared=not self.uses_replay,
+        )
         writer = lock = None
         self.buffers = None
         if self.uses_replay:
@@ -246,8 +269,9 @@ class SamplerProcess:
         else:
             # one buffer per batch the sampler may hold ahead: batch k goes to buffer
             # k % lead, whose previous batch (k - lead) the learner released first
-            self.buffers = [example] + [tree_map(lambda x: x.clone().share_memory_(), example)
-                                        for _ in range(self.lead - 1)]
+            self.buffers = [example] + [
+                tree_map(lambda x: x.clone().share_memory_(), example) for _ in range(self.lead - 1)
+            ]
         self.samples = example
         self.weights = SharedWeights(agent, ctx, self.lead)
         self.credits = ctx.Semaphore(self.lead)
@@ -258,11 +282,25 @@ class SamplerProcess:
             # The process gets a copy: handing it the learner's agent would put the
             # learner's parameters in shared memory, and each weight load in the process
             # would then overwrite the learner's weights mid-update.
-            self.pool = WorkerPool(_sampler_main, [(self.sampler, copy.deepcopy(agent),
-                                                    self.weights, self.credits, self.lead,
-                                                    writer, lock, self.buffers)],
-                                   self.start_method, label=lambda i: "sampler process",
-                                   daemon=False, grace_s=JOIN_S + 2)
+            self.pool = WorkerPool(
+                _sampler_main,
+                [
+                    (
+                        self.sampler,
+                        copy.deepcopy(agent),
+                        self.weights,
+                        self.credits,
+                        self.lead,
+                        writer,
+                        lock,
+                        self.buffers,
+                    )
+                ],
+                self.start_method,
+                label=lambda i: "sampler process",
+                daemon=False,
+                grace_s=JOIN_S + 2,
+            )
         except BaseException:
             self.close()
             raise
@@ -282,8 +320,9 @@ class SamplerProcess:
 
     def _pool(self) -> WorkerPool:
         if self.pool is None or self.pool.closed:
-            raise WorkerError("the sampler process was stopped (after a failure or close()); "
-                              "initialize it again")
+            raise WorkerError(
+                "the sampler process was stopped (after a failure or close()); initialize it again"
+            )
         return self.pool
 
     def _check_alive(self) -> None:
@@ -312,8 +351,9 @@ class SamplerProcess:
         """The learner is done with the oldest batch: the sampler may start another."""
         self.credits.release()
 
-    def evaluate(self, n_episodes: int, greedy: bool = True,
-                 limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+    def evaluate(
+        self, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
+    ) -> list[EpisodeInfo]:
         """Evaluation episodes with the learner's agent, in this process (as samplers do)."""
         return self.sampler.evaluations().run(self.agent, n_episodes, greedy, limits)
 

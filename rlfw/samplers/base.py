@@ -2,6 +2,7 @@
 lifecycle they share (``SamplerBase``: subclasses fill in ``_start``, ``_collect``,
 ``_state``, ``_load_state`` and ``_stop``; the base does the checks, the evaluation envs and
 the closing)."""
+
 from __future__ import annotations
 
 import traceback
@@ -40,8 +41,9 @@ class Sampler(Protocol):
 
     def obtain_samples(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]: ...
 
-    def evaluate(self, n_episodes: int, greedy: bool = True,
-                 limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]: ...
+    def evaluate(
+        self, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
+    ) -> list[EpisodeInfo]: ...
 
     def state_dict(self) -> dict: ...
 
@@ -50,8 +52,14 @@ class Sampler(Protocol):
     def close(self) -> None: ...
 
 
-def allocate_samples(agent: Agent, obs_space: gym.Space, batch_T: int, batch_B: int,
-                     shared: bool = False, debug: bool = False) -> Samples:
+def allocate_samples(
+    agent: Agent,
+    obs_space: gym.Space,
+    batch_T: int,
+    batch_B: int,
+    shared: bool = False,
+    debug: bool = False,
+) -> Samples:
     """The ``[T, B]`` buffer for this agent and observation space, from one example step."""
     example_obs = np.zeros((1,) + obs_space.shape, obs_space.dtype)
     noise = np.zeros((1,) + tuple(agent.noise_shape), np.float32)
@@ -84,8 +92,10 @@ def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:
         bad = ~torch.isfinite(value.reshape(value.shape[0], value.shape[1], -1)).all(-1)
         if bad.any():
             t, b = (int(i) for i in torch.nonzero(bad)[0])
-            raise NonFiniteError(f"env {env_name!r} slot {b} emitted a non-finite {name} at "
-                                 f"step {t} of batch {itr}: {value[t, b].flatten()[:8].tolist()}")
+            raise NonFiniteError(
+                f"env {env_name!r} slot {b} emitted a non-finite {name} at "
+                f"step {t} of batch {itr}: {value[t, b].flatten()[:8].tolist()}"
+            )
 
 
 class SamplerBase:
@@ -98,12 +108,23 @@ class SamplerBase:
 
     sees_whole_rows = False
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
-                 seed: int = 0, n_eval_envs: int = 4, debug: bool = False,
-                 n_eval_workers: int = 0, start_method: str = DEFAULT_START_METHOD):
+    def __init__(
+        self,
+        env_factory: Callable[[bool], gym.Env],
+        batch_T: int,
+        batch_B: int,
+        seed: int = 0,
+        n_eval_envs: int = 4,
+        debug: bool = False,
+        n_eval_workers: int = 0,
+        start_method: str = DEFAULT_START_METHOD,
+    ):
         check_positive(batch_T=batch_T, batch_B=batch_B, n_eval_envs=n_eval_envs)
-        if isinstance(n_eval_workers, bool) or not isinstance(n_eval_workers, int) \
-                or n_eval_workers < 0:
+        if (
+            isinstance(n_eval_workers, bool)
+            or not isinstance(n_eval_workers, int)
+            or n_eval_workers < 0
+        ):
             raise ValueError(f"n_eval_workers must be an integer >= 0, got {n_eval_workers!r}")
         self.n_eval_workers = n_eval_workers
         self.start_method = start_method
@@ -128,14 +149,17 @@ class SamplerBase:
                 f"{who} cannot update per-step observation statistics: its policy never sees "
                 "a whole step's row of observations at once; use a sampler with batched "
                 "inference over all envs (serial or gpu) or per-batch statistics "
-                "(obs_norm_update='batch')")
+                "(obs_norm_update='batch')"
+            )
 
     # -- the lifecycle every sampler shares ---------------------------------------------
     def initialize(self, agent: Agent) -> Samples:
         """Start envs (and workers), allocate the ``[T, B]`` buffer; returns it."""
         if self._running:
-            raise RuntimeError(f"{type(self).__name__} is already initialized; close() it "
-                               "before initializing it again")
+            raise RuntimeError(
+                f"{type(self).__name__} is already initialized; close() it "
+                "before initializing it again"
+            )
         if agent.per_step_statistics:
             self.check_per_step_statistics()
         self.agent = agent
@@ -157,8 +181,9 @@ class SamplerBase:
         check_env_outputs(samples, itr, getattr(self.env_factory, "env_id", self.env_factory))
         return samples, episodes
 
-    def evaluate(self, n_episodes: int, greedy: bool = True,
-                 limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+    def evaluate(
+        self, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
+    ) -> list[EpisodeInfo]:
         """Play ``n_episodes`` on separate evaluation envs (reseeded per call), within
         ``limits``; episodes cut by them come back with ``truncated=True``."""
         if self.agent is None:
@@ -168,9 +193,13 @@ class SamplerBase:
     def evaluations(self) -> EvaluationSeries:
         """This sampler's evaluation series (its envs are built on the first evaluation)."""
         if self._evaluations is None:
-            self._evaluations = EvaluationSeries(self.eval_env_factory, self.n_eval_envs,
-                                                 self.seed, self.n_eval_workers,
-                                                 self.start_method)
+            self._evaluations = EvaluationSeries(
+                self.eval_env_factory,
+                self.n_eval_envs,
+                self.seed,
+                self.n_eval_workers,
+                self.start_method,
+            )
         return self._evaluations
 
     def state_dict(self) -> dict:
@@ -208,8 +237,10 @@ class SamplerBase:
 
     def _check_running(self) -> None:
         if not self._running:
-            raise RuntimeError(f"{type(self).__name__}.initialize(agent) must be called first"
-                               + (" (it was closed)" if self.agent is not None else ""))
+            raise RuntimeError(
+                f"{type(self).__name__}.initialize(agent) must be called first"
+                + (" (it was closed)" if self.agent is not None else "")
+            )
 
     def observation_space(self) -> gym.Space:
         """Read once from a throw-away env (workers build their own)."""

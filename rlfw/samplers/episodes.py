@@ -1,4 +1,5 @@
 """The record of one finished episode, as samplers and evaluation report it."""
+
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -11,6 +11,7 @@ statistics add up the real score over all lives. That accounting runs once per b
 ``[T, B]`` arrays, so between two native steps the master only chooses actions and copies
 rows.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,12 @@ class _Group:
         env_id = info["env_id"]
         if np.any(env_id[1:] < env_id[:-1]):  # only a permutation is worth a copy
             order = np.argsort(env_id)
-            obs, reward, terminated, truncated = (obs[order], reward[order], terminated[order],
-                                                  truncated[order])
+            obs, reward, terminated, truncated = (
+                obs[order],
+                reward[order],
+                terminated[order],
+                truncated[order],
+            )
             info = {k: v[order] for k, v in info.items()}
         self.obs = obs
         return reward, terminated, truncated, info
@@ -66,48 +71,81 @@ class NativeAtariSampler(SamplerBase):
     forward pass (its batch size). ``start_method`` starts its evaluation workers' processes
     (``n_eval_workers``); the games' threads are ale-py's."""
 
-    def __init__(self, env_factory: EnvFactory, batch_T: int, batch_B: int, seed: int = 0,
-                 n_threads: int | None = None, n_eval_envs: int = 4, debug: bool = False,
-                 n_eval_workers: int = 0, n_groups: int | None = None,
-                 start_method: str = DEFAULT_START_METHOD):
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        batch_T: int,
+        batch_B: int,
+        seed: int = 0,
+        n_threads: int | None = None,
+        n_eval_envs: int = 4,
+        debug: bool = False,
+        n_eval_workers: int = 0,
+        n_groups: int | None = None,
+        start_method: str = DEFAULT_START_METHOD,
+    ):
         if not isinstance(env_factory, EnvFactory) or not is_atari(env_factory.env_id):
             got = getattr(env_factory, "env_id", env_factory)
-            raise ValueError(f"the native sampler runs ALE games only ('ALE/<Game>-v5'), "
-                             f"got {got!r}")
+            raise ValueError(
+                f"the native sampler runs ALE games only ('ALE/<Game>-v5'), got {got!r}"
+            )
         if n_groups is not None and not (isinstance(n_groups, int) and 1 <= n_groups <= batch_B):
-            raise ValueError(f"n_groups must be an int from 1 to batch_B={batch_B}, "
-                             f"got {n_groups!r}")
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers,
-                         start_method)
+            raise ValueError(
+                f"n_groups must be an int from 1 to batch_B={batch_B}, got {n_groups!r}"
+            )
+        super().__init__(
+            env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers, start_method
+        )
         self.n_threads = n_threads
         self.n_groups = n_groups
         self.groups: list[_Group] = []
         # Native training presses FIRE only when a game starts (its episodic life is applied
         # here, without a reset), so evaluation must not press it after each lost life.
         self.eval_env_factory = dataclasses.replace(
-            env_factory, atari=dataclasses.replace(env_factory.atari, episodic_life=False))
+            env_factory, atari=dataclasses.replace(env_factory.atari, episodic_life=False)
+        )
 
     def _make_envs(self, n_envs: int, n_threads: int):
         from ale_py.vector_env import AtariVectorEnv
 
         o = self.env_factory.atari
         return AtariVectorEnv(
-            rom_name(self.env_factory.env_id), n_envs, num_threads=n_threads,
-            autoreset_mode="SameStep", max_num_frames_per_episode=o.max_episode_frames,
-            repeat_action_probability=o.sticky_action_prob, img_height=o.screen_size,
-            img_width=o.screen_size, grayscale=True, stack_num=o.frame_stack,
-            frameskip=o.frame_skip, maxpool=True, noop_max=o.noop_max,
-            episodic_life=False, reward_clipping=False, use_fire_reset=True)
+            rom_name(self.env_factory.env_id),
+            n_envs,
+            num_threads=n_threads,
+            autoreset_mode="SameStep",
+            max_num_frames_per_episode=o.max_episode_frames,
+            repeat_action_probability=o.sticky_action_prob,
+            img_height=o.screen_size,
+            img_width=o.screen_size,
+            grayscale=True,
+            stack_num=o.frame_stack,
+            frameskip=o.frame_skip,
+            maxpool=True,
+            noop_max=o.noop_max,
+            episodic_life=False,
+            reward_clipping=False,
+            use_fire_reset=True,
+        )
 
     def _start(self, agent: Agent) -> Samples:
         threads = self.n_threads or default_workers(self.batch_B)
         n_groups = self.n_groups or min(2, self.batch_B, threads)
         for i, cols in enumerate(np.array_split(np.arange(self.batch_B), n_groups)):
             share = threads // n_groups + (i < threads % n_groups)
-            self.groups.append(_Group(self._make_envs(len(cols), max(1, share)),
-                                      slice(int(cols[0]), int(cols[-1]) + 1)))
-        samples = allocate_samples(agent, self.groups[0].envs.single_observation_space,
-                                   self.batch_T, self.batch_B, debug=self.debug)
+            self.groups.append(
+                _Group(
+                    self._make_envs(len(cols), max(1, share)),
+                    slice(int(cols[0]), int(cols[-1]) + 1),
+                )
+            )
+        samples = allocate_samples(
+            agent,
+            self.groups[0].envs.single_observation_space,
+            self.batch_T,
+            self.batch_B,
+            debug=self.debug,
+        )
         self._rows = numpy_views(samples)
         # What the native envs report each step, kept raw until the batch's accounting.
         shape = (self.batch_T, self.batch_B)
@@ -123,8 +161,9 @@ class NativeAtariSampler(SamplerBase):
     def _reset(self, round_index: int) -> None:
         for group in self.groups:
             slots = range(group.columns.start, group.columns.stop)
-            seeds = np.array([derive_seed(self.seed, TRAIN_ENV, round_index, b) for b in slots],
-                             dtype=np.int64)
+            seeds = np.array(
+                [derive_seed(self.seed, TRAIN_ENV, round_index, b) for b in slots], dtype=np.int64
+            )
             obs, info = group.envs.reset(seed=seeds)
             order = np.argsort(info["env_id"])
             group.obs = obs[order].copy()
@@ -178,9 +217,14 @@ class NativeAtariSampler(SamplerBase):
         states = None if self.slot_states is None else self.slot_states[cols]
         if truncated.any():  # ale-py reports final_obs only on steps where an episode ended
             idx = np.flatnonzero(truncated)
-            bootstrap_truncated(self.samples, t, cols.start + idx,
-                                np.asarray(info["final_obs"])[idx], self.agent,
-                                None if states is None else states[idx])
+            bootstrap_truncated(
+                self.samples,
+                t,
+                cols.start + idx,
+                np.asarray(info["final_obs"])[idx],
+                self.agent,
+                None if states is None else states[idx],
+            )
         if states is not None:  # where the learner sees an episode end (as _account does)
             ends = terminated | truncated
             if self.env_factory.atari.episodic_life:
@@ -198,12 +242,13 @@ class NativeAtariSampler(SamplerBase):
         episodes: list[EpisodeInfo] = []
         start = np.zeros(self.batch_B, np.int64)  # first step of each slot's open game
         for t, b in zip(*np.nonzero(game_over)):
-            ret = self.ep_return[b] + reward[start[b]:t + 1, b].sum()
-            episodes.append(EpisodeInfo(float(ret), int(self.ep_length[b] + t + 1 - start[b]),
-                                        int(b)))
+            ret = self.ep_return[b] + reward[start[b] : t + 1, b].sum()
+            episodes.append(
+                EpisodeInfo(float(ret), int(self.ep_length[b] + t + 1 - start[b]), int(b))
+            )
             self.ep_return[b], self.ep_length[b], start[b] = 0.0, 0, t + 1
         for b in range(self.batch_B):
-            self.ep_return[b] += reward[start[b]:, b].sum()
+            self.ep_return[b] += reward[start[b] :, b].sum()
         self.ep_length += self.batch_T - start
         ends = terminated
         if options.episodic_life:
@@ -219,9 +264,12 @@ class NativeAtariSampler(SamplerBase):
         return {"native": True, "noise": self.noise.state()}
 
     def _load_state(self, state: dict) -> None:
-        warnings.warn("resuming with the native ALE sampler restarts every game (its "
-                      "emulator state is not exportable): the run is not bitwise identical "
-                      "to an uninterrupted one", stacklevel=2)
+        warnings.warn(
+            "resuming with the native ALE sampler restarts every game (its "
+            "emulator state is not exportable): the run is not bitwise identical "
+            "to an uninterrupted one",
+            stacklevel=2,
+        )
         self.noise.set_state(state["noise"])
         self._reset(round_index=1 + state["eval_calls"])
 

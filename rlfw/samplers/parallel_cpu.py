@@ -1,5 +1,6 @@
 """ParallelCpuSampler: N worker processes, each with B/N envs and its own CPU agent copy,
 writing straight into the shared ``[T, B]`` buffer; one synchronisation per batch."""
+
 from __future__ import annotations
 
 import copy
@@ -16,13 +17,25 @@ from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
 from rlfw.samplers.machinery.workers import serve, split_slots, worker_setup
 
 
-def _cpu_worker(conn, env_factory, slots: range, seed: int, agent, buf: Samples,
-                weights: dict[str, torch.Tensor], cpu: int | None) -> None:
+def _cpu_worker(
+    conn,
+    env_factory,
+    slots: range,
+    seed: int,
+    agent,
+    buf: Samples,
+    weights: dict[str, torch.Tensor],
+    cpu: int | None,
+) -> None:
     worker_setup(cpu)
 
     def make_handler():
-        collector = Collector(EnvGroup(env_factory, slots, seed, train=True), agent,
-                              buf[:, slots.start:slots.stop], seed)
+        collector = Collector(
+            EnvGroup(env_factory, slots, seed, train=True),
+            agent,
+            buf[:, slots.start : slots.stop],
+            seed,
+        )
 
         def handle(command: str, payload):
             if command == "sample":
@@ -50,18 +63,26 @@ class ParallelCpuSampler(ParallelSamplerBase):
         self.slots = split_slots(self.batch_B, self.n_workers)
 
     def _start(self, agent: Agent) -> Samples:
-        samples = allocate_samples(agent, self.observation_space(), self.batch_T,
-                                   self.batch_B, shared=True, debug=self.debug)
-        self.weights = {k: v.detach().clone().share_memory_()
-                        for k, v in agent.state_dict().items()}
+        samples = allocate_samples(
+            agent,
+            self.observation_space(),
+            self.batch_T,
+            self.batch_B,
+            shared=True,
+            debug=self.debug,
+        )
+        self.weights = {
+            k: v.detach().clone().share_memory_() for k, v in agent.state_dict().items()
+        }
         cpus = self.worker_cpus()
         # A fresh copy: once an optimizer has flattened the agent's parameters into one
         # buffer they are views at odd offsets, and SIMD kernels round differently on
         # unaligned weights; workers must compute with the same layout whenever they start.
         worker_agent = copy.deepcopy(agent)
-        args = [(self.env_factory, slots, self.seed, worker_agent, samples, self.weights,
-                 cpus[w])
-                for w, slots in enumerate(self.slots)]
+        args = [
+            (self.env_factory, slots, self.seed, worker_agent, samples, self.weights, cpus[w])
+            for w, slots in enumerate(self.slots)
+        ]
         self._start_workers(_cpu_worker, args)
         return samples
 

@@ -5,6 +5,7 @@ shared-memory step buffer, with blocking semaphores per worker — no spin loops
 With two worker groups (alternating), env stepping of one group overlaps inference for the
 other: after releasing group 0 the master already computes group 1's actions.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -35,8 +36,8 @@ from rlfw.utils.seeding import ACTION_NOISE
 class StepBuffer(NamedTuple):
     """One env step for all B slots, in shared memory between master and workers."""
 
-    observation: torch.Tensor   # next observation (after same-step reset)
-    action: torch.Tensor        # what env.step receives
+    observation: torch.Tensor  # next observation (after same-step reset)
+    action: torch.Tensor  # what env.step receives
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
@@ -45,13 +46,21 @@ class StepBuffer(NamedTuple):
     __setitem__ = LeafIndexing.setitem
 
 
-def _env_worker(conn, env_factory, slots: range, seed: int, step_buf: StepBuffer,
-                act_ready, step_done, cpu: int | None) -> None:
+def _env_worker(
+    conn,
+    env_factory,
+    slots: range,
+    seed: int,
+    step_buf: StepBuffer,
+    act_ready,
+    step_done,
+    cpu: int | None,
+) -> None:
     worker_setup(cpu)
 
     def make_handler():
         group = EnvGroup(env_factory, slots, seed, train=True)
-        mine = step_buf[slots.start:slots.stop]
+        mine = step_buf[slots.start : slots.stop]
         mine.observation[:] = torch.from_numpy(group.reset())
 
         def handle(command: str, payload):
@@ -91,8 +100,10 @@ class ParallelGpuSampler(ParallelSamplerBase):
 
     def _setup(self) -> None:
         if self.n_workers % self.n_groups:
-            raise ValueError(f"n_workers={self.n_workers} must be a multiple of {self.n_groups} "
-                             f"for {type(self).__name__}")
+            raise ValueError(
+                f"n_workers={self.n_workers} must be a multiple of {self.n_groups} "
+                f"for {type(self).__name__}"
+            )
         self.worker_slots = split_slots(self.batch_B, self.n_workers)
         per_group = self.n_workers // self.n_groups
         self.groups = [range(w * per_group, (w + 1) * per_group) for w in range(self.n_groups)]
@@ -105,26 +116,42 @@ class ParallelGpuSampler(ParallelSamplerBase):
 
     def _start(self, agent: Agent) -> Samples:
         obs_space = self.observation_space()
-        samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B,
-                                   debug=self.debug)
+        samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B, debug=self.debug)
         example_action = agent.env_action(samples.action[0, :1])[0]
         obs = torch.zeros(obs_space.shape, dtype=samples.observation.dtype)
-        example = StepBuffer(obs, torch.as_tensor(example_action), torch.zeros(()),
-                             torch.zeros((), dtype=torch.bool), torch.zeros((), dtype=torch.bool),
-                             obs)
+        example = StepBuffer(
+            obs,
+            torch.as_tensor(example_action),
+            torch.zeros(()),
+            torch.zeros((), dtype=torch.bool),
+            torch.zeros((), dtype=torch.bool),
+            obs,
+        )
         self.step_buf = allocate(example, (self.batch_B,), shared=True)
-        self.noise = [SlotNoise.for_agent(agent, self.seed, ACTION_NOISE,
-                                          range(self.batch_B)[self._group_slots(g)])
-                      for g in range(self.n_groups)]
+        self.noise = [
+            SlotNoise.for_agent(
+                agent, self.seed, ACTION_NOISE, range(self.batch_B)[self._group_slots(g)]
+            )
+            for g in range(self.n_groups)
+        ]
         self.slot_states = agent.initial_state(self.batch_B)
         ctx = process_context(self.start_method)
         n = len(self.worker_slots)
         self.act_ready = [ctx.Semaphore(0) for _ in range(n)]
         self.step_done = [ctx.Semaphore(0) for _ in range(n)]
         cpus = self.worker_cpus()
-        args = [(self.env_factory, slots, self.seed, self.step_buf, self.act_ready[w],
-                 self.step_done[w], cpus[w])
-                for w, slots in enumerate(self.worker_slots)]
+        args = [
+            (
+                self.env_factory,
+                slots,
+                self.seed,
+                self.step_buf,
+                self.act_ready[w],
+                self.step_done[w],
+                cpus[w],
+            )
+            for w, slots in enumerate(self.worker_slots)
+        ]
         self._start_workers(_env_worker, args)
         return samples
 
@@ -145,8 +172,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
         for g in range(self.n_groups):
             self._finish_step(T - 1, g)
         episodes = [ep for w in range(len(self.pool)) for ep in self.pool.receive(w)]
-        bootstrap_batch_end(self.samples, self.step_buf.observation, self.agent,
-                            self.slot_states)
+        bootstrap_batch_end(self.samples, self.step_buf.observation, self.agent, self.slot_states)
         return self.samples, episodes
 
     def _act(self, t: int, g: int) -> None:
@@ -158,8 +184,9 @@ class ParallelGpuSampler(ParallelSamplerBase):
         if states is not None:
             buf.agent_state[t, sl] = states.cpu()
         self.agent.observe(buf.observation[t, sl])  # the whole row: one group only
-        step = self.agent.step(buf.observation[t, sl], self.noise[g].draw(),
-                               range(self.batch_B)[sl], states)
+        step = self.agent.step(
+            buf.observation[t, sl], self.noise[g].draw(), range(self.batch_B)[sl], states
+        )
         if states is not None:
             self.slot_states[sl] = step.state
         action = step.action.cpu()
@@ -181,8 +208,14 @@ class ParallelGpuSampler(ParallelSamplerBase):
         truncated = torch.nonzero(step.truncated[sl]).flatten() + sl.start
         states = self.slot_states
         if len(truncated):  # per env step: skip the gather and the forward pass when none
-            bootstrap_truncated(buf, t, truncated, step.final_observation[truncated],
-                                self.agent, None if states is None else states[truncated])
+            bootstrap_truncated(
+                buf,
+                t,
+                truncated,
+                step.final_observation[truncated],
+                self.agent,
+                None if states is None else states[truncated],
+            )
         if states is not None:
             reset_states(states[sl], step.terminated[sl] | step.truncated[sl])
 

@@ -15,6 +15,7 @@ What is not reproducible is only how requests were grouped (``batch_sizes``): ti
 The price is a full-width forward pass per predictor batch; GA3C's gain, serving an actor
 as soon as it is ready instead of in lockstep with the slowest, is kept.
 """
+
 from __future__ import annotations
 
 import queue as queue_module
@@ -43,16 +44,26 @@ from rlfw.samplers.machinery.workers import (
 from rlfw.utils.seeding import ACTION_NOISE
 
 
-def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
-           env_action: torch.Tensor, next_obs: torch.Tensor, requests, action_ready,
-           cpu: int | None) -> None:
+def _actor(
+    conn,
+    actor: int,
+    env_factory,
+    slots: range,
+    seed: int,
+    buf: Samples,
+    env_action: torch.Tensor,
+    next_obs: torch.Tensor,
+    requests,
+    action_ready,
+    cpu: int | None,
+) -> None:
     worker_setup(cpu)
 
     def make_handler():
         group = EnvGroup(env_factory, slots, seed, train=True)
         group.reset()
-        mine = buf[:, slots.start:slots.stop]
-        actions = env_action[slots.start:slots.stop]
+        mine = buf[:, slots.start : slots.stop]
+        actions = env_action[slots.start : slots.stop]
 
         def handle(command: str, payload):
             if command == "sample":
@@ -70,7 +81,7 @@ def _actor(conn, actor: int, env_factory, slots: range, seed: int, buf: Samples,
                     for i, final in result.final_obs.items():
                         finals[(t, slots.start + i)] = final
                     episodes.extend(result.episodes)
-                next_obs[slots.start:slots.stop] = torch.from_numpy(group.result.next_obs)
+                next_obs[slots.start : slots.stop] = torch.from_numpy(group.result.next_obs)
                 return episodes, finals
             if command == "state":
                 return group.state_dict()
@@ -91,8 +102,7 @@ class QueueSampler(ParallelSamplerBase):
     waiting up to ``batch_wait_s`` for more requests after the first one (0: take only
     what is already queued)."""
 
-    def __init__(self, *args, max_batch: int | None = None, batch_wait_s: float = 0.0,
-                 **kwargs):
+    def __init__(self, *args, max_batch: int | None = None, batch_wait_s: float = 0.0, **kwargs):
         """``ParallelSamplerBase``'s arguments, plus the predictor's ``max_batch`` (default
         every env) and ``batch_wait_s``."""
         super().__init__(*args, **kwargs)
@@ -100,8 +110,10 @@ class QueueSampler(ParallelSamplerBase):
         self.widest = max(len(s) for s in self.slots)  # envs of the largest actor
         self.max_batch = self.batch_B if max_batch is None else max_batch
         if self.max_batch < self.widest:
-            raise ValueError(f"max_batch={self.max_batch} is smaller than one actor's "
-                             f"{self.widest} envs; allowed: >= that")
+            raise ValueError(
+                f"max_batch={self.max_batch} is smaller than one actor's "
+                f"{self.widest} envs; allowed: >= that"
+            )
         if batch_wait_s < 0:
             raise ValueError(f"batch_wait_s must be >= 0, got {batch_wait_s}")
         self.batch_wait_s = batch_wait_s
@@ -111,14 +123,17 @@ class QueueSampler(ParallelSamplerBase):
 
     def _start(self, agent: Agent) -> Samples:
         obs_space = self.observation_space()
-        samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B, shared=True,
-                                   debug=self.debug)
+        samples = allocate_samples(
+            agent, obs_space, self.batch_T, self.batch_B, shared=True, debug=self.debug
+        )
         example_action = torch.as_tensor(agent.env_action(samples.action[0, :1]))[0]
-        self.env_action = torch.zeros((self.batch_B,) + tuple(example_action.shape),
-                                      dtype=example_action.dtype).share_memory_()
+        self.env_action = torch.zeros(
+            (self.batch_B,) + tuple(example_action.shape), dtype=example_action.dtype
+        ).share_memory_()
         self.next_obs = torch.zeros_like(samples.observation[0]).share_memory_()
-        self.noise = [SlotNoise.for_agent(agent, self.seed, ACTION_NOISE, slots)
-                      for slots in self.slots]
+        self.noise = [
+            SlotNoise.for_agent(agent, self.seed, ACTION_NOISE, slots) for slots in self.slots
+        ]
         self.predict_obs = torch.zeros_like(samples.observation[0])
         self.predict_noise = np.zeros((self.batch_B,) + tuple(agent.noise_shape), np.float32)
         self.all_slots = range(self.batch_B)
@@ -128,9 +143,21 @@ class QueueSampler(ParallelSamplerBase):
         self.requests = ctx.Queue()
         self.action_ready = [ctx.Semaphore(0) for _ in self.slots]
         cpus = self.worker_cpus()
-        args = [(w, self.env_factory, slots, self.seed, samples, self.env_action, self.next_obs,
-                 self.requests, self.action_ready[w], cpus[w])
-                for w, slots in enumerate(self.slots)]
+        args = [
+            (
+                w,
+                self.env_factory,
+                slots,
+                self.seed,
+                samples,
+                self.env_action,
+                self.next_obs,
+                self.requests,
+                self.action_ready[w],
+                cpus[w],
+            )
+            for w, slots in enumerate(self.slots)
+        ]
         self._start_workers(_actor, args)
         return samples
 
@@ -165,8 +192,11 @@ class QueueSampler(ParallelSamplerBase):
         size = len(self.slots[batch[0][0]])
         while True:
             try:
-                actor, t = (self.requests.get(timeout=self.batch_wait_s) if self.batch_wait_s
-                            else self.requests.get_nowait())
+                actor, t = (
+                    self.requests.get(timeout=self.batch_wait_s)
+                    if self.batch_wait_s
+                    else self.requests.get_nowait()
+                )
             except queue_module.Empty:
                 return batch
             batch.append((actor, t))
@@ -184,8 +214,8 @@ class QueueSampler(ParallelSamplerBase):
         states = self.slot_states
         for a, t in requests:
             part = self.slots[a]
-            obs[part.start:part.stop] = buf.observation[t, part.start:part.stop]
-            noise[part.start:part.stop] = self.noise[a].draw()
+            obs[part.start : part.stop] = buf.observation[t, part.start : part.stop]
+            noise[part.start : part.stop] = self.noise[a].draw()
             if states is not None:
                 self._start_step_states(t, slice(part.start, part.stop))
         step = self.agent.step(obs, noise, self.all_slots, states)
@@ -224,10 +254,20 @@ class QueueSampler(ParallelSamplerBase):
             slots = sorted(b for tt, b in finals if tt == t)
             states = None
             if self.slot_states is not None:  # at the last step: still the slot's own
-                states = torch.stack([self.slot_states[b] if t == last
-                                      else self.final_states.pop((t, b)) for b in slots])
-            bootstrap_truncated(self.samples, t, slots,
-                                np.stack([finals[(t, b)] for b in slots]), self.agent, states)
+                states = torch.stack(
+                    [
+                        self.slot_states[b] if t == last else self.final_states.pop((t, b))
+                        for b in slots
+                    ]
+                )
+            bootstrap_truncated(
+                self.samples,
+                t,
+                slots,
+                np.stack([finals[(t, b)] for b in slots]),
+                self.agent,
+                states,
+            )
 
     def _release(self) -> None:
         if self.requests is not None:

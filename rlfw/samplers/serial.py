@@ -1,4 +1,5 @@
 """SerialSampler: ``batch_B`` envs in this process, one batched forward pass per step."""
+
 from __future__ import annotations
 
 from rlfw.agents.base import Agent
@@ -17,8 +18,9 @@ class SerialSampler(SamplerBase):
 
     def _start(self, agent: Agent) -> Samples:
         group = EnvGroup(self.env_factory, range(self.batch_B), self.seed, train=True)
-        samples = allocate_samples(agent, group.envs[0].observation_space, self.batch_T,
-                                   self.batch_B, debug=self.debug)
+        samples = allocate_samples(
+            agent, group.envs[0].observation_space, self.batch_T, self.batch_B, debug=self.debug
+        )
         self.collector = Collector(group, agent, samples, self.seed)
         return samples
 

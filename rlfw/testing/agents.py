@@ -1,4 +1,5 @@
 """A fake agent whose every output is a known function of its inputs, for sampler tests."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,8 +62,10 @@ class ConstantActionAgent(ModelAgent):
 
     def step(self, obs, noise, slots=None, state=None) -> AgentStep:
         n = len(obs)
-        return AgentStep(torch.full((n,), self.action, dtype=torch.long),
-                         AgentInfo(torch.zeros(n), torch.zeros(n)))
+        return AgentStep(
+            torch.full((n,), self.action, dtype=torch.long),
+            AgentInfo(torch.zeros(n), torch.zeros(n)),
+        )
 
     def value(self, obs, state=None) -> torch.Tensor:
         return torch.zeros(len(obs))
@@ -88,13 +91,14 @@ class ElementwiseActorCritic(torch.nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         obs = obs.float()
-        mean = self.w * obs[..., :self.action_dim]
+        mean = self.w * obs[..., : self.action_dim]
         params = torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
         return params, (obs * self.v).sum(-1)
 
 
-def elementwise_gaussian_agent(spaces, normalize_obs: bool = True, obs_clip: float = 10.0,
-                               obs_norm_update: str = "batch"):
+def elementwise_gaussian_agent(
+    spaces, normalize_obs: bool = True, obs_clip: float = 10.0, obs_norm_update: str = "batch"
+):
     """An ``ActorCriticAgent`` (DiagGaussian, optionally normalized observations, their
     statistics updated per 'batch' or per 'step') on an ``ElementwiseActorCritic``, for
     Box-action envs with flat observations."""
@@ -154,13 +158,12 @@ class ElementwiseRecurrentActorCritic(torch.nn.Module):
 
     def forward(self, obs: torch.Tensor, state: torch.Tensor):
         obs = obs.float()
-        h = torch.tanh(self.a * state + self.b * obs[..., :self.action_dim])
+        h = torch.tanh(self.a * state + self.b * obs[..., : self.action_dim])
         mean = self.w * h
         params = torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
         return params, (obs * self.v).sum(-1) + (self.c * h).sum(-1), h
 
-    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor,
-                         episode_start: torch.Tensor):
+    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):
         params, values = [], []
         for t in range(len(obs)):
             state = state * (~episode_start[t]).unsqueeze(-1).to(state.dtype)
@@ -176,5 +179,8 @@ def elementwise_recurrent_agent(spaces):
     from rlfw.agents.distributions import DiagGaussian
 
     obs_shape, action_dim = spaces.observation.shape, spaces.action.shape[0]
-    return ActorCriticAgent(ElementwiseRecurrentActorCritic(obs_shape[0], action_dim),
-                            DiagGaussian(action_dim), spaces.action)
+    return ActorCriticAgent(
+        ElementwiseRecurrentActorCritic(obs_shape[0], action_dim),
+        DiagGaussian(action_dim),
+        spaces.action,
+    )

@@ -1,4 +1,5 @@
 """Test doubles shipped with the package: envs whose every number is predictable."""
+
 from __future__ import annotations
 
 import os
@@ -105,8 +106,7 @@ class KillOnceEnv(gym.Wrapper):
         self._steps = 0
 
     def step(self, action: Any):
-        if self._steps == self.kill_at and in_sampler_worker() and not os.path.exists(
-                self.marker):
+        if self._steps == self.kill_at and in_sampler_worker() and not os.path.exists(self.marker):
             open(self.marker, "w").close()
             os.kill(os.getpid(), signal.SIGKILL)
         self._steps += 1

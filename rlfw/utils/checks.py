@@ -1,4 +1,5 @@
 """Input checks shared by every part: each error names the bad value and what is allowed."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -15,7 +16,7 @@ def check_positive(**sizes: int) -> None:
 
 def check_seed(seed: int) -> None:
     """A run seed: an int numpy's and torch's generators both take, 0 to 2**32 - 1."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise ValueError(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
 
 

@@ -14,6 +14,7 @@ a machine), gloo otherwise; the small control
 messages (checkpoint state, the stop flag) always go over a gloo group, which works with
 CPU objects whatever the gradient backend.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,8 @@ class RankGroup:
     world_size: int
     local_rank: int
     local_world_size: int
-    backend: str                 # of the gradient all-reduce: 'gloo' or 'nccl'
-    control: Any = None          # gloo group for objects; None: the default group
+    backend: str  # of the gradient all-reduce: 'gloo' or 'nccl'
+    control: Any = None  # gloo group for objects; None: the default group
 
     @property
     def is_chief(self) -> bool:
@@ -59,9 +60,11 @@ class RankGroup:
 
     def _failed(self, what: str, err: BaseException) -> RankError:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return RankError(f"rank {self.rank} of {self.world_size}: {what} failed: another rank "
-                         f"stopped or cannot be reached (torchrun's failure summary names "
-                         f"it): {first}")
+        return RankError(
+            f"rank {self.rank} of {self.world_size}: {what} failed: another rank "
+            f"stopped or cannot be reached (torchrun's failure summary names "
+            f"it): {first}"
+        )
 
     def average_gradient(self, grad: torch.Tensor) -> None:
         """``grad`` becomes the mean of every rank's ``grad``, identical bits on all ranks
@@ -103,16 +106,19 @@ class RankGroup:
         """Rank r gets ``objs[r]`` (given on rank 0)."""
         out = [None]
         try:
-            dist.scatter_object_list(out, objs if self.is_chief else None, src=0,
-                                     group=self.control)
+            dist.scatter_object_list(
+                out, objs if self.is_chief else None, src=0, group=self.control
+            )
         except RuntimeError as err:
             raise self._failed(f"scattering {what}", err) from None
         return out[0]
 
     def broadcast_agent(self, agent: Any) -> None:
         """Rank 0's weights into every rank's agent (the replicas start identical)."""
-        state = self.broadcast({k: v.cpu() for k, v in agent.state_dict().items()}
-                               if self.is_chief else None, "the initial weights")
+        state = self.broadcast(
+            {k: v.cpu() for k, v in agent.state_dict().items()} if self.is_chief else None,
+            "the initial weights",
+        )
         if not self.is_chief:
             agent.load_state_dict(state)
 
@@ -149,9 +155,11 @@ def init_from_environment(device: str, timeout_s: float = 1800.0) -> RankGroup |
         return None
     missing = [k for k in ("RANK", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
     if missing:
-        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} but {', '.join(missing)} "
-                         "not set: launch multi-rank runs with torchrun (e.g. torchrun "
-                         "--nproc-per-node 2 -m rlfw train ...)")
+        raise ValueError(
+            f"WORLD_SIZE={os.environ['WORLD_SIZE']} but {', '.join(missing)} "
+            "not set: launch multi-rank runs with torchrun (e.g. torchrun "
+            "--nproc-per-node 2 -m rlfw train ...)"
+        )
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
@@ -167,15 +175,23 @@ def init_from_environment(device: str, timeout_s: float = 1800.0) -> RankGroup |
         # torchrun's elastic restarts reuse its store: keys of the failed attempt (the old
         # ranks' addresses) would be read by the new one, so each attempt gets its prefix.
         attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        dist.init_process_group(backend, store=dist.PrefixStore(f"rlfw/attempt{attempt}", store),
-                                rank=rank, world_size=world, timeout=timeout)
+        dist.init_process_group(
+            backend,
+            store=dist.PrefixStore(f"rlfw/attempt{attempt}", store),
+            rank=rank,
+            world_size=world,
+            timeout=timeout,
+        )
     control = dist.new_group(backend="gloo") if backend == "nccl" else None
     return RankGroup(rank, world, local_rank, local_world, backend, control)
 
 
 def rank_device(device: str, ranks: RankGroup | None) -> str:
     """``cuda`` becomes ``cuda:LOCAL_RANK`` in a multi-rank run (one GPU per rank)."""
-    if ranks is None or torch.device(device).type != "cuda" or torch.device(device).index \
-            is not None:
+    if (
+        ranks is None
+        or torch.device(device).type != "cuda"
+        or torch.device(device).index is not None
+    ):
         return device
     return f"cuda:{ranks.local_rank}"

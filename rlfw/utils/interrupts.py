@@ -2,6 +2,7 @@
 and raised as ``KeyboardInterrupt`` when the block ends, so it never lands halfway through
 a checkpoint, a progress row or a TensorBoard flush (whose writer thread, cut mid-flush,
 could keep the process from exiting)."""
+
 from __future__ import annotations
 
 import signal

@@ -1,6 +1,7 @@
 """Every seed in a run, in one place: per-(purpose, slot) streams derived from the run seed
 (so streams never depend on process layout), the process-global seeding of model
 initialisation, and capture/restore of the global RNGs for checkpoints."""
+
 from __future__ import annotations
 
 import random
@@ -32,8 +33,11 @@ def seed_everything(seed: int) -> None:
 
 def capture_rng() -> dict[str, Any]:
     """The process-global RNG states: python, numpy and torch."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(),
-            "torch": torch.get_rng_state()}
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
 
 
 def restore_rng(state: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ marker on its type::
 ``settings_of(cls)`` gives each field's name, type, default, help and flags; the CLI's
 flags, ``--set`` typing, ``--help-config`` and the reference page all come from it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -41,9 +42,14 @@ class Flag:
     metavar: str | None = None
     help: str | None = None
 
-    def __init__(self, *names: str, const: Any = _NO_CONST,
-                 choices: Mapping[str, Any] | Callable[[], list[str]] | None = None,
-                 metavar: str | None = None, help: str | None = None):
+    def __init__(
+        self,
+        *names: str,
+        const: Any = _NO_CONST,
+        choices: Mapping[str, Any] | Callable[[], list[str]] | None = None,
+        metavar: str | None = None,
+        help: str | None = None,
+    ):
         if not names or not all(n.startswith("--") for n in names):
             raise ValueError(f"a Flag needs one or more '--name's, got {names!r}")
         object.__setattr__(self, "names", names)
@@ -62,8 +68,8 @@ class Setting:
     """One field of a config dataclass, as declared."""
 
     name: str
-    type: Any            # the declared type, without its Annotated markers
-    default: Any         # dataclasses.MISSING when the field has none
+    type: Any  # the declared type, without its Annotated markers
+    default: Any  # dataclasses.MISSING when the field has none
     help: str
     flags: tuple[Flag, ...]
 
@@ -79,8 +85,11 @@ def _settings_of(cls: type) -> tuple[Setting, ...]:
     docs = field_docs(cls)
     # the nearest class whose declaration annotates the field: a subclass that only changes
     # a default (R2D1's n_step) keeps its parent's flags
-    declared = [typing.get_type_hints(k, include_extras=True) for k in cls.__mro__
-                if dataclasses.is_dataclass(k)]
+    declared = [
+        typing.get_type_hints(k, include_extras=True)
+        for k in cls.__mro__
+        if dataclasses.is_dataclass(k)
+    ]
     out = []
     for f in dataclasses.fields(cls):
         hint = declared[0][f.name]
@@ -92,9 +101,13 @@ def _settings_of(cls: type) -> tuple[Setting, ...]:
                 break
         if typing.get_origin(hint) is typing.Annotated:
             hint = typing.get_args(hint)[0]
-        default = (f.default if f.default is not dataclasses.MISSING else
-                   f.default_factory() if f.default_factory is not dataclasses.MISSING else
-                   dataclasses.MISSING)
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else f.default_factory()
+            if f.default_factory is not dataclasses.MISSING
+            else dataclasses.MISSING
+        )
         out.append(Setting(f.name, hint, default, docs.get(f.name, ""), flags))
     return tuple(out)
 
@@ -124,10 +137,13 @@ def _own_field_docs(cls: type) -> dict[str, str]:
     out = {}
     body = node.body
     for stmt, following in zip(body, body[1:]):
-        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                and isinstance(following, ast.Expr)
-                and isinstance(following.value, ast.Constant)
-                and isinstance(following.value.value, str)):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
             out[stmt.target.id] = inspect.cleandoc(following.value.value)
     return out
 
@@ -140,5 +156,8 @@ def type_name(hint: Any) -> str:
     if isinstance(hint, type) and typing.get_origin(hint) is None:
         return hint.__name__
     text = str(hint).replace("typing.", "")
-    return text.replace("Optional[", "").rstrip("]") + " | None" if text.startswith(
-        "Optional[") else text
+    return (
+        text.replace("Optional[", "").rstrip("]") + " | None"
+        if text.startswith("Optional[")
+        else text
+    )

@@ -1,5 +1,6 @@
 """An algorithm registered from outside rlfw whose config declares a flag of its own: PPO
 with one more setting. Imported by --plugin, its flag is on rlfw train's command line."""
+
 from dataclasses import dataclass
 from typing import Annotated
 

@@ -1,5 +1,6 @@
 """Callbacks as a user writes them: plain classes, no base class, loaded with
 ``--callback my_callbacks:NAME`` (tests/test_callbacks.py puts this folder on the path)."""
+
 import json
 import os
 

@@ -6,6 +6,7 @@ these two join the sampler-equivalence, fault and CLI tests without any list nam
 ``[T, B]`` buffer) with its own agent copy. ``vpg``: vanilla policy gradient with a learned
 baseline, one Adam step per batch.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,13 +24,18 @@ from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
 from rlfw.samplers.machinery.workers import serve, worker_setup
 
 
-def _interleaved_worker(conn, env_factory, slots: range, seed: int, agent, buf, weights,
-                        cpu) -> None:
+def _interleaved_worker(
+    conn, env_factory, slots: range, seed: int, agent, buf, weights, cpu
+) -> None:
     worker_setup(cpu)
 
     def make_handler():
-        collector = Collector(EnvGroup(env_factory, slots, seed, train=True), agent,
-                              buf[:, slots.start::slots.step], seed)
+        collector = Collector(
+            EnvGroup(env_factory, slots, seed, train=True),
+            agent,
+            buf[:, slots.start :: slots.step],
+            seed,
+        )
 
         def handle(command: str, payload):
             if command == "sample":
@@ -55,15 +61,26 @@ class InterleavedSampler(ParallelSamplerBase):
         self.slots = [range(w, self.batch_B, self.n_workers) for w in range(self.n_workers)]
 
     def _start(self, agent):
-        samples = allocate_samples(agent, self.observation_space(), self.batch_T,
-                                   self.batch_B, shared=True, debug=self.debug)
-        self.weights = {k: v.detach().clone().share_memory_()
-                        for k, v in agent.state_dict().items()}
+        samples = allocate_samples(
+            agent,
+            self.observation_space(),
+            self.batch_T,
+            self.batch_B,
+            shared=True,
+            debug=self.debug,
+        )
+        self.weights = {
+            k: v.detach().clone().share_memory_() for k, v in agent.state_dict().items()
+        }
         cpus = self.worker_cpus()
         worker_agent = copy.deepcopy(agent)
-        self._start_workers(_interleaved_worker, [
-            (self.env_factory, slots, self.seed, worker_agent, samples, self.weights, cpus[w])
-            for w, slots in enumerate(self.slots)])
+        self._start_workers(
+            _interleaved_worker,
+            [
+                (self.env_factory, slots, self.seed, worker_agent, samples, self.weights, cpus[w])
+                for w, slots in enumerate(self.slots)
+            ],
+        )
         return samples
 
     def _collect(self, itr: int):
@@ -103,9 +120,15 @@ class VPG(Algorithm):
 
     def optimize(self, samples, itr: int) -> dict[str, float]:
         c = self.config
-        adv, ret = generalized_advantages(samples.reward, samples.agent_info.value,
-                                          samples.terminated, samples.truncated,
-                                          samples.bootstrap_value, c.gamma, 1.0)
+        adv, ret = generalized_advantages(
+            samples.reward,
+            samples.agent_info.value,
+            samples.terminated,
+            samples.truncated,
+            samples.bootstrap_value,
+            c.gamma,
+            1.0,
+        )
         self.agent.train_mode()
         obs = self.agent.training_observations(samples).flatten(0, 1)
         logp, entropy, value = self.agent.evaluate_actions(obs, samples.action.flatten(0, 1))

@@ -3,6 +3,7 @@ distribution on a fixed support, learned by projecting the n-step Bellman target
 support and minimising the cross-entropy. Everything else is DQN's: replay (uniform or
 prioritized), n-step returns, double-Q action selection, dueling heads, ε schedules,
 target copies, checkpoints."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,17 +30,23 @@ class C51Config(DQNConfig):
         super().validate()
         check_config(
             "C51Config",
-            atoms=(self.atoms, isinstance(self.atoms, int) and self.atoms >= 2,
-                   "must be an int >= 2"),
+            atoms=(
+                self.atoms,
+                isinstance(self.atoms, int) and self.atoms >= 2,
+                "must be an int >= 2",
+            ),
             v_max=(self.v_max, self.v_max > self.v_min, f"must be > v_min ({self.v_min})"),
-            advantage_learning=(self.advantage_learning, self.advantage_learning == 0,
-                                "must be 0: advantage learning acts on action values, C51 "
-                                "learns distributions"),
+            advantage_learning=(
+                self.advantage_learning,
+                self.advantage_learning == 0,
+                "must be 0: advantage learning acts on action values, C51 learns distributions",
+            ),
         )
 
 
-def project_distribution(values: torch.Tensor, probs: torch.Tensor,
-                         support: torch.Tensor) -> torch.Tensor:
+def project_distribution(
+    values: torch.Tensor, probs: torch.Tensor, support: torch.Tensor
+) -> torch.Tensor:
     """Probabilities ``probs`` ``[N, K]`` sitting at return values ``values`` ``[N, K]``,
     moved onto ``support`` ``[K]`` (evenly spaced): each value is clipped to the support's
     range and its mass split between the two neighbouring atoms in proportion to its
@@ -64,9 +71,17 @@ class C51(DQN):
     def __init__(self, config: C51Config | None = None):
         super().__init__(config or C51Config())
 
-    def _losses(self, observation, next_observation, action, n_step_return,
-                bootstrap_discount, next_value_known, next_value, weight
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _losses(
+        self,
+        observation,
+        next_observation,
+        action,
+        n_step_return,
+        bootstrap_discount,
+        next_value_known,
+        next_value,
+        weight,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(cross-entropy loss, mean return of the taken actions, per-sample loss)."""
         c = self.config
         q_net = self.agent.q

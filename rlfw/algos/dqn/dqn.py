@@ -4,6 +4,7 @@ The runner hands over each ``[T, B]`` batch from whatever sampler it uses; the b
 into replay unchanged and ``replay_ratio x T x B`` gradient updates follow (once
 ``learning_starts`` env steps have been collected).
 """
+
 from __future__ import annotations
 
 import copy
@@ -118,33 +119,59 @@ class DQNConfig:
             learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
             optimizer=(self.optimizer, self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
             gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
-            batch_size=(self.batch_size, isinstance(self.batch_size, int) and self.batch_size > 0,
-                        "must be a positive int"),
-            replay_capacity=(self.replay_capacity, self.replay_capacity >= self.batch_size,
-                             f"must be >= batch_size ({self.batch_size})"),
-            replay_ratio=(self.replay_ratio, self.replay_ratio > 0,
-                          "must be > 0 (gradient updates per env step)"),
-            n_step=(self.n_step, isinstance(self.n_step, int) and self.n_step >= 1,
-                    "must be an int >= 1"),
+            batch_size=(
+                self.batch_size,
+                isinstance(self.batch_size, int) and self.batch_size > 0,
+                "must be a positive int",
+            ),
+            replay_capacity=(
+                self.replay_capacity,
+                self.replay_capacity >= self.batch_size,
+                f"must be >= batch_size ({self.batch_size})",
+            ),
+            replay_ratio=(
+                self.replay_ratio,
+                self.replay_ratio > 0,
+                "must be > 0 (gradient updates per env step)",
+            ),
+            n_step=(
+                self.n_step,
+                isinstance(self.n_step, int) and self.n_step >= 1,
+                "must be an int >= 1",
+            ),
             tau=(self.tau, 0 < self.tau <= 1, "must be in (0, 1]"),
-            advantage_learning=(self.advantage_learning, 0 <= self.advantage_learning < 1,
-                                "must be in [0, 1) (0: plain Q-learning)"),
-            target_update_interval=(self.target_update_interval,
-                                    self.target_update_interval > 0, "must be > 0"),
+            advantage_learning=(
+                self.advantage_learning,
+                0 <= self.advantage_learning < 1,
+                "must be in [0, 1) (0: plain Q-learning)",
+            ),
+            target_update_interval=(
+                self.target_update_interval,
+                self.target_update_interval > 0,
+                "must be > 0",
+            ),
             learning_starts=(self.learning_starts, self.learning_starts >= 0, "must be >= 0"),
-            exploration_fraction=(self.exploration_fraction,
-                                  0 <= self.exploration_fraction <= 1, "must be in [0, 1]"),
+            exploration_fraction=(
+                self.exploration_fraction,
+                0 <= self.exploration_fraction <= 1,
+                "must be in [0, 1]",
+            ),
             eval_epsilon=(self.eval_epsilon, 0 <= self.eval_epsilon <= 1, "must be in [0, 1]"),
             epsilon_start=(self.epsilon_start, 0 <= self.epsilon_start <= 1, "must be in [0, 1]"),
             epsilon_final=(self.epsilon_final, 0 <= self.epsilon_final <= 1, "must be in [0, 1]"),
             optimizer_eps=(self.optimizer_eps, self.optimizer_eps > 0, "must be > 0"),
             huber_delta=(self.huber_delta, self.huber_delta > 0, "must be > 0"),
-            max_grad_norm=(self.max_grad_norm,
-                           self.max_grad_norm is None or self.max_grad_norm > 0, "None or > 0"),
-            priority_alpha=(self.priority_alpha, self.priority_alpha >= 0,
-                            "must be >= 0 (0: uniform sampling)"),
-            priority_beta=(self.priority_beta, 0 <= self.priority_beta <= 1,
-                           "must be in [0, 1]"),
+            max_grad_norm=(
+                self.max_grad_norm,
+                self.max_grad_norm is None or self.max_grad_norm > 0,
+                "None or > 0",
+            ),
+            priority_alpha=(
+                self.priority_alpha,
+                self.priority_alpha >= 0,
+                "must be >= 0 (0: uniform sampling)",
+            ),
+            priority_beta=(self.priority_beta, 0 <= self.priority_beta <= 1, "must be in [0, 1]"),
             compile=check_compile(self.compile),
         )
 
@@ -162,16 +189,16 @@ class DQN(ReplayAlgorithm):
         self.replay: Replay | None = None
         self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
 
-    def initialize(self, agent, n_itr: int, seed: int = 0,
-                   replicas: Replicas | None = None) -> None:
+    def initialize(
+        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+    ) -> None:
         """Bind to ``agent`` for ``n_itr`` iterations; ``replicas`` (multi-rank runs)
         average each gradient across the learner replicas."""
         c = self.config
         self.agent, self.n_itr, self.seed = agent, n_itr, seed
         self.target = copy.deepcopy(agent.q)
         self.target.requires_grad_(False)
-        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c,
-                                                   gradient_sync(replicas))
+        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c, gradient_sync(replicas))
         self._loss = None  # compiled or not at the first update
         self.updates = 0
         self.update_budget = 0.0
@@ -192,27 +219,31 @@ class DQN(ReplayAlgorithm):
         self.agent.set_epsilon(c.epsilon_start + frac * (c.epsilon_final - c.epsilon_start))
 
     # -- replay --------------------------------------------------------------------------
-    def make_replay(self, samples: Samples, shared: bool = False,
-                    seed: int | None = None, reserve_rows: int = 0) -> Replay:
+    def make_replay(
+        self, samples: Samples, shared: bool = False, seed: int | None = None, reserve_rows: int = 0
+    ) -> Replay:
         """The replay for batches shaped like ``samples`` (in shared memory if ``shared``:
         the async runner's sampler process appends to it, up to ``reserve_rows`` ahead of
         what the learner sees), holding a checkpoint's replay if one was loaded; its
         sampling is seeded with ``seed`` (default: the run's)."""
-        self.replay = self._new_replay(samples, shared, self.seed if seed is None else seed,
-                                       reserve_rows)
+        self.replay = self._new_replay(
+            samples, shared, self.seed if seed is None else seed, reserve_rows
+        )
         self.steps_per_itr = samples.reward.numel()
         if self._pending_replay is not None:
             self.replay.load_state_dict(self._pending_replay)
             self._pending_replay = None
         return self.replay
 
-    def _new_replay(self, samples: Samples, shared: bool, seed: int,
-                    reserve_rows: int) -> Replay:
+    def _new_replay(self, samples: Samples, shared: bool, seed: int, reserve_rows: int) -> Replay:
         c = self.config
         B = samples.observation.shape[1]
         storage = self._storage(samples, c.replay_capacity // B + reserve_rows, shared)
-        sampling = (PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
-                    if c.prioritized else UniformSampling(seed))
+        sampling = (
+            PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
+            if c.prioritized
+            else UniformSampling(seed)
+        )
         return Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
 
     def _storage(self, samples: Samples, rows: int, shared: bool) -> RowStorage:
@@ -223,8 +254,9 @@ class DQN(ReplayAlgorithm):
         obs = samples.observation
         B = obs.shape[1]
         obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
-        dedup = (self.config.frame_dedup is not False and len(obs_shape) == 3
-                 and obs_dtype == np.uint8)
+        dedup = (
+            self.config.frame_dedup is not False and len(obs_shape) == 3 and obs_dtype == np.uint8
+        )
         if dedup and self.config.frame_dedup is None:
             # Not told (a script; the launcher asks the env): the batch decides. Its first
             # row's past is unknown (a resumed run starts mid-episode), so it is not judged.
@@ -232,8 +264,15 @@ class DQN(ReplayAlgorithm):
             starts = np.concatenate([np.zeros((1, B), bool), done[:-1]])
             dedup = frames_are_stacked(obs.numpy(), starts)
         storage_cls = FrameStorage if dedup else RowStorage
-        return storage_cls(rows * B, B, obs_shape, obs_dtype, tuple(samples.action.shape[2:]),
-                           samples.action.numpy().dtype, shared=shared)
+        return storage_cls(
+            rows * B,
+            B,
+            obs_shape,
+            obs_dtype,
+            tuple(samples.action.shape[2:]),
+            samples.action.numpy().dtype,
+            shared=shared,
+        )
 
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
         first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
@@ -256,23 +295,27 @@ class DQN(ReplayAlgorithm):
         if env_steps >= c.learning_starts:
             self.update_budget += c.replay_ratio * self.steps_per_itr
             if c.prioritized:
-                self._set_beta(c.priority_beta + (1 - c.priority_beta) * min(
-                    itr / max(self.n_itr - 1, 1), 1.0))
+                self._set_beta(
+                    c.priority_beta + (1 - c.priority_beta) * min(itr / max(self.n_itr - 1, 1), 1.0)
+                )
             if env_steps - self.last_target_step >= c.target_update_interval:
                 self._update_target()
                 self.last_target_step = env_steps
-            set_lr(self.optimizer, linear_schedule(c.learning_rate, itr, self.n_itr,
-                                                   c.anneal_lr))
+            set_lr(self.optimizer, linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr))
             self.agent.train_mode()
             while self.update_budget >= 1.0:
                 self.update_budget -= 1.0
                 self._learn(self.replay.sample(c.batch_size), stats)
         self._set_epsilon(env_steps)
         out = {f"train/{k}": float(np.mean(v)) for k, v in stats.items() if v}
-        out.update({"train/epsilon": float(self.agent.model.epsilon.mean()),
-                    "train/learning_rate": float(self.optimizer.param_groups[0]["lr"]),
-                    "train/updates": float(self.updates),
-                    "train/replay_size": float(len(self.replay))})
+        out.update(
+            {
+                "train/epsilon": float(self.agent.model.epsilon.mean()),
+                "train/learning_rate": float(self.optimizer.param_groups[0]["lr"]),
+                "train/updates": float(self.updates),
+                "train/replay_size": float(len(self.replay)),
+            }
+        )
         return out
 
     def _set_beta(self, beta: float) -> None:
@@ -284,21 +327,35 @@ class DQN(ReplayAlgorithm):
             n_steps = int(self.config.replay_ratio * self.n_itr * self.steps_per_itr)
             self._loss = compile_loss(self._losses, self.config.compile, self.agent.q, n_steps)
         loss, q_taken, td_abs = self._loss(
-            batch.observation, batch.next_observation, batch.action, batch.n_step_return,
-            batch.bootstrap_discount, batch.next_value_known, batch.next_value, batch.weight)
+            batch.observation,
+            batch.next_observation,
+            batch.action,
+            batch.n_step_return,
+            batch.bootstrap_discount,
+            batch.next_value_known,
+            batch.next_value,
+            batch.weight,
+        )
         norm = gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
         self.updates += 1
         self.replay.update_priorities(batch.index, td_abs.numpy())
-        loss, q_mean, td_mean = torch.stack([loss.detach(), q_taken.mean(),
-                                             td_abs.mean()]).tolist()
+        loss, q_mean, td_mean = torch.stack([loss.detach(), q_taken.mean(), td_abs.mean()]).tolist()
         stats["loss"].append(loss)
         stats["q"].append(q_mean)
         stats["grad_norm"].append(norm)
         stats["td_abs"].append(td_mean)
 
-    def _losses(self, observation, next_observation, action, n_step_return,
-                bootstrap_discount, next_value_known, next_value, weight
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _losses(
+        self,
+        observation,
+        next_observation,
+        action,
+        n_step_return,
+        bootstrap_discount,
+        next_value_known,
+        next_value,
+        weight,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(Huber TD loss, Q of the taken actions, |TD error|) of a replay batch: what
         ``compile`` compiles."""
         c = self.config
@@ -317,8 +374,11 @@ class DQN(ReplayAlgorithm):
                 next_q, target_q = target_both[:n], target_both[n:]
             else:
                 next_q = self.target(next_observation)
-            next_v = (next_q.gather(-1, next_best).squeeze(-1) if next_best is not None
-                      else next_q.max(-1).values)
+            next_v = (
+                next_q.gather(-1, next_best).squeeze(-1)
+                if next_best is not None
+                else next_q.max(-1).values
+            )
             next_v = torch.where(next_value_known, next_value, next_v)
             y = n_step_return + bootstrap_discount * next_v
             if alpha > 0:
@@ -327,8 +387,7 @@ class DQN(ReplayAlgorithm):
                 taken = target_q.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
                 y = y - alpha * (target_q.max(-1).values - taken)
         if c.prioritized:
-            loss = (weight * F.huber_loss(q_taken, y, reduction="none",
-                                          delta=c.huber_delta)).mean()
+            loss = (weight * F.huber_loss(q_taken, y, reduction="none", delta=c.huber_delta)).mean()
         else:  # all weights are 1
             loss = F.huber_loss(q_taken, y, delta=c.huber_delta)
         q_taken = q_taken.detach()
@@ -342,10 +401,15 @@ class DQN(ReplayAlgorithm):
 
     # -- checkpoints ---------------------------------------------------------------------
     def state_dict(self) -> dict:
-        state = {"optimizer": self.optimizer.state_dict(), "target": self.target.state_dict(),
-                 "updates": self.updates, "update_budget": self.update_budget,
-                 "last_target_step": self.last_target_step,
-                 "steps_per_itr": self.steps_per_itr, "replay": None}
+        state = {
+            "optimizer": self.optimizer.state_dict(),
+            "target": self.target.state_dict(),
+            "updates": self.updates,
+            "update_budget": self.update_budget,
+            "last_target_step": self.last_target_step,
+            "steps_per_itr": self.steps_per_itr,
+            "replay": None,
+        }
         if self.config.save_replay and self.replay is not None:
             state["replay"] = self.replay.state_dict()
         return state
@@ -363,6 +427,8 @@ class DQN(ReplayAlgorithm):
         if state["replay"] is None:
             import warnings
 
-            warnings.warn("checkpoint holds no replay buffer (save_replay=False): the resumed "
-                          "run refills replay from empty and is not bitwise identical",
-                          stacklevel=2)
+            warnings.warn(
+                "checkpoint holds no replay buffer (save_replay=False): the resumed "
+                "run refills replay from empty and is not bitwise identical",
+                stacklevel=2,
+            )

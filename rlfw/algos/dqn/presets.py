@@ -1,6 +1,7 @@
 """DQN's tuned settings as a table (``rlfw.algos.preset_table``), each entry with its
 source, and C51's, Rainbow's and R2D1's, derived from it. Why each entry is what it is:
 ``docs/presets.md``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,27 +9,82 @@ from typing import Any
 from rlfw.algos.preset_table import PresetEntry, resolve
 
 DQN_PRESETS: tuple[PresetEntry, ...] = (
-    PresetEntry(("classic", "continuous", "mujoco"),
-                "rl-baselines3-zoo dqn.yml CartPole-v1 + 3-step double-Q, LR annealing, AL", {
-        "batch_B": 1, "batch_T": 256, "hidden": (256, 256), "dqn": dict(
-            learning_rate=2.3e-3, anneal_lr=True, batch_size=64, replay_capacity=100_000,
-            learning_starts=1000, gamma=0.99, target_update_interval=10, replay_ratio=0.5,
-            exploration_fraction=0.16, epsilon_final=0.04, max_grad_norm=10.0,
-            double_dqn=True, n_step=3, advantage_learning=0.9)}),
-    PresetEntry(("classic",), "γ 0.98 (zoo: 0.99): every final policy holds 500", {
-        "dqn": {"gamma": 0.98}}, env="CartPole"),
-    PresetEntry(("minatar",), "MinAtar's reference DQN (Young & Tian 2019, examples/dqn.py)", {
-        "batch_B": 1, "batch_T": 32, "dqn": dict(
-            learning_rate=2.5e-4, optimizer="rmsprop", optimizer_eps=1e-5, batch_size=32,
-            replay_capacity=100_000, learning_starts=5_000, replay_ratio=1.0,
-            target_update_interval=1_000, gamma=0.99, epsilon_start=1.0, epsilon_final=0.1,
-            exploration_fraction=0.1, max_grad_norm=None, huber_delta=1.0)}),
-    PresetEntry(("atari",), "rl-baselines3-zoo dqn.yml Atari, evaluated ε-greedy at 0.05", {
-        "batch_B": 8, "batch_T": 4, "schedule": {"eval_greedy": True}, "dqn": dict(
-            learning_rate=1e-4, batch_size=32, replay_capacity=100_000,
-            learning_starts=100_000, target_update_interval=1000, replay_ratio=0.25,
-            exploration_fraction=0.1, epsilon_final=0.01, optimizer_eps=1.5e-4,
-            eval_epsilon=0.05)}),
+    PresetEntry(
+        ("classic", "continuous", "mujoco"),
+        "rl-baselines3-zoo dqn.yml CartPole-v1 + 3-step double-Q, LR annealing, AL",
+        {
+            "batch_B": 1,
+            "batch_T": 256,
+            "hidden": (256, 256),
+            "dqn": dict(
+                learning_rate=2.3e-3,
+                anneal_lr=True,
+                batch_size=64,
+                replay_capacity=100_000,
+                learning_starts=1000,
+                gamma=0.99,
+                target_update_interval=10,
+                replay_ratio=0.5,
+                exploration_fraction=0.16,
+                epsilon_final=0.04,
+                max_grad_norm=10.0,
+                double_dqn=True,
+                n_step=3,
+                advantage_learning=0.9,
+            ),
+        },
+    ),
+    PresetEntry(
+        ("classic",),
+        "γ 0.98 (zoo: 0.99): every final policy holds 500",
+        {"dqn": {"gamma": 0.98}},
+        env="CartPole",
+    ),
+    PresetEntry(
+        ("minatar",),
+        "MinAtar's reference DQN (Young & Tian 2019, examples/dqn.py)",
+        {
+            "batch_B": 1,
+            "batch_T": 32,
+            "dqn": dict(
+                learning_rate=2.5e-4,
+                optimizer="rmsprop",
+                optimizer_eps=1e-5,
+                batch_size=32,
+                replay_capacity=100_000,
+                learning_starts=5_000,
+                replay_ratio=1.0,
+                target_update_interval=1_000,
+                gamma=0.99,
+                epsilon_start=1.0,
+                epsilon_final=0.1,
+                exploration_fraction=0.1,
+                max_grad_norm=None,
+                huber_delta=1.0,
+            ),
+        },
+    ),
+    PresetEntry(
+        ("atari",),
+        "rl-baselines3-zoo dqn.yml Atari, evaluated ε-greedy at 0.05",
+        {
+            "batch_B": 8,
+            "batch_T": 4,
+            "schedule": {"eval_greedy": True},
+            "dqn": dict(
+                learning_rate=1e-4,
+                batch_size=32,
+                replay_capacity=100_000,
+                learning_starts=100_000,
+                target_update_interval=1000,
+                replay_ratio=0.25,
+                exploration_fraction=0.1,
+                epsilon_final=0.01,
+                optimizer_eps=1.5e-4,
+                eval_epsilon=0.05,
+            ),
+        },
+    ),
 )
 
 
@@ -58,8 +114,15 @@ def rainbow_preset(env_id: str, family: str) -> dict[str, Any]:
     period of the family's DQN preset; ε-greedy exploration in place of noisy nets."""
     out = _with_own_group(c51_preset(env_id, family), "rainbow", source="c51")
     own = out["rainbow"]
-    own.update(n_step=3, double_dqn=True, dueling=True, prioritized=True, priority_alpha=0.5,
-               priority_beta=0.4, optimizer="adam")
+    own.update(
+        n_step=3,
+        double_dqn=True,
+        dueling=True,
+        prioritized=True,
+        priority_alpha=0.5,
+        priority_beta=0.4,
+        optimizer="adam",
+    )
     if family == "atari":
         own.update(learning_rate=6.25e-5, target_update_interval=8_000)
     own["optimizer_eps"] = 0.005 / own.get("batch_size", 32)
@@ -80,18 +143,52 @@ def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
     layout; classic control (CartPoleNoVel): short sequences and a small core."""
     if family in ("atari", "minatar"):
         base = dqn_preset(env_id, family)
-        return {"batch_B": base["batch_B"] if family == "atari" else 8, "batch_T": 40,
-                "r2d1": dict(learning_rate=1e-4, optimizer="adam", optimizer_eps=1e-3,
-                             burn_in=40, learn_steps=80, period=40, n_step=5,
-                             prioritized=True, priority_alpha=0.9, priority_beta=0.6,
-                             batch_size=32, replay_ratio=1 / 40, rnn_size=512 if
-                             family == "atari" else 128, replay_capacity=200_000 if
-                             family == "atari" else 100_000, learning_starts=20_000,
-                             target_update_interval=10_000, epsilon_final=0.01,
-                             exploration_fraction=0.1, max_grad_norm=40.0)}
-    return {"batch_B": 8, "batch_T": 40, "hidden": (64,),
-            "r2d1": dict(learning_rate=1e-3, optimizer="adam", burn_in=10, learn_steps=20,
-                         period=10, n_step=3, batch_size=32, replay_ratio=1 / 16,
-                         rnn_size=64, replay_capacity=100_000, learning_starts=5_000,
-                         target_update_interval=2_000, gamma=0.99, epsilon_final=0.02,
-                         exploration_fraction=0.2, max_grad_norm=10.0, prioritized=False)}
+        return {
+            "batch_B": base["batch_B"] if family == "atari" else 8,
+            "batch_T": 40,
+            "r2d1": dict(
+                learning_rate=1e-4,
+                optimizer="adam",
+                optimizer_eps=1e-3,
+                burn_in=40,
+                learn_steps=80,
+                period=40,
+                n_step=5,
+                prioritized=True,
+                priority_alpha=0.9,
+                priority_beta=0.6,
+                batch_size=32,
+                replay_ratio=1 / 40,
+                rnn_size=512 if family == "atari" else 128,
+                replay_capacity=200_000 if family == "atari" else 100_000,
+                learning_starts=20_000,
+                target_update_interval=10_000,
+                epsilon_final=0.01,
+                exploration_fraction=0.1,
+                max_grad_norm=40.0,
+            ),
+        }
+    return {
+        "batch_B": 8,
+        "batch_T": 40,
+        "hidden": (64,),
+        "r2d1": dict(
+            learning_rate=1e-3,
+            optimizer="adam",
+            burn_in=10,
+            learn_steps=20,
+            period=10,
+            n_step=3,
+            batch_size=32,
+            replay_ratio=1 / 16,
+            rnn_size=64,
+            replay_capacity=100_000,
+            learning_starts=5_000,
+            target_update_interval=2_000,
+            gamma=0.99,
+            epsilon_final=0.02,
+            exploration_fraction=0.2,
+            max_grad_norm=10.0,
+            prioritized=False,
+        ),
+    }

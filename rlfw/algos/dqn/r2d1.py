@@ -5,6 +5,7 @@ refresh that state; on the next ``learn_steps`` steps the loss is the squared TD
 n-step double-Q targets under the value rescaling h(x) = sign(x)(√(|x|+1) − 1) + εx; a
 sequence's priority is η max|δ| + (1 − η) mean|δ|. Exploration, target copies, the replay
 ratio and checkpoints are DQN's."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,18 +63,29 @@ class R2D1Config(DQNConfig):
         super().validate()
         check_config(
             "R2D1Config",
-            burn_in=(self.burn_in, isinstance(self.burn_in, int) and self.burn_in >= 0,
-                     "must be an int >= 0"),
-            learn_steps=(self.learn_steps, isinstance(self.learn_steps, int)
-                         and self.learn_steps >= 1, "must be an int >= 1"),
-            period=(self.period, isinstance(self.period, int)
-                    and 1 <= self.period <= self.learn_steps,
-                    f"must be an int in [1, learn_steps={self.learn_steps}] (every step is "
-                    "learned in some sequence)"),
+            burn_in=(
+                self.burn_in,
+                isinstance(self.burn_in, int) and self.burn_in >= 0,
+                "must be an int >= 0",
+            ),
+            learn_steps=(
+                self.learn_steps,
+                isinstance(self.learn_steps, int) and self.learn_steps >= 1,
+                "must be an int >= 1",
+            ),
+            period=(
+                self.period,
+                isinstance(self.period, int) and 1 <= self.period <= self.learn_steps,
+                f"must be an int in [1, learn_steps={self.learn_steps}] (every step is "
+                "learned in some sequence)",
+            ),
             eta=(self.eta, 0 <= self.eta <= 1, "must be in [0, 1]"),
             rnn_size=(self.rnn_size, self.rnn_size > 0, "must be > 0"),
-            advantage_learning=(self.advantage_learning, self.advantage_learning == 0,
-                                "must be 0 for r2d1"),
+            advantage_learning=(
+                self.advantage_learning,
+                self.advantage_learning == 0,
+                "must be 0 for r2d1",
+            ),
         )
 
 
@@ -85,8 +97,9 @@ class R2D1(DQN):
     def __init__(self, config: R2D1Config | None = None):
         super().__init__(config or R2D1Config())
 
-    def _new_replay(self, samples: Samples, shared: bool, seed: int,
-                    reserve_rows: int) -> SequenceReplay:
+    def _new_replay(
+        self, samples: Samples, shared: bool, seed: int, reserve_rows: int
+    ) -> SequenceReplay:
         c = self.config
         B = samples.observation.shape[1]
 
@@ -96,9 +109,16 @@ class R2D1(DQN):
         reserve = multiple(reserve_rows)
         rows = multiple(c.replay_capacity // B) + reserve
         storage = self._storage(samples, rows, shared)
-        return SequenceReplay(storage, samples.agent_state.shape[-1], c.length, c.period,
-                              alpha=c.priority_alpha if c.prioritized else 0.0,
-                              beta=c.priority_beta, seed=seed, reserve_rows=reserve)
+        return SequenceReplay(
+            storage,
+            samples.agent_state.shape[-1],
+            c.length,
+            c.period,
+            alpha=c.priority_alpha if c.prioritized else 0.0,
+            beta=c.priority_beta,
+            seed=seed,
+            reserve_rows=reserve,
+        )
 
     def _set_beta(self, beta: float) -> None:
         self.replay.beta = beta
@@ -113,8 +133,9 @@ class R2D1(DQN):
         stats["grad_norm"].append(norm)
         stats["td_abs"].append(float(priority.mean()))
 
-    def _sequence_losses(self, batch: SequenceBatch
-                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _sequence_losses(
+        self, batch: SequenceBatch
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(loss, Q of the learned steps' actions, each sequence's priority)."""
         c = self.config
         online, target = self.agent.q, self.target
@@ -130,7 +151,7 @@ class R2D1(DQN):
             rest, rest_start = obs[burn:], start[burn:]
             target_q = target.forward_sequence(rest, target_state, rest_start)  # [learn+n, N, A]
         q = online.forward_sequence(rest, online_state, rest_start)  # [learn + n, N, A]
-        actions = batch.action[burn:burn + learn].long().unsqueeze(-1)
+        actions = batch.action[burn : burn + learn].long().unsqueeze(-1)
         q_taken = q[:learn].gather(-1, actions).squeeze(-1)  # [learn, N]
         with torch.no_grad():
             y = self._targets(batch, q.detach(), target_q)
@@ -141,8 +162,9 @@ class R2D1(DQN):
         priority = c.eta * td_abs.max(0).values + (1 - c.eta) * td_abs.mean(0)
         return loss, q_taken.detach(), priority
 
-    def _targets(self, batch: SequenceBatch, q: torch.Tensor,
-                 target_q: torch.Tensor) -> torch.Tensor:
+    def _targets(
+        self, batch: SequenceBatch, q: torch.Tensor, target_q: torch.Tensor
+    ) -> torch.Tensor:
         """n-step double-Q targets for the learned steps ``[learn, N]``, in the rescaled
         space: h(R + γᵏ h⁻¹(Q_target(s_{t+k}, argmax_a Q(s_{t+k}, a)))), the sum stopped at
         an episode's end (a termination bootstraps nothing; a truncation the sampler's value
@@ -159,13 +181,13 @@ class R2D1(DQN):
         open_ = torch.ones_like(ret, dtype=torch.bool)
         bootstrap = torch.zeros_like(ret)
         for k in range(n):
-            r = reward[k:k + learn]
+            r = reward[k : k + learn]
             ret += torch.where(open_, discount * r, 0.0)
-            ended_term = open_ & term[k:k + learn]
-            ended_trunc = open_ & trunc[k:k + learn]
+            ended_term = open_ & term[k : k + learn]
+            ended_trunc = open_ & trunc[k : k + learn]
             discount = torch.where(open_, discount * c.gamma, discount)
-            bootstrap = torch.where(ended_trunc, discount * boot[k:k + learn], bootstrap)
+            bootstrap = torch.where(ended_trunc, discount * boot[k : k + learn], bootstrap)
             discount = torch.where(ended_term | ended_trunc, 0.0, discount)
             open_ &= ~(ended_term | ended_trunc)
-        bootstrap = torch.where(open_, discount * next_v[n:n + learn], bootstrap)
+        bootstrap = torch.where(open_, discount * next_v[n : n + learn], bootstrap)
         return rescale(ret + bootstrap).float()

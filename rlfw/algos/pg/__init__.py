@@ -1,4 +1,5 @@
 """Policy-gradient algorithms."""
+
 from rlfw.algos.pg.a2c import A2C, A2CConfig
 from rlfw.algos.pg.gae import generalized_advantages
 from rlfw.algos.pg.ppo import PPO, PPOConfig

@@ -1,4 +1,5 @@
 """Advantage actor-critic: one gradient step per batch (Mnih et al., 2016, synchronous)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,8 +61,9 @@ class A2C(PolicyGradient):
     def default_config(cls) -> A2CConfig:
         return A2CConfig()
 
-    def initialize(self, agent, n_itr: int, seed: int = 0,
-                   replicas: Replicas | None = None) -> None:
+    def initialize(
+        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+    ) -> None:
         super().initialize(agent, n_itr, seed, replicas)
         self._loss = compile_loss(self._losses, self.config.compile, agent.model, n_itr)
 
@@ -75,23 +77,28 @@ class A2C(PolicyGradient):
         self.agent.train_mode()
         observation = self.agent.training_observations(samples)
         if self.recurrent:  # the whole batch as B sequences from their stored states
-            loss, stats = self._loss(observation, samples.action, adv, ret,
-                                     samples.agent_state[0], samples.episode_start)
+            loss, stats = self._loss(
+                observation, samples.action, adv, ret, samples.agent_state[0], samples.episode_start
+            )
         else:
-            loss, stats = self._loss(observation.flatten(0, 1),
-                                     samples.action.flatten(0, 1), adv, ret)
+            loss, stats = self._loss(
+                observation.flatten(0, 1), samples.action.flatten(0, 1), adv, ret
+            )
         grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         self.normalizers.after_update(self.agent, samples)
         policy_loss, value_loss, entropy = stats.tolist()
         return {
-            "train/policy_loss": policy_loss, "train/value_loss": value_loss,
-            "train/entropy": entropy, "train/grad_norm": grad_norm,
+            "train/policy_loss": policy_loss,
+            "train/value_loss": value_loss,
+            "train/entropy": entropy,
+            "train/grad_norm": grad_norm,
             "train/learning_rate": lr,
             "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
         }
 
-    def _losses(self, obs, action, adv, ret, initial_state=None, episode_start=None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _losses(
+        self, obs, action, adv, ret, initial_state=None, episode_start=None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss, [policy loss, value loss, entropy]): what ``compile`` compiles."""
         c = self.config
         sequence = () if initial_state is None else (initial_state, episode_start)

@@ -1,4 +1,5 @@
 """The base PPO and A2C share (``rlfw.algos.base.Algorithm`` is the contract it fulfils)."""
+
 from __future__ import annotations
 
 from rlfw.agents.base import Agent
@@ -20,19 +21,23 @@ class PolicyGradient(Algorithm):
     def default_config(cls):
         raise NotImplementedError
 
-    def initialize(self, agent: Agent, n_itr: int, seed: int = 0,
-                   replicas: Replicas | None = None) -> None:
+    def initialize(
+        self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+    ) -> None:
         self.agent = agent
         self.n_itr = n_itr
         # A recurrent agent learns from whole columns replayed from their stored states.
         self.recurrent = agent.initial_state(1) is not None
-        self.flat, self.optimizer = flat_optimizer(agent.parameters(), self.config,
-                                                   gradient_sync(replicas))
+        self.flat, self.optimizer = flat_optimizer(
+            agent.parameters(), self.config, gradient_sync(replicas)
+        )
         self.normalizers = BatchNormalizers(self.config, replicas)
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(),
-                "normalizers": self.normalizers.state_dict()}
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "normalizers": self.normalizers.state_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])

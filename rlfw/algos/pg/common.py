@@ -1,4 +1,5 @@
 """Pieces PPO and A2C share: config checks, advantages, diagnostics."""
+
 from __future__ import annotations
 
 import torch
@@ -22,25 +23,33 @@ def common_checks(config) -> dict[str, tuple[object, bool, str]]:
         optimizer=(c.optimizer, c.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}"),
         gamma=(c.gamma, 0 <= c.gamma <= 1, "must be in [0, 1]"),
         gae_lambda=(c.gae_lambda, 0 <= c.gae_lambda <= 1, "must be in [0, 1]"),
-        max_grad_norm=(c.max_grad_norm, c.max_grad_norm is None or c.max_grad_norm > 0,
-                       "None or > 0"),
+        max_grad_norm=(
+            c.max_grad_norm,
+            c.max_grad_norm is None or c.max_grad_norm > 0,
+            "None or > 0",
+        ),
         reward_clip=(c.reward_clip, c.reward_clip > 0, "must be > 0"),
         optimizer_eps=(c.optimizer_eps, c.optimizer_eps > 0, "must be > 0"),
         value_coef=(c.value_coef, c.value_coef >= 0, "must be >= 0"),
     )
 
 
-def advantages(samples, config, reward: torch.Tensor | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+def advantages(
+    samples, config, reward: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE advantages and returns of a ``Samples`` batch, flattened to ``[T * B]``
     (``reward``: the batch's rewards as the learner sees them, if not the raw ones)."""
     reward = samples.reward if reward is None else reward
-    adv, ret = generalized_advantages(reward, samples.agent_info.value,
-                                      samples.terminated, samples.truncated,
-                                      samples.bootstrap_value, config.gamma, config.gae_lambda)
+    adv, ret = generalized_advantages(
+        reward,
+        samples.agent_info.value,
+        samples.terminated,
+        samples.truncated,
+        samples.bootstrap_value,
+        config.gamma,
+        config.gae_lambda,
+    )
     return adv.flatten(), ret.flatten()
-
-
 
 
 class BatchNormalizers:
@@ -52,8 +61,11 @@ class BatchNormalizers:
 
     def __init__(self, config, replicas: Replicas | None = None):
         gather = None if replicas is None else replicas.all_gather
-        self.rewards = RewardScaler(config.gamma, config.reward_clip, gather) \
-            if config.normalize_reward else None
+        self.rewards = (
+            RewardScaler(config.gamma, config.reward_clip, gather)
+            if config.normalize_reward
+            else None
+        )
         self.gather = gather
 
     def reward(self, samples) -> torch.Tensor:

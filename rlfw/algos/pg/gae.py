@@ -1,14 +1,20 @@
 """Generalized advantage estimation over ``[T, B]`` samples (Schulman et al., 2016)."""
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
 
-def generalized_advantages(reward: torch.Tensor, value: torch.Tensor,
-                           terminated: torch.Tensor, truncated: torch.Tensor,
-                           bootstrap_value: torch.Tensor, gamma: float,
-                           lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def generalized_advantages(
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    bootstrap_value: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(advantages, returns), each ``[T, B]``.
 
     The successor value of step t is ``value[t+1]`` while the episode continues inside the

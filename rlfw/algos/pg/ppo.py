@@ -1,4 +1,5 @@
 """Proximal policy optimization with clipped surrogate (Schulman et al., 2017)."""
+
 from __future__ import annotations
 
 import math
@@ -72,18 +73,30 @@ class PPOConfig:
 
     def validate(self) -> None:
         check_config(
-            "PPOConfig", **common_checks(self),
+            "PPOConfig",
+            **common_checks(self),
             amp=(self.amp, self.amp in AMP_MODES, f"one of {AMP_MODES}"),
-            epochs=(self.epochs, isinstance(self.epochs, int) and self.epochs > 0,
-                    "must be a positive int"),
-            minibatch_size=(self.minibatch_size,
-                            isinstance(self.minibatch_size, int) and self.minibatch_size > 0,
-                            "must be a positive int"),
+            epochs=(
+                self.epochs,
+                isinstance(self.epochs, int) and self.epochs > 0,
+                "must be a positive int",
+            ),
+            minibatch_size=(
+                self.minibatch_size,
+                isinstance(self.minibatch_size, int) and self.minibatch_size > 0,
+                "must be a positive int",
+            ),
             clip=(self.clip, self.clip > 0, "must be > 0"),
-            value_clip=(self.value_clip, self.value_clip is None or self.value_clip > 0,
-                        "None or > 0"),
-            value_clip_form=(self.value_clip_form, self.value_clip_form in VALUE_CLIP_FORMS,
-                             f"one of {VALUE_CLIP_FORMS}"),
+            value_clip=(
+                self.value_clip,
+                self.value_clip is None or self.value_clip > 0,
+                "None or > 0",
+            ),
+            value_clip_form=(
+                self.value_clip_form,
+                self.value_clip_form in VALUE_CLIP_FORMS,
+                f"one of {VALUE_CLIP_FORMS}",
+            ),
             compile=check_compile(self.compile),
         )
 
@@ -100,8 +113,9 @@ class PPO(PolicyGradient):
     def default_config(cls) -> PPOConfig:
         return PPOConfig()
 
-    def initialize(self, agent, n_itr: int, seed: int = 0,
-                   replicas: Replicas | None = None) -> None:
+    def initialize(
+        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+    ) -> None:
         super().initialize(agent, n_itr, seed, replicas)
         # Minibatch order has its own stream: reproducible, and saved with checkpoints.
         self.generator = torch.Generator().manual_seed(seed)
@@ -117,15 +131,26 @@ class PPO(PolicyGradient):
         observation = self.agent.training_observations(samples)
         if self.recurrent:
             # Minibatches are sets of whole columns, each replayed from its stored state.
-            columns = (observation, samples.action, samples.agent_info.logp,
-                       samples.agent_info.value, adv.view(batch_T, -1),
-                       ret.view(batch_T, -1), samples.episode_start)
+            columns = (
+                observation,
+                samples.action,
+                samples.agent_info.logp,
+                samples.agent_info.value,
+                adv.view(batch_T, -1),
+                ret.view(batch_T, -1),
+                samples.episode_start,
+            )
             initial_state = samples.agent_state[0]
             n, per = samples.reward.shape[1], max(1, c.minibatch_size // batch_T)
         else:
-            columns = (observation.flatten(0, 1), samples.action.flatten(0, 1),
-                       samples.agent_info.logp.flatten(), samples.agent_info.value.flatten(),
-                       adv, ret)
+            columns = (
+                observation.flatten(0, 1),
+                samples.action.flatten(0, 1),
+                samples.agent_info.logp.flatten(),
+                samples.agent_info.value.flatten(),
+                adv,
+                ret,
+            )
             n, per = len(adv), c.minibatch_size
         mb = min(per, n)
         if self._loss is None:
@@ -140,13 +165,13 @@ class PPO(PolicyGradient):
             order = torch.randperm(n, generator=self.generator)
             for start in range(0, n, mb):
                 if self.recurrent:
-                    cols = order[start:start + mb]
+                    cols = order[start : start + mb]
                     minibatch = [x[:, cols] for x in columns[:-1]]
                     sequence = (initial_state[cols], columns[-1][:, cols])
                 else:
                     if start == 0:  # one gather per tensor and epoch, then free slices
                         shuffled = [x[order] for x in columns]
-                    minibatch = [x[start:start + mb] for x in shuffled]
+                    minibatch = [x[start : start + mb] for x in shuffled]
                     sequence = ()
                 stats, grad_norm = self._minibatch_step(*minibatch, clip_t, *sequence)
                 totals += stats
@@ -155,22 +180,40 @@ class PPO(PolicyGradient):
         self.normalizers.after_update(self.agent, samples)
         out = {f"train/{k}": v / n_updates for k, v in zip(STATS, totals.tolist())}
         out["train/grad_norm"] = grad_norms / n_updates
-        out.update({"train/learning_rate": lr, "train/clip_range": clip,
-                    "train/n_updates": float(n_updates),
-                    "train/explained_variance": explained_variance(
-                        samples.agent_info.value.flatten(), ret)})
+        out.update(
+            {
+                "train/learning_rate": lr,
+                "train/clip_range": clip,
+                "train/n_updates": float(n_updates),
+                "train/explained_variance": explained_variance(
+                    samples.agent_info.value.flatten(), ret
+                ),
+            }
+        )
         return out
 
-    def _minibatch_step(self, obs, action, old_logp, old_value, adv, ret,
-                        clip: torch.Tensor, *sequence) -> tuple[torch.Tensor, float]:
+    def _minibatch_step(
+        self, obs, action, old_logp, old_value, adv, ret, clip: torch.Tensor, *sequence
+    ) -> tuple[torch.Tensor, float]:
         """One gradient step; returns (the ``STATS`` as a tensor, the gradient norm)."""
         with torch.autocast(obs.device.type, torch.bfloat16, enabled=self.config.amp == "bf16"):
             loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
-        return stats.float(), gradient_step(self.optimizer, self.flat, loss.float(),
-                                            self.config.max_grad_norm)
+        return stats.float(), gradient_step(
+            self.optimizer, self.flat, loss.float(), self.config.max_grad_norm
+        )
 
-    def _losses(self, obs, action, old_logp, old_value, adv, ret, clip: torch.Tensor,
-                initial_state=None, episode_start=None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _losses(
+        self,
+        obs,
+        action,
+        old_logp,
+        old_value,
+        adv,
+        ret,
+        clip: torch.Tensor,
+        initial_state=None,
+        episode_start=None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss to minimize, the ``STATS``) of a minibatch: the part ``compile``
         compiles (forward, loss and, through autograd, their backward). A recurrent
         agent's minibatch is ``[T, columns]`` sequences from ``initial_state``."""
@@ -199,8 +242,7 @@ class PPO(PolicyGradient):
             approx_kl = ((ratio - 1) - log_ratio).mean()  # Schulman's low-variance estimator
             clip_fraction = ((ratio - 1).abs() > clip).float().mean()
             # Summed as tensors: one host read per batch, not five per minibatch.
-            stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl,
-                                 clip_fraction])
+            stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction])
         return loss, stats
 
     def state_dict(self) -> dict:

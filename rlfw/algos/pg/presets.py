@@ -1,6 +1,7 @@
 """PPO's and A2C's tuned settings, as tables (``rlfw.algos.preset_table``): one entry per env
 family, then per env where a tuned entry exists, each with its source. Why each entry is
 what it is: ``docs/presets.md``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,100 +12,343 @@ CLASSIC, CONTINUOUS, MUJOCO = ("classic",), ("continuous",), ("mujoco",)
 MINATAR, ATARI = ("minatar",), ("atari",)
 
 # SB3's PPO defaults, which rl-baselines3-zoo's entries start from
-_SB3_PPO = dict(learning_rate=3e-4, anneal_lr=False, gamma=0.99, gae_lambda=0.95, epochs=10,
-                minibatch_size=64, clip=0.2, value_clip=None, entropy_coef=0.0,
-                value_coef=0.5, max_grad_norm=0.5, normalize_reward=True)
-_ZOO_NET = {"hidden": (256, 256), "activation": "relu", "log_std_init": -2.0,
-            "ortho_init": False}
+_SB3_PPO = dict(
+    learning_rate=3e-4,
+    anneal_lr=False,
+    gamma=0.99,
+    gae_lambda=0.95,
+    epochs=10,
+    minibatch_size=64,
+    clip=0.2,
+    value_clip=None,
+    entropy_coef=0.0,
+    value_coef=0.5,
+    max_grad_norm=0.5,
+    normalize_reward=True,
+)
+_ZOO_NET = {"hidden": (256, 256), "activation": "relu", "log_std_init": -2.0, "ortho_init": False}
 _SB3_NET = {"hidden": (64, 64), "activation": "tanh", "log_std_init": 0.0, "ortho_init": True}
 _NORMALIZED = {"normalize_obs": True, "hidden": (64, 64)}
 _NO_VELOCITY = PresetEntry(
-    CLASSIC, "rl-baselines3-zoo ppo_lstm CartPoleNoVel-v1: normalized, one 64-unit layer",
+    CLASSIC,
+    "rl-baselines3-zoo ppo_lstm CartPoleNoVel-v1: normalized, one 64-unit layer",
     {"normalize_obs": True, "hidden": (64,), "schedule": {"n_steps": 150_000}},
-    env="CartPoleNoVel")
+    env="CartPoleNoVel",
+)
 
 PPO_PRESETS: tuple[PresetEntry, ...] = (
-    PresetEntry(CLASSIC, "rl-baselines3-zoo ppo.yml CartPole-v1", {
-        "batch_B": 8, "batch_T": 32, "ppo": dict(
-            learning_rate=1e-3, anneal_lr=True, gamma=0.98, gae_lambda=0.8, epochs=20,
-            minibatch_size=256, clip=0.2, anneal_clip=True, entropy_coef=0.0)}),
-    PresetEntry(CLASSIC, "rl-baselines3-zoo ppo.yml Acrobot-v1", {
-        "normalize_obs": True, "batch_B": 16, "batch_T": 256, "ppo": {
-            **_SB3_PPO, "gamma": 0.99, "gae_lambda": 0.94, "epochs": 4,
-            "anneal_clip": False}}, env="Acrobot"),
+    PresetEntry(
+        CLASSIC,
+        "rl-baselines3-zoo ppo.yml CartPole-v1",
+        {
+            "batch_B": 8,
+            "batch_T": 32,
+            "ppo": dict(
+                learning_rate=1e-3,
+                anneal_lr=True,
+                gamma=0.98,
+                gae_lambda=0.8,
+                epochs=20,
+                minibatch_size=256,
+                clip=0.2,
+                anneal_clip=True,
+                entropy_coef=0.0,
+            ),
+        },
+    ),
+    PresetEntry(
+        CLASSIC,
+        "rl-baselines3-zoo ppo.yml Acrobot-v1",
+        {
+            "normalize_obs": True,
+            "batch_B": 16,
+            "batch_T": 256,
+            "ppo": {
+                **_SB3_PPO,
+                "gamma": 0.99,
+                "gae_lambda": 0.94,
+                "epochs": 4,
+                "anneal_clip": False,
+            },
+        },
+        env="Acrobot",
+    ),
     _NO_VELOCITY,
-    PresetEntry(CONTINUOUS, "rl-baselines3-zoo ppo.yml Pendulum-v1, normalized, no gSDE", {
-        **_NORMALIZED, "batch_B": 4, "batch_T": 1024, "ppo": dict(
-            learning_rate=1e-3, gamma=0.9, gae_lambda=0.95, epochs=10, minibatch_size=64,
-            clip=0.2, entropy_coef=0.0, max_grad_norm=0.5, normalize_reward=True,
-            optimizer_eps=1e-8)}),
-    PresetEntry(CONTINUOUS, "rl-baselines3-zoo ppo.yml Pendulum-v1 as written (gSDE)", {
-        "normalize_obs": False, "sde_sample_freq": 4, "ppo": dict(
-            normalize_reward=False, optimizer_eps=1e-5)}, env="Pendulum"),
-    PresetEntry(CONTINUOUS, "rl-baselines3-zoo ppo.yml MountainCarContinuous-v0 (gSDE)", {
-        "batch_B": 1, "batch_T": 8, "log_std_init": -3.29, "ortho_init": False,
-        "sde_sample_freq": 8, "schedule": {"n_steps": 20_000}, "ppo": dict(
-            learning_rate=7.77e-5, gamma=0.9999, gae_lambda=0.9, epochs=10,
-            minibatch_size=256, clip=0.1, entropy_coef=0.00429, value_coef=0.19,
-            max_grad_norm=5.0, normalize_reward=True, optimizer_eps=1e-5)},
-        env="MountainCarContinuous"),
-    PresetEntry(MUJOCO, "CleanRL ppo_continuous_action (value 0.25: its 0.5 on half the error)", {
-        **_NORMALIZED, "batch_B": 1, "batch_T": 2048, "ppo": dict(
-            learning_rate=3e-4, anneal_lr=True, gamma=0.99, gae_lambda=0.95, epochs=10,
-            minibatch_size=64, clip=0.2, value_clip=0.2, entropy_coef=0.0,
-            value_coef=0.25, max_grad_norm=0.5, normalize_reward=True)}),
-    PresetEntry(MUJOCO, "rl-baselines3-zoo ppo.yml HalfCheetah-v4", {
-        **_ZOO_NET, "batch_B": 1, "batch_T": 512, "ppo": {
-            **_SB3_PPO, "learning_rate": 2.0633e-05, "gamma": 0.98, "gae_lambda": 0.92,
-            "epochs": 20, "clip": 0.1, "entropy_coef": 0.000401762, "value_coef": 0.58096,
-            "max_grad_norm": 0.8}}, env="HalfCheetah"),
-    PresetEntry(MUJOCO, "rl-baselines3-zoo ppo.yml Hopper-v4", {
-        **_ZOO_NET, "batch_B": 1, "batch_T": 512, "ppo": {
-            **_SB3_PPO, "learning_rate": 9.80828e-05, "gamma": 0.999, "gae_lambda": 0.99,
-            "epochs": 5, "minibatch_size": 32, "clip": 0.2, "entropy_coef": 0.00229519,
-            "value_coef": 0.835671, "max_grad_norm": 0.7}}, env="Hopper"),
-    PresetEntry(MUJOCO, "rl-baselines3-zoo ppo.yml Walker2d-v4", {
-        **_SB3_NET, "batch_B": 1, "batch_T": 512, "ppo": {
-            **_SB3_PPO, "learning_rate": 5.05041e-05, "gamma": 0.99, "gae_lambda": 0.95,
-            "epochs": 20, "minibatch_size": 32, "clip": 0.1, "entropy_coef": 0.000585045,
-            "value_coef": 0.871923, "max_grad_norm": 1.0}}, env="Walker2d"),
-    PresetEntry(MUJOCO, "rl-baselines3-zoo ppo.yml Ant-v4", {
-        **_SB3_NET, "batch_B": 1, "batch_T": 2048, "ppo": dict(_SB3_PPO)}, env="Ant"),
-    PresetEntry(MUJOCO, "rl-baselines3-zoo ppo.yml Swimmer-v4", {
-        **_SB3_NET, "batch_B": 4, "batch_T": 1024, "ppo": {
-            **_SB3_PPO, "learning_rate": 6e-4, "gamma": 0.9999, "gae_lambda": 0.98,
-            "minibatch_size": 256}}, env="Swimmer"),
-    PresetEntry(MINATAR, "pgx / PureJaxRL MinAtar PPO, batch scaled to 16 x 128, no value clip", {
-        "batch_B": 16, "batch_T": 128, "ppo": dict(
-            learning_rate=3e-4, anneal_lr=False, optimizer_eps=1e-5, gamma=0.99,
-            gae_lambda=0.95, epochs=3, minibatch_size=256, clip=0.2, anneal_clip=False,
-            value_clip=None, entropy_coef=0.01, value_coef=0.25, max_grad_norm=0.5,
-            normalize_advantage=True)}),
-    PresetEntry(ATARI, "PPO paper / CleanRL ppo_atari, 8 epochs of 128 under bf16", {
-        "batch_B": 8, "batch_T": 128, "ppo": dict(
-            learning_rate=2.5e-4, anneal_lr=True, optimizer_eps=1e-5, epochs=8,
-            minibatch_size=128, clip=0.1, anneal_clip=False, value_clip=0.1, value_coef=0.5,
-            entropy_coef=0.01, amp="bf16")}),
+    PresetEntry(
+        CONTINUOUS,
+        "rl-baselines3-zoo ppo.yml Pendulum-v1, normalized, no gSDE",
+        {
+            **_NORMALIZED,
+            "batch_B": 4,
+            "batch_T": 1024,
+            "ppo": dict(
+                learning_rate=1e-3,
+                gamma=0.9,
+                gae_lambda=0.95,
+                epochs=10,
+                minibatch_size=64,
+                clip=0.2,
+                entropy_coef=0.0,
+                max_grad_norm=0.5,
+                normalize_reward=True,
+                optimizer_eps=1e-8,
+            ),
+        },
+    ),
+    PresetEntry(
+        CONTINUOUS,
+        "rl-baselines3-zoo ppo.yml Pendulum-v1 as written (gSDE)",
+        {
+            "normalize_obs": False,
+            "sde_sample_freq": 4,
+            "ppo": dict(normalize_reward=False, optimizer_eps=1e-5),
+        },
+        env="Pendulum",
+    ),
+    PresetEntry(
+        CONTINUOUS,
+        "rl-baselines3-zoo ppo.yml MountainCarContinuous-v0 (gSDE)",
+        {
+            "batch_B": 1,
+            "batch_T": 8,
+            "log_std_init": -3.29,
+            "ortho_init": False,
+            "sde_sample_freq": 8,
+            "schedule": {"n_steps": 20_000},
+            "ppo": dict(
+                learning_rate=7.77e-5,
+                gamma=0.9999,
+                gae_lambda=0.9,
+                epochs=10,
+                minibatch_size=256,
+                clip=0.1,
+                entropy_coef=0.00429,
+                value_coef=0.19,
+                max_grad_norm=5.0,
+                normalize_reward=True,
+                optimizer_eps=1e-5,
+            ),
+        },
+        env="MountainCarContinuous",
+    ),
+    PresetEntry(
+        MUJOCO,
+        "CleanRL ppo_continuous_action (value 0.25: its 0.5 on half the error)",
+        {
+            **_NORMALIZED,
+            "batch_B": 1,
+            "batch_T": 2048,
+            "ppo": dict(
+                learning_rate=3e-4,
+                anneal_lr=True,
+                gamma=0.99,
+                gae_lambda=0.95,
+                epochs=10,
+                minibatch_size=64,
+                clip=0.2,
+                value_clip=0.2,
+                entropy_coef=0.0,
+                value_coef=0.25,
+                max_grad_norm=0.5,
+                normalize_reward=True,
+            ),
+        },
+    ),
+    PresetEntry(
+        MUJOCO,
+        "rl-baselines3-zoo ppo.yml HalfCheetah-v4",
+        {
+            **_ZOO_NET,
+            "batch_B": 1,
+            "batch_T": 512,
+            "ppo": {
+                **_SB3_PPO,
+                "learning_rate": 2.0633e-05,
+                "gamma": 0.98,
+                "gae_lambda": 0.92,
+                "epochs": 20,
+                "clip": 0.1,
+                "entropy_coef": 0.000401762,
+                "value_coef": 0.58096,
+                "max_grad_norm": 0.8,
+            },
+        },
+        env="HalfCheetah",
+    ),
+    PresetEntry(
+        MUJOCO,
+        "rl-baselines3-zoo ppo.yml Hopper-v4",
+        {
+            **_ZOO_NET,
+            "batch_B": 1,
+            "batch_T": 512,
+            "ppo": {
+                **_SB3_PPO,
+                "learning_rate": 9.80828e-05,
+                "gamma": 0.999,
+                "gae_lambda": 0.99,
+                "epochs": 5,
+                "minibatch_size": 32,
+                "clip": 0.2,
+                "entropy_coef": 0.00229519,
+                "value_coef": 0.835671,
+                "max_grad_norm": 0.7,
+            },
+        },
+        env="Hopper",
+    ),
+    PresetEntry(
+        MUJOCO,
+        "rl-baselines3-zoo ppo.yml Walker2d-v4",
+        {
+            **_SB3_NET,
+            "batch_B": 1,
+            "batch_T": 512,
+            "ppo": {
+                **_SB3_PPO,
+                "learning_rate": 5.05041e-05,
+                "gamma": 0.99,
+                "gae_lambda": 0.95,
+                "epochs": 20,
+                "minibatch_size": 32,
+                "clip": 0.1,
+                "entropy_coef": 0.000585045,
+                "value_coef": 0.871923,
+                "max_grad_norm": 1.0,
+            },
+        },
+        env="Walker2d",
+    ),
+    PresetEntry(
+        MUJOCO,
+        "rl-baselines3-zoo ppo.yml Ant-v4",
+        {**_SB3_NET, "batch_B": 1, "batch_T": 2048, "ppo": dict(_SB3_PPO)},
+        env="Ant",
+    ),
+    PresetEntry(
+        MUJOCO,
+        "rl-baselines3-zoo ppo.yml Swimmer-v4",
+        {
+            **_SB3_NET,
+            "batch_B": 4,
+            "batch_T": 1024,
+            "ppo": {
+                **_SB3_PPO,
+                "learning_rate": 6e-4,
+                "gamma": 0.9999,
+                "gae_lambda": 0.98,
+                "minibatch_size": 256,
+            },
+        },
+        env="Swimmer",
+    ),
+    PresetEntry(
+        MINATAR,
+        "pgx / PureJaxRL MinAtar PPO, batch scaled to 16 x 128, no value clip",
+        {
+            "batch_B": 16,
+            "batch_T": 128,
+            "ppo": dict(
+                learning_rate=3e-4,
+                anneal_lr=False,
+                optimizer_eps=1e-5,
+                gamma=0.99,
+                gae_lambda=0.95,
+                epochs=3,
+                minibatch_size=256,
+                clip=0.2,
+                anneal_clip=False,
+                value_clip=None,
+                entropy_coef=0.01,
+                value_coef=0.25,
+                max_grad_norm=0.5,
+                normalize_advantage=True,
+            ),
+        },
+    ),
+    PresetEntry(
+        ATARI,
+        "PPO paper / CleanRL ppo_atari, 8 epochs of 128 under bf16",
+        {
+            "batch_B": 8,
+            "batch_T": 128,
+            "ppo": dict(
+                learning_rate=2.5e-4,
+                anneal_lr=True,
+                optimizer_eps=1e-5,
+                epochs=8,
+                minibatch_size=128,
+                clip=0.1,
+                anneal_clip=False,
+                value_clip=0.1,
+                value_coef=0.5,
+                entropy_coef=0.01,
+                amp="bf16",
+            ),
+        },
+    ),
 )
 
 A2C_PRESETS: tuple[PresetEntry, ...] = (
-    PresetEntry(CLASSIC, "SB3's A2C defaults (rl-baselines3-zoo a2c.yml CartPole-v1)", {
-        "batch_B": 8, "batch_T": 5, "a2c": dict(learning_rate=7e-4, entropy_coef=0.0)}),
+    PresetEntry(
+        CLASSIC,
+        "SB3's A2C defaults (rl-baselines3-zoo a2c.yml CartPole-v1)",
+        {"batch_B": 8, "batch_T": 5, "a2c": dict(learning_rate=7e-4, entropy_coef=0.0)},
+    ),
     _NO_VELOCITY,
-    PresetEntry(CONTINUOUS, "rl-baselines3-zoo a2c.yml Pendulum-v1, without gSDE", {
-        **_NORMALIZED, "batch_B": 8, "batch_T": 8, "a2c": dict(
-            learning_rate=7e-4, anneal_lr=True, gamma=0.9, gae_lambda=0.9, value_coef=0.4,
-            normalize_reward=True)}),
-    PresetEntry(CONTINUOUS, "rl-baselines3-zoo a2c.yml Pendulum-v1 as written (gSDE, 1M)", {
-        "sde_sample_freq": 8, "log_std_init": -2.0, "ortho_init": False,
-        "schedule": {"n_steps": 1_000_000}}, env="Pendulum"),
-    PresetEntry(MUJOCO, "the A2C paper's continuous setup, synchronous, 8 envs x 5 steps", {
-        **_NORMALIZED, "batch_B": 8, "batch_T": 5, "a2c": dict(
-            learning_rate=7e-4, anneal_lr=True, gamma=0.99, gae_lambda=1.0,
-            normalize_reward=True)}),
-    PresetEntry(MINATAR + ATARI, "the A3C paper's Atari setup, synchronous: 16 envs x 5 steps", {
-        "batch_B": 16, "batch_T": 5, "a2c": dict(
-            learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25)}),
+    PresetEntry(
+        CONTINUOUS,
+        "rl-baselines3-zoo a2c.yml Pendulum-v1, without gSDE",
+        {
+            **_NORMALIZED,
+            "batch_B": 8,
+            "batch_T": 8,
+            "a2c": dict(
+                learning_rate=7e-4,
+                anneal_lr=True,
+                gamma=0.9,
+                gae_lambda=0.9,
+                value_coef=0.4,
+                normalize_reward=True,
+            ),
+        },
+    ),
+    PresetEntry(
+        CONTINUOUS,
+        "rl-baselines3-zoo a2c.yml Pendulum-v1 as written (gSDE, 1M)",
+        {
+            "sde_sample_freq": 8,
+            "log_std_init": -2.0,
+            "ortho_init": False,
+            "schedule": {"n_steps": 1_000_000},
+        },
+        env="Pendulum",
+    ),
+    PresetEntry(
+        MUJOCO,
+        "the A2C paper's continuous setup, synchronous, 8 envs x 5 steps",
+        {
+            **_NORMALIZED,
+            "batch_B": 8,
+            "batch_T": 5,
+            "a2c": dict(
+                learning_rate=7e-4,
+                anneal_lr=True,
+                gamma=0.99,
+                gae_lambda=1.0,
+                normalize_reward=True,
+            ),
+        },
+    ),
+    PresetEntry(
+        MINATAR + ATARI,
+        "the A3C paper's Atari setup, synchronous: 16 envs x 5 steps",
+        {
+            "batch_B": 16,
+            "batch_T": 5,
+            "a2c": dict(learning_rate=7e-4, entropy_coef=0.01, value_coef=0.25),
+        },
+    ),
 )
 
 

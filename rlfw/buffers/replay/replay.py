@@ -1,4 +1,5 @@
 """Replay = storage + sampling rule + n-step view; appends ``[T, B]`` sampler batches."""
+
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
@@ -19,12 +20,12 @@ class ReplayBatch(NamedTuple):
     observation: torch.Tensor
     action: torch.Tensor
     n_step_return: torch.Tensor
-    bootstrap_discount: torch.Tensor   # gamma^k, or 0 after a termination
+    bootstrap_discount: torch.Tensor  # gamma^k, or 0 after a termination
     next_observation: torch.Tensor
-    next_value_known: torch.Tensor     # truncated: V(true final obs) stored by the sampler
+    next_value_known: torch.Tensor  # truncated: V(true final obs) stored by the sampler
     next_value: torch.Tensor
-    weight: torch.Tensor               # importance weight (1 for uniform sampling)
-    index: np.ndarray                  # flat ids, for priority updates
+    weight: torch.Tensor  # importance weight (1 for uniform sampling)
+    index: np.ndarray  # flat ids, for priority updates
 
 
 class UniformSampling:
@@ -77,13 +78,17 @@ class PrioritizedSampling:
         # lookahead) and, for frame storage, the oldest whose history was overwritten.
         valid = np.zeros(s.T, bool)
         valid[(replay.oldest_row + replay.valid_offsets()) % s.T] = True
-        touched = np.unique(np.concatenate([rows, (rows - replay.n_step) % s.T,
-                                            (rows[-1] + 1 + np.arange(s.history)) % s.T]))
+        touched = np.unique(
+            np.concatenate(
+                [rows, (rows - replay.n_step) % s.T, (rows[-1] + 1 + np.arange(s.history)) % s.T]
+            )
+        )
         ids = (touched[:, None] * s.B + cols[None, :]).reshape(-1)
         now_valid = np.repeat(valid[touched], s.B)
         was_zero = self.tree.get(ids) == 0
-        new = np.where(now_valid, np.where(was_zero, self.max_priority ** self.alpha,
-                                           self.tree.get(ids)), 0.0)
+        new = np.where(
+            now_valid, np.where(was_zero, self.max_priority**self.alpha, self.tree.get(ids)), 0.0
+        )
         self.tree.update(ids, new)
 
     def on_reveal(self, replay: "Replay", added: np.ndarray, removed: np.ndarray) -> None:
@@ -93,7 +98,7 @@ class PrioritizedSampling:
         if self.tree is None:
             self.tree = SumTree(s.T * s.B)
         cols = np.arange(s.B)
-        for rows, value in ((removed, 0.0), (added, self.max_priority ** self.alpha)):
+        for rows, value in ((removed, 0.0), (added, self.max_priority**self.alpha)):
             ids = (rows[:, None] * s.B + cols[None, :]).reshape(-1)
             self.tree.update(ids, np.full(len(ids), value))
 
@@ -109,12 +114,15 @@ class PrioritizedSampling:
         assert self.tree is not None
         priorities = np.abs(td_errors) + self.eps
         self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.tree.update(ids, priorities ** self.alpha)
+        self.tree.update(ids, priorities**self.alpha)
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.bit_generator.state, "beta": self.beta,
-                "max_priority": self.max_priority,
-                "tree": None if self.tree is None else self.tree.nodes.copy()}
+        return {
+            "rng": self.rng.bit_generator.state,
+            "beta": self.beta,
+            "max_priority": self.max_priority,
+            "tree": None if self.tree is None else self.tree.nodes.copy(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
@@ -129,8 +137,14 @@ class Replay:
     n-step returns computed at sample time: a termination stops the sum with no bootstrap,
     a truncation stops it and bootstraps from the sampler's V(true final observation)."""
 
-    def __init__(self, storage: RowStorage, sampling: UniformSampling | PrioritizedSampling,
-                 n_step: int = 1, gamma: float = 0.99, reserve_rows: int = 0):
+    def __init__(
+        self,
+        storage: RowStorage,
+        sampling: UniformSampling | PrioritizedSampling,
+        n_step: int = 1,
+        gamma: float = 0.99,
+        reserve_rows: int = 0,
+    ):
         if not isinstance(n_step, int) or n_step < 1:
             raise ValueError(f"n_step must be an integer >= 1, got {n_step!r}")
         if not 0 <= reserve_rows < storage.T:
@@ -185,8 +199,7 @@ class Replay:
         before = self._valid_rows(self.visible_rows or 0)
         self.visible_rows = rows_written
         after = self._valid_rows(rows_written)
-        self.sampling.on_reveal(self, np.setdiff1d(after, before),
-                                np.setdiff1d(before, after))
+        self.sampling.on_reveal(self, np.setdiff1d(after, before), np.setdiff1d(before, after))
 
     def valid_offsets(self) -> np.ndarray:
         return np.arange(*self.valid_range())
@@ -209,8 +222,10 @@ class Replay:
     def sample(self, batch_size: int) -> ReplayBatch:
         with self.lock:
             if len(self) == 0:
-                raise ValueError("replay holds no sampleable transitions yet (each needs "
-                                 f"{self.n_step} later steps stored)")
+                raise ValueError(
+                    "replay holds no sampleable transitions yet (each needs "
+                    f"{self.n_step} later steps stored)"
+                )
             ids, weights = self.sampling.sample(self, batch_size)
             return self.batch(ids, weights)
 
@@ -220,7 +235,7 @@ class Replay:
         n = len(ids)
         ret = np.zeros(n, np.float64)
         discount = np.ones(n, np.float64)
-        open_ = np.ones(n, bool)           # still summing rewards
+        open_ = np.ones(n, bool)  # still summing rewards
         known = np.zeros(n, bool)
         known_value = np.zeros(n, np.float32)
         next_rows = rows + self.n_step
@@ -255,10 +270,14 @@ class Replay:
         with self.lock:  # a shared storage keeps changing: copy it while it holds still
             storage = self.storage.state_dict()
             if self.storage._shared is not None:
-                storage = {k: v.copy() if isinstance(v, np.ndarray) else v
-                           for k, v in storage.items()}
-        return {"storage": storage, "sampling": self.sampling.state_dict(),
-                "visible_rows": self.visible_rows}
+                storage = {
+                    k: v.copy() if isinstance(v, np.ndarray) else v for k, v in storage.items()
+                }
+        return {
+            "storage": storage,
+            "sampling": self.sampling.state_dict(),
+            "visible_rows": self.visible_rows,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         with self.lock:

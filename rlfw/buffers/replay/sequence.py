@@ -5,6 +5,7 @@ of one column starting at a row whose index is a multiple of ``period`` (so sequ
 overlap by ``length - period`` rows); it carries the state the sampler held at its first
 row and every episode start inside it, where the learner resets the state as the sampler
 did. Sequences are drawn uniformly or by priority (``alpha > 0``: P ∝ p^α)."""
+
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
@@ -27,10 +28,10 @@ class SequenceBatch(NamedTuple):
     terminated: torch.Tensor
     truncated: torch.Tensor
     bootstrap_value: torch.Tensor
-    episode_start: torch.Tensor   # [L, N]: the state restarts from zeros before this step
-    initial_state: torch.Tensor   # [N, S]: the sampler's state before the first step
-    weight: torch.Tensor          # [N] importance weights (1 for uniform)
-    index: np.ndarray             # [N] sequence ids, for priority updates
+    episode_start: torch.Tensor  # [L, N]: the state restarts from zeros before this step
+    initial_state: torch.Tensor  # [N, S]: the sampler's state before the first step
+    weight: torch.Tensor  # [N] importance weights (1 for uniform)
+    index: np.ndarray  # [N] sequence ids, for priority updates
 
 
 class SequenceWriter:
@@ -50,8 +51,9 @@ class SequenceWriter:
 
     def append(self, samples: Samples) -> np.ndarray:
         if samples.agent_state is None:
-            raise ValueError("sequence replay needs samples from a recurrent agent "
-                             "(samples.agent_state is None)")
+            raise ValueError(
+                "sequence replay needs samples from a recurrent agent (samples.agent_state is None)"
+            )
         s = self.storage
         previous = s.last_done[0].copy()
         rows = s.append(samples)
@@ -69,21 +71,32 @@ class SequenceReplay:
     ``reserve_rows`` another process may write up to that many rows ahead (``writer``);
     ``reveal(rows_written)`` then tells sampling which rows it may use."""
 
-    def __init__(self, storage: RowStorage, state_size: int, length: int, period: int,
-                 alpha: float = 0.0, beta: float = 0.4, eps: float = 1e-6, seed: int = 0,
-                 reserve_rows: int = 0):
+    def __init__(
+        self,
+        storage: RowStorage,
+        state_size: int,
+        length: int,
+        period: int,
+        alpha: float = 0.0,
+        beta: float = 0.4,
+        eps: float = 1e-6,
+        seed: int = 0,
+        reserve_rows: int = 0,
+    ):
         if not 1 <= period <= length:
             raise ValueError(f"period must be in [1, length={length}], got {period}")
         window = storage.T - reserve_rows
         if storage.T % period or reserve_rows % period or window < 2 * length:
-            raise ValueError(f"replay rows per column ({storage.T}, {reserve_rows} of them "
-                             f"reserved) must be multiples of period={period}, leaving at "
-                             f"least 2 x length={length}")
+            raise ValueError(
+                f"replay rows per column ({storage.T}, {reserve_rows} of them "
+                f"reserved) must be multiples of period={period}, leaving at "
+                f"least 2 x length={length}"
+            )
         self.storage, self.length, self.period = storage, length, period
         self.window = window
         self.alpha, self.beta, self.eps = alpha, beta, eps
         self.writer = SequenceWriter(storage, state_size)
-        self.slots = storage.T // period       # sequence starts per column
+        self.slots = storage.T // period  # sequence starts per column
         self.tree = SumTree(self.slots * storage.B)
         self.max_priority = 1.0
         self.rng = np.random.default_rng(seed)
@@ -119,7 +132,7 @@ class SequenceReplay:
         new = new[new >= oldest(after)]
         # out of the window now, not before
         gone = starts(oldest(before), oldest(after))
-        for absolute, value in ((gone, 0.0), (new, self.max_priority ** self.alpha)):
+        for absolute, value in ((gone, 0.0), (new, self.max_priority**self.alpha)):
             ids = ((absolute % T // self.period)[:, None] * B + cols[None, :]).reshape(-1)
             self.tree.update(ids, np.full(len(ids), value))
 
@@ -140,14 +153,17 @@ class SequenceReplay:
     def batch(self, ids: np.ndarray, weights: np.ndarray | None = None) -> SequenceBatch:
         s = self.storage
         start, cols = ids // s.B * self.period, ids % s.B
-        rows = (start[None, :] + np.arange(self.length)[:, None]) % s.T   # [L, N]
+        rows = (start[None, :] + np.arange(self.length)[:, None]) % s.T  # [L, N]
         cols_lt = np.broadcast_to(cols, rows.shape)
         episode_start = s.episode_start[rows, cols_lt].copy()
         episode_start[0] = False  # the stored initial state is already the reset one
         weights = np.ones(len(ids), np.float32) if weights is None else weights
         return SequenceBatch(
-            observation=torch.from_numpy(s.observations(rows.reshape(-1), cols_lt.reshape(-1))
-                                         .reshape(rows.shape + self.obs_shape)),
+            observation=torch.from_numpy(
+                s.observations(rows.reshape(-1), cols_lt.reshape(-1)).reshape(
+                    rows.shape + self.obs_shape
+                )
+            ),
             action=torch.from_numpy(s.action[rows, cols_lt]),
             reward=torch.from_numpy(s.reward[rows, cols_lt]),
             terminated=torch.from_numpy(s.terminated[rows, cols_lt]),
@@ -156,22 +172,29 @@ class SequenceReplay:
             episode_start=torch.from_numpy(episode_start),
             initial_state=torch.from_numpy(s.agent_state[start % s.T, cols].copy()),
             weight=torch.from_numpy(np.asarray(weights, np.float32)),
-            index=ids)
+            index=ids,
+        )
 
     def update_priorities(self, ids: np.ndarray, priorities: np.ndarray) -> None:
         """Sequence priorities (R2D2: η max|δ| + (1 - η) mean|δ|, made by the learner)."""
         priorities = np.abs(priorities) + self.eps
         self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.tree.update(ids, priorities ** self.alpha)
+        self.tree.update(ids, priorities**self.alpha)
 
     # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict:
         with self.lock:  # a shared storage keeps changing: copy it while it holds still
-            storage = {k: v.copy() if isinstance(v, np.ndarray) else v
-                       for k, v in self.storage.state_dict().items()}
-        return {"storage": storage, "tree": self.tree.nodes.copy(),
-                "max_priority": self.max_priority, "rng": self.rng.bit_generator.state,
-                "visible_rows": self.visible_rows}
+            storage = {
+                k: v.copy() if isinstance(v, np.ndarray) else v
+                for k, v in self.storage.state_dict().items()
+            }
+        return {
+            "storage": storage,
+            "tree": self.tree.nodes.copy(),
+            "max_priority": self.max_priority,
+            "rng": self.rng.bit_generator.state,
+            "visible_rows": self.visible_rows,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         with self.lock:

@@ -1,4 +1,5 @@
 """Ring-buffer storage of ``[T, B]`` sampler rows for replay, full or frame-deduplicated."""
+
 from __future__ import annotations
 
 import warnings
@@ -22,9 +23,16 @@ class RowStorage:
     keeps a reader from seeing a half-written batch). Pickled, it travels by handle.
     """
 
-    def __init__(self, capacity: int, batch_B: int, obs_shape: tuple[int, ...],
-                 obs_dtype: np.dtype, action_shape: tuple[int, ...], action_dtype: np.dtype,
-                 shared: bool = False):
+    def __init__(
+        self,
+        capacity: int,
+        batch_B: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: np.dtype,
+        action_shape: tuple[int, ...],
+        action_dtype: np.dtype,
+        shared: bool = False,
+    ):
         self._shared: dict[str, torch.Tensor] | None = {} if shared else None
         if capacity < batch_B:
             raise ValueError(f"replay capacity {capacity} is smaller than batch_B={batch_B}")
@@ -170,7 +178,8 @@ class FrameStorage(RowStorage):
                 f"observations of shape {tuple(obs.shape[2:])} are not a stack of frames "
                 "(each one the previous shifted by one frame, an episode's first one its "
                 "reset frame repeated, as gymnasium's FrameStackObservation makes them): "
-                "frame-deduplicated replay would rebuild them wrong; set frame_dedup=False")
+                "frame-deduplicated replay would rebuild them wrong; set frame_dedup=False"
+            )
         rows = super().append(samples)
         self.episode_start[rows] = starts
         self._previous_done = done[-1].copy()
@@ -193,8 +202,9 @@ class FrameStorage(RowStorage):
         return self.frames[window % self.T, cols[:, None]]
 
 
-def frames_are_stacked(observation: np.ndarray, episode_start: np.ndarray,
-                       previous: np.ndarray | None = None) -> bool:
+def frames_are_stacked(
+    observation: np.ndarray, episode_start: np.ndarray, previous: np.ndarray | None = None
+) -> bool:
     """Whether ``[T, B, S, ...]`` observations are frame stacks: within an episode each is
     the one before shifted by one frame (``previous``: the row before the batch, if
     known); an episode's first is its newest frame repeated S times."""
@@ -205,17 +215,22 @@ def frames_are_stacked(observation: np.ndarray, episode_start: np.ndarray,
     padded = (observation == newest).reshape(starts.shape + (-1,)).all(-1)
     if not padded[starts].all():
         return False
-    before = observation[:-1] if previous is None else np.concatenate(
-        [previous[None], observation[:-1]])
+    before = (
+        observation[:-1] if previous is None else np.concatenate([previous[None], observation[:-1]])
+    )
     later = observation[1:] if previous is None else observation
     shifted = (later[:, :, :-1] == before[:, :, 1:]).reshape(later.shape[:2] + (-1,)).all(-1)
-    return bool(shifted[~starts[len(starts) - len(later):]].all())
+    return bool(shifted[~starts[len(starts) - len(later) :]].all())
 
 
 def warn_if_too_big(n_bytes: int, what: str) -> None:
     """Warn, before allocating, when ``n_bytes`` exceeds the memory available now."""
     available = psutil.virtual_memory().available
     if n_bytes > available:
-        warnings.warn(f"{what} needs {n_bytes / 2**30:.1f} GiB but only "
-                      f"{available / 2**30:.1f} GiB is available: expect swapping or an "
-                      "out-of-memory kill; lower the capacity", ResourceWarning, stacklevel=3)
+        warnings.warn(
+            f"{what} needs {n_bytes / 2**30:.1f} GiB but only "
+            f"{available / 2**30:.1f} GiB is available: expect swapping or an "
+            "out-of-memory kill; lower the capacity",
+            ResourceWarning,
+            stacklevel=3,
+        )

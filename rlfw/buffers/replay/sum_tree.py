@@ -1,4 +1,5 @@
 """Sum-tree over leaf priorities: O(log N) proportional sampling and batched updates."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,6 +62,6 @@ class SumTree:
         return leaves
 
     def _nearest_positive(self, leaves: np.ndarray) -> np.ndarray:
-        positive = np.flatnonzero(self.nodes[self.size:self.size + self.n_leaves] > 0)
+        positive = np.flatnonzero(self.nodes[self.size : self.size + self.n_leaves] > 0)
         pos = np.clip(np.searchsorted(positive, leaves), 0, len(positive) - 1)
         return positive[pos]

@@ -1,5 +1,6 @@
 """The one place where samplers write ``Samples.bootstrap_value``: V(true final obs) for
 truncated steps and V(next obs) at the batch's open end; terminated steps keep 0."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,17 +10,23 @@ from rlfw.agents.base import Agent, AgentState
 from rlfw.buffers import Samples
 
 
-def bootstrap_truncated(buf: Samples, t: int, slots: np.ndarray | torch.Tensor | list[int],
-                        final_obs: np.ndarray | torch.Tensor, agent: Agent,
-                        state: AgentState = None) -> None:
+def bootstrap_truncated(
+    buf: Samples,
+    t: int,
+    slots: np.ndarray | torch.Tensor | list[int],
+    final_obs: np.ndarray | torch.Tensor,
+    agent: Agent,
+    state: AgentState = None,
+) -> None:
     """Value the true final observations of the ``slots`` truncated at step ``t`` (callers
     skip steps where nothing was truncated); ``state``: those slots' recurrent states after
     step ``t``, before the reset."""
     buf.bootstrap_value[t, slots] = agent.value(final_obs, state).float().cpu()
 
 
-def bootstrap_batch_end(buf: Samples, next_obs: np.ndarray | torch.Tensor,
-                        agent: Agent, state: AgentState = None) -> None:
+def bootstrap_batch_end(
+    buf: Samples, next_obs: np.ndarray | torch.Tensor, agent: Agent, state: AgentState = None
+) -> None:
     """Value ``next_obs`` (from the slots' current recurrent ``state``) for slots whose last
     step did not end an episode (a truncated last step already holds the value of its own
     final observation)."""

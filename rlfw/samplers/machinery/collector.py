@@ -1,5 +1,6 @@
 """The rollout loop: a group of env slots, their noise streams, an agent, and the buffer
 columns they fill. The serial sampler runs one; each parallel-CPU worker runs its own."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,8 +52,9 @@ class Collector:
             if result.final_obs:
                 idx = sorted(result.final_obs)
                 final = np.stack([result.final_obs[i] for i in idx])
-                bootstrap_truncated(buf, t, idx, final, agent,
-                                    None if state is None else state[idx])
+                bootstrap_truncated(
+                    buf, t, idx, final, agent, None if state is None else state[idx]
+                )
             if state is not None:
                 reset_states(state, result.terminated | result.truncated)
             episodes.extend(result.episodes)
@@ -61,8 +63,11 @@ class Collector:
         return episodes
 
     def state_dict(self) -> dict:
-        return {"group": self.group.state_dict(), "noise": self.noise.state(),
-                "agent_state": None if self.state is None else self.state.clone()}
+        return {
+            "group": self.group.state_dict(),
+            "noise": self.noise.state(),
+            "agent_state": None if self.state is None else self.state.clone(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.group.load_state_dict(state["group"])

@@ -1,5 +1,6 @@
 """A group of env slots stepped together with same-step reset; used by every sampler
 (the serial sampler holds one group, a parallel worker holds one per process)."""
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -32,8 +33,13 @@ class EnvGroup:
     ``final_obs`` so the sampler can bootstrap from it (terminated ones need none).
     """
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], slots: Sequence[int], seed: int,
-                 train: bool = True):
+    def __init__(
+        self,
+        env_factory: Callable[[bool], gym.Env],
+        slots: Sequence[int],
+        seed: int,
+        train: bool = True,
+    ):
         self.slots = list(slots)
         self.seed = seed
         self.train = train

@@ -1,4 +1,5 @@
 """Evaluation episodes on separate envs, shared by all samplers, bounded in time."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,20 +42,33 @@ class Evaluator:
     disturbs the training streams and is itself reproducible.
     """
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], n_envs: int, seed: int,
-                 n_workers: int = 0, start_method: str = DEFAULT_START_METHOD):
+    def __init__(
+        self,
+        env_factory: Callable[[bool], gym.Env],
+        n_envs: int,
+        seed: int,
+        n_workers: int = 0,
+        start_method: str = DEFAULT_START_METHOD,
+    ):
         check_positive(n_eval_envs=n_envs)
         if n_workers:  # envs in their own processes; the master only runs inference
             from rlfw.samplers.machinery.process_env_group import ProcessEnvGroup
 
             self.group: EnvGroup | ProcessEnvGroup = ProcessEnvGroup(
-                env_factory, n_envs, seed, min(n_workers, n_envs), start_method=start_method)
+                env_factory, n_envs, seed, min(n_workers, n_envs), start_method=start_method
+            )
         else:
             self.group = EnvGroup(env_factory, range(n_envs), seed, train=False)
         self.seed = seed
 
-    def run(self, agent: Agent, n_episodes: int, greedy: bool = True, call_index: int = 0,
-            limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+    def run(
+        self,
+        agent: Agent,
+        n_episodes: int,
+        greedy: bool = True,
+        call_index: int = 0,
+        limits: EvalLimits = EvalLimits(),
+    ) -> list[EpisodeInfo]:
         check_positive(n_episodes=n_episodes)
         limits.validate()
         n_envs = len(self.group.slots)
@@ -62,8 +76,9 @@ class Evaluator:
         cap = limits.max_episode_steps or np.iinfo(np.int64).max
         budget = limits.max_steps or np.iinfo(np.int64).max
         obs = self.group.reset(round_index=call_index)
-        noise = SlotNoise.for_agent(agent, self.seed, EVAL_NOISE,
-                                    [call_index * n_envs + i for i in range(n_envs)])
+        noise = SlotNoise.for_agent(
+            agent, self.seed, EVAL_NOISE, [call_index * n_envs + i for i in range(n_envs)]
+        )
         was_greedy = agent.greedy
         agent.greedy = greedy
         # One intra-op thread: a batch of a few observations gains nothing from more, and
@@ -71,8 +86,16 @@ class Evaluator:
         with torch_threads(1):
             return self._play(agent, obs, noise, quota, cap, budget, was_greedy)
 
-    def _play(self, agent: Agent, obs, noise: SlotNoise, quota: np.ndarray, cap: int,
-              budget: int, was_greedy: bool) -> list[EpisodeInfo]:
+    def _play(
+        self,
+        agent: Agent,
+        obs,
+        noise: SlotNoise,
+        quota: np.ndarray,
+        cap: int,
+        budget: int,
+        was_greedy: bool,
+    ) -> list[EpisodeInfo]:
         n_envs = len(quota)
         done_count = np.zeros(n_envs, int)
         ep_return, ep_steps = np.zeros(n_envs), np.zeros(n_envs, int)
@@ -85,8 +108,10 @@ class Evaluator:
                 if not active.any():
                     break
                 if steps >= budget:  # cut what is running; unplayed episodes stay unplayed
-                    episodes += [EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True)
-                                 for i in np.flatnonzero(active & (ep_steps > 0))]
+                    episodes += [
+                        EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True)
+                        for i in np.flatnonzero(active & (ep_steps > 0))
+                    ]
                     break
                 step = agent.step(obs, noise.draw(), None, state)
                 state = step.state
@@ -122,18 +147,26 @@ class EvaluationSeries:
     workers cost nothing until asked for), and call k plays reseeded round k, so a resumed
     run evaluates as an uninterrupted one when ``calls`` is restored from its checkpoint."""
 
-    def __init__(self, env_factory, n_envs: int, seed: int, n_workers: int = 0,
-                 start_method: str = DEFAULT_START_METHOD):
+    def __init__(
+        self,
+        env_factory,
+        n_envs: int,
+        seed: int,
+        n_workers: int = 0,
+        start_method: str = DEFAULT_START_METHOD,
+    ):
         self.env_factory, self.n_envs = env_factory, n_envs
         self.seed, self.n_workers, self.start_method = seed, n_workers, start_method
         self.calls = 0
         self._evaluator: Evaluator | None = None
 
-    def run(self, agent: Agent, n_episodes: int, greedy: bool = True,
-            limits: EvalLimits = EvalLimits()) -> list[EpisodeInfo]:
+    def run(
+        self, agent: Agent, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
+    ) -> list[EpisodeInfo]:
         if self._evaluator is None:
-            self._evaluator = Evaluator(self.env_factory, self.n_envs, self.seed,
-                                        self.n_workers, self.start_method)
+            self._evaluator = Evaluator(
+                self.env_factory, self.n_envs, self.seed, self.n_workers, self.start_method
+            )
         episodes = self._evaluator.run(agent, n_episodes, greedy, self.calls, limits)
         self.calls += 1
         return episodes

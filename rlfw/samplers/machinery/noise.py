@@ -1,4 +1,5 @@
 """Action noise from one RNG stream per env slot (see ``rlfw.agents.distributions``)."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -16,13 +17,19 @@ class SlotNoise:
     matrix, resampled every ``sde_sample_freq`` steps): step ``i`` of the stream, counted
     from its start, gets fresh draw ``i // hold``, wherever batches begin and end."""
 
-    def __init__(self, seed: int, purpose: int, slots: Sequence[int], shape: tuple[int, ...],
-                 kind: str, hold: int = 1):
+    def __init__(
+        self,
+        seed: int,
+        purpose: int,
+        slots: Sequence[int],
+        shape: tuple[int, ...],
+        kind: str,
+        hold: int = 1,
+    ):
         if kind not in ("uniform", "normal"):
             raise ValueError(f"noise kind {kind!r} unknown; choose 'uniform' or 'normal'")
         if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
-            raise ValueError(f"noise hold must be an int >= 1 (steps per fresh draw), "
-                             f"got {hold!r}")
+            raise ValueError(f"noise hold must be an int >= 1 (steps per fresh draw), got {hold!r}")
         self.generators = [slot_generator(seed, purpose, slot) for slot in slots]
         self.shape = tuple(shape)
         self.kind = kind
@@ -31,8 +38,7 @@ class SlotNoise:
         self.held: np.ndarray | None = None  # the draw in use, ``[n_slots, *shape]``
 
     @classmethod
-    def for_agent(cls, agent: Any, seed: int, purpose: int, slots: Sequence[int]
-                  ) -> "SlotNoise":
+    def for_agent(cls, agent: Any, seed: int, purpose: int, slots: Sequence[int]) -> "SlotNoise":
         """The stream of the noise ``agent.step`` takes (its shape, kind and hold)."""
         return cls(seed, purpose, slots, agent.noise_shape, agent.noise_kind, agent.noise_hold)
 
@@ -78,9 +84,11 @@ class SlotNoise:
     def set_state(self, state: list[dict] | dict) -> None:
         held = isinstance(state, dict)
         if held != (self.hold > 1):
-            raise ValueError(f"noise state {'with' if held else 'without'} held draws does not "
-                             f"fit a stream with hold={self.hold}: the run that saved it "
-                             "sampled its noise differently")
+            raise ValueError(
+                f"noise state {'with' if held else 'without'} held draws does not "
+                f"fit a stream with hold={self.hold}: the run that saved it "
+                "sampled its noise differently"
+            )
         for g, s in zip(self.generators, state["generators"] if held else state):
             g.bit_generator.state = s
         if held:

@@ -2,6 +2,7 @@
 alternating, queue): the worker count and pinning, the start method, the pool's lifecycle,
 and checkpoint state made of each worker's part plus the master's noise streams (and, where
 the master runs the agent, every slot's recurrent state)."""
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -31,12 +32,22 @@ class ParallelSamplerBase(SamplerBase):
     it made beside the pool. Streams the master draws action noise from go in
     ``self.noise`` so that they travel with checkpoints."""
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], batch_T: int, batch_B: int,
-                 seed: int = 0, n_workers: int | None = None, n_eval_envs: int = 4,
-                 pin_cpus: bool | Sequence[int] = False, start_method: str = DEFAULT_START_METHOD,
-                 debug: bool = False, n_eval_workers: int = 0):
-        super().__init__(env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers,
-                         start_method)
+    def __init__(
+        self,
+        env_factory: Callable[[bool], gym.Env],
+        batch_T: int,
+        batch_B: int,
+        seed: int = 0,
+        n_workers: int | None = None,
+        n_eval_envs: int = 4,
+        pin_cpus: bool | Sequence[int] = False,
+        start_method: str = DEFAULT_START_METHOD,
+        debug: bool = False,
+        n_eval_workers: int = 0,
+    ):
+        super().__init__(
+            env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers, start_method
+        )
         self.n_workers = n_workers if n_workers is not None else default_workers(batch_B)
         self.pin_cpus = pin_cpus
         self.pool: WorkerPool | None = None

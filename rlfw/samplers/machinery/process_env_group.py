@@ -1,6 +1,7 @@
 """ProcessEnvGroup: the ``EnvGroup`` interface with the envs split over worker processes, so
 evaluation steps its envs on other cores while the master only runs batched inference
 (instead of serializing everything on the master's core while sampler workers idle)."""
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -30,8 +31,13 @@ def _group_worker(conn, env_factory, slots: range, seed: int, train: bool) -> No
             if command == "step":
                 actions, active = payload
                 r = group.step(actions, active)
-                return (r.next_obs.copy(), r.reward.copy(), r.terminated.copy(),
-                        r.truncated.copy(), r.episodes)
+                return (
+                    r.next_obs.copy(),
+                    r.reward.copy(),
+                    r.terminated.copy(),
+                    r.truncated.copy(),
+                    r.episodes,
+                )
             if command == "reset_slot":
                 group.reset_slot(payload)
                 return group.result.next_obs[payload].copy()
@@ -46,12 +52,20 @@ class ProcessEnvGroup:
     """Env slots ``range(n)`` stepped by ``n_workers`` processes; same seeds, same results
     and same ``StepResult`` as an in-process ``EnvGroup`` of those slots."""
 
-    def __init__(self, env_factory: Callable[[bool], gym.Env], n: int, seed: int,
-                 n_workers: int, train: bool = False, start_method: str = DEFAULT_START_METHOD):
+    def __init__(
+        self,
+        env_factory: Callable[[bool], gym.Env],
+        n: int,
+        seed: int,
+        n_workers: int,
+        train: bool = False,
+        start_method: str = DEFAULT_START_METHOD,
+    ):
         self.slots = list(range(n))
         self.parts = split_slots(n, n_workers)
-        self.pool = WorkerPool(_group_worker, [(env_factory, part, seed, train)
-                                               for part in self.parts], start_method)
+        self.pool = WorkerPool(
+            _group_worker, [(env_factory, part, seed, train) for part in self.parts], start_method
+        )
         probe = env_factory(train)
         try:
             space = probe.observation_space
@@ -66,8 +80,9 @@ class ProcessEnvGroup:
 
     def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
         active = np.ones(len(self.slots), bool) if active is None else np.asarray(active)
-        answers = self.pool.call("step", [(actions[p.start:p.stop], active[p.start:p.stop])
-                                          for p in self.parts])
+        answers = self.pool.call(
+            "step", [(actions[p.start : p.stop], active[p.start : p.stop]) for p in self.parts]
+        )
         r = self.result
         r.episodes = []
         for part, (obs, reward, terminated, truncated, episodes) in zip(self.parts, answers):

@@ -1,4 +1,5 @@
 """Env steps per second of a sampler, for picking the fastest one on a machine."""
+
 from __future__ import annotations
 
 import time

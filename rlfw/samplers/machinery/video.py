@@ -1,5 +1,6 @@
 """Videos of an agent: episodes played on one rendering eval env, each streamed into
 ``FOLDER/<prefix>episode-<k>-return-<R>.mp4`` (the first also as a small GIF)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,9 @@ class VideoSink:
         self.video.add(rgb)
 
     def end(self, episode_return: float, length: int, cut: bool = False) -> None:
-        name = (f"{self.prefix}episode-{len(self.written):02d}-return-{episode_return:.1f}"
-                + ("-cut" if cut else ""))
+        name = f"{self.prefix}episode-{len(self.written):02d}-return-{episode_return:.1f}" + (
+            "-cut" if cut else ""
+        )
         self.written.append(self.video.finish(re.sub(r"[^A-Za-z0-9_.+-]", "_", name)))
         self.video = None
 
@@ -52,15 +54,23 @@ def frames_per_second(env_factory: EnvFactory) -> float:
     return fps / env_factory.atari.frame_skip if is_atari(env_factory.env_id) else fps
 
 
-def record_episodes(agent: Agent, env_factory: EnvFactory, folder: str, n_episodes: int,
-                    greedy: bool, seed: int, limits: EvalLimits = EvalLimits(),
-                    prefix: str = "") -> tuple[np.ndarray, list[list[str]]]:
+def record_episodes(
+    agent: Agent,
+    env_factory: EnvFactory,
+    folder: str,
+    n_episodes: int,
+    greedy: bool,
+    seed: int,
+    limits: EvalLimits = EvalLimits(),
+    prefix: str = "",
+) -> tuple[np.ndarray, list[list[str]]]:
     """Play ``n_episodes`` with ``agent`` on one rendering eval env (seeded as evaluation
     envs are) and write a video of each; returns their returns and the files per episode."""
     imageio_module()  # the install hint before anything is played
     if not isinstance(env_factory, EnvFactory):
-        raise ValueError(f"videos need envs made by name (an EnvFactory), got "
-                         f"{type(env_factory).__name__}")
+        raise ValueError(
+            f"videos need envs made by name (an EnvFactory), got {type(env_factory).__name__}"
+        )
     # Headless rendering: pygame (classic control) otherwise probes for a display and audio.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")

@@ -7,6 +7,7 @@ parent never waits without a timeout: while blocked it keeps checking that every
 alive, so one that raises or is killed surfaces as ``WorkerError`` within about ``POLL_S``
 seconds. Every sampler process in rlfw is started, watched and stopped by ``WorkerPool``.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp  # start methods, process types
@@ -22,9 +23,9 @@ import torch.multiprocessing as tmp  # its contexts share tensors by handle
 
 from rlfw.utils.checks import check_positive
 
-POLL_S = 0.2          # liveness check period while waiting on workers
-JOIN_S = 3.0          # grace period for workers to exit on close before they are killed
-CLOSED = "closed"     # what a handler returns when it saw 'close' itself: exit, no answer
+POLL_S = 0.2  # liveness check period while waiting on workers
+JOIN_S = 3.0  # grace period for workers to exit on close before they are killed
+CLOSED = "closed"  # what a handler returns when it saw 'close' itself: exit, no answer
 # Workers fork from a server that imported torch once: a spawned interpreter spends ~2 s of
 # CPU importing it per worker. Spawn where the platform has no forkserver.
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
@@ -52,8 +53,9 @@ def process_context(start_method: str):
     """torch.multiprocessing's context for ``start_method`` (checked); a forkserver gets
     rlfw's samplers preloaded."""
     if start_method not in mp.get_all_start_methods():
-        raise ValueError(f"start method {start_method!r} unknown; choose from "
-                         f"{mp.get_all_start_methods()}")
+        raise ValueError(
+            f"start method {start_method!r} unknown; choose from {mp.get_all_start_methods()}"
+        )
     ctx = tmp.get_context(start_method)
     if start_method == "forkserver":
         ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
@@ -85,8 +87,10 @@ def _nothing() -> None:
     pass
 
 
-def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any], Any],
-                                                          Callable[[], None]]]) -> None:
+def serve(
+    conn: Connection,
+    make_handler: Callable[[], tuple[Callable[[str, Any], Any], Callable[[], None]]],
+) -> None:
     """The worker's main: build the handler (envs, agent...), then answer commands until
     'close' or until the parent goes away. A failure while building or handling is sent to
     the parent as a traceback, after which the worker exits."""
@@ -111,8 +115,12 @@ def serve(conn: Connection, make_handler: Callable[[], tuple[Callable[[str, Any]
     except BaseException:
         try:
             name = process_label(mp.current_process().name)
-            conn.send(("error", f"{name} (pid {os.getpid()}) raised an exception:\n"
-                                f"{traceback.format_exc()}"))
+            conn.send(
+                (
+                    "error",
+                    f"{name} (pid {os.getpid()}) raised an exception:\n{traceback.format_exc()}",
+                )
+            )
         except (OSError, ValueError):
             pass
     finally:
@@ -138,8 +146,9 @@ def split_slots(batch_B: int, n_workers: int) -> list[range]:
     """Contiguous slot ranges, sizes differing by at most one."""
     check_positive(n_workers=n_workers)
     if n_workers > batch_B:
-        raise ValueError(f"n_workers={n_workers} exceeds batch_B={batch_B}: each worker "
-                         "needs at least one env")
+        raise ValueError(
+            f"n_workers={n_workers} exceeds batch_B={batch_B}: each worker needs at least one env"
+        )
     base, extra = divmod(batch_B, n_workers)
     bounds, start = [], 0
     for w in range(n_workers):
@@ -181,10 +190,15 @@ class WorkerPool:
     processes that start children of their own needs ``daemon=False`` (daemons cannot) and
     may need a longer ``grace_s`` to stop them on close."""
 
-    def __init__(self, target: Callable, args_per_worker: Sequence[tuple],
-                 start_method: str = DEFAULT_START_METHOD,
-                 label: Callable[[int], str] = lambda i: f"sampler worker {i}",
-                 daemon: bool = True, grace_s: float = JOIN_S):
+    def __init__(
+        self,
+        target: Callable,
+        args_per_worker: Sequence[tuple],
+        start_method: str = DEFAULT_START_METHOD,
+        label: Callable[[int], str] = lambda i: f"sampler worker {i}",
+        daemon: bool = True,
+        grace_s: float = JOIN_S,
+    ):
         self.ctx = process_context(start_method)
         self.conns: list[Connection] = []
         self.procs: list[mp.process.BaseProcess] = []
@@ -196,8 +210,12 @@ class WorkerPool:
             for i, args in enumerate(args_per_worker):
                 parent, child = self.ctx.Pipe()
                 self.labels.append(label(i))
-                proc = self.ctx.Process(target=target, args=(child, *args), daemon=daemon,
-                                        name=process_name(self.labels[-1]))
+                proc = self.ctx.Process(
+                    target=target,
+                    args=(child, *args),
+                    daemon=daemon,
+                    name=process_name(self.labels[-1]),
+                )
                 proc.start()
                 child.close()
                 self.conns.append(parent)
@@ -228,8 +246,10 @@ class WorkerPool:
 
     def _check_open(self) -> None:
         if self.closed:
-            raise WorkerError("the sampler workers were stopped (after a failure or close()); "
-                              "close and initialize the sampler again")
+            raise WorkerError(
+                "the sampler workers were stopped (after a failure or close()); "
+                "close and initialize the sampler again"
+            )
 
     def receive(self, worker: int) -> Any:
         """Block (with liveness checks) for worker ``worker``'s answer."""
@@ -267,8 +287,10 @@ class WorkerPool:
     def load_states(self, states: Sequence[Any]) -> None:
         """Send each worker its part of a checkpoint (one state per worker)."""
         if len(states) != len(self):
-            raise ValueError(f"checkpoint has {len(states)} sampler workers, this sampler "
-                             f"{len(self)}: resume with the same n_workers")
+            raise ValueError(
+                f"checkpoint has {len(states)} sampler workers, this sampler "
+                f"{len(self)}: resume with the same n_workers"
+            )
         self.call("load", states)
 
     def check_alive(self) -> None:
@@ -298,9 +320,11 @@ class WorkerPool:
         how = describe_exit(code)
         hint = ""
         if self.starting and code == 1:
-            hint = ("; it failed while starting (see its traceback above). Under the 'spawn' "
-                    "and 'forkserver' start methods the main script must guard its entry "
-                    "point with `if __name__ == '__main__':`")
+            hint = (
+                "; it failed while starting (see its traceback above). Under the 'spawn' "
+                "and 'forkserver' start methods the main script must guard its entry "
+                "point with `if __name__ == '__main__':`"
+            )
         raise WorkerError(f"{label} (pid {pid}) died: {how}{hint}")
 
     def close(self) -> None:
