@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from rlfw.launch.config import RunConfig, set_argument
+from rlfw.launch.config import RunConfig, flatten, set_argument
 from rlfw.registry import ALGOS
 from rlfw.utils.settings import settings_of, type_name
 
@@ -59,7 +59,7 @@ def _shown(value: Any) -> str:
 def help_config(algo: str, env: str) -> str:
     """``rlfw train --help-config``: every key of the run ``--algo ALGO --env ENV`` builds,
     with its type, default, the preset's value where it differs, its flags and help."""
-    preset = dict(_flat(RunConfig.for_env(env, algo)))
+    preset = dict(flatten(RunConfig.for_env(env, algo).to_dict()))
     lines = [
         f"Config keys of `rlfw train --algo {algo} --env {env}` (set any with --set "
         "KEY=VALUE; * marks where the preset differs from the default):",
@@ -75,16 +75,6 @@ def help_config(algo: str, env: str) -> str:
             head += f"  [{', '.join(doc.flags)}]"
         lines += [head, f"      {' '.join(doc.help.split())}"]
     return "\n".join(lines)
-
-
-def _flat(config: RunConfig) -> list[tuple[str, Any]]:
-    out = []
-    for key, value in vars(config).items():
-        if dataclasses.is_dataclass(value):
-            out += [(f"{key}.{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
-        else:
-            out.append((key, value))
-    return out
 
 
 def reference_markdown() -> str:
