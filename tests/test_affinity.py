@@ -58,7 +58,7 @@ def test_learner_threads_beyond_the_idle_cores_of_a_busy_machine_are_warned_abou
     )  # another run holds one core
     warning = busy_machine_warning(two_cores, learner_threads=2)
     assert "1 other thread(s) running on 2 usable cores" in warning
-    assert "2 torch threads" in warning and "OMP_NUM_THREADS=1" in warning
+    assert "2 torch threads" in warning and "--set torch_threads=1" in warning
     assert busy_machine_warning(two_cores, learner_threads=1) is None
     assert busy_machine_warning(dataclasses.replace(two_cores, busy=0.0), 2) is None
     assert busy_machine_warning(dataclasses.replace(SMT, busy=2.0), 4) is None  # 6 idle
@@ -139,3 +139,43 @@ def test_train_prints_saves_and_pins_by_the_plan(tmp_path, capsys):
     assert saved["n_workers"] == 3 and len(saved["ranks"][0]["worker_cores"]) == 3
     if len(before_cores) < 3:  # this machine: 3 workers cannot each have a core
         assert "more workers than cores" in out and saved["warnings"]
+
+
+def test_learner_threads_follow_the_network_and_the_config_never_the_load():
+    from rlfw.launch.affinity import SMALL_NETWORK_PARAMS, learner_threads
+
+    small = torch.nn.Linear(10, 10)
+    big = torch.nn.Linear(SMALL_NETWORK_PARAMS, 1)
+    assert learner_threads(small, planned=2) == 1
+    assert learner_threads(big, planned=2) == 2
+    assert learner_threads(small, planned=2, chosen=3) == 3
+    assert learner_threads(None, planned=2) == 2  # an agent without a model: the caller's
+
+
+@pytest.mark.parametrize("chosen, expected", [(None, 1), (2, 2)])
+def test_a_run_builds_its_network_under_its_own_thread_count(chosen, expected):
+    """A CartPole network is small: its run takes one torch thread whatever the process
+    had, and builds the same weights as a run started with one thread; torch_threads
+    overrides."""
+    from rlfw.launch.build import build_runner
+    from rlfw.launch.config import RunConfig
+
+    before = torch.get_num_threads()
+    weights = []
+    try:
+        for start in (1, 2):
+            torch.set_num_threads(start)
+            config = RunConfig.for_env("CartPole-v1", "ppo", steps=256, torch_threads=chosen)
+            with build_runner(config, None, progress=False, stdout=False) as runner:
+                assert torch.get_num_threads() == expected
+                weights.append({k: v.clone() for k, v in runner.agent.state_dict().items()})
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_torch_threads_must_be_positive():
+    from rlfw.launch.config import RunConfig
+
+    with pytest.raises(ValueError, match="torch_threads"):
+        RunConfig.for_env("CartPole-v1", "ppo", torch_threads=0).validate()

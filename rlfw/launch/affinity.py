@@ -167,6 +167,28 @@ def plan_affinity(
     return AffinityPlan(machine, len(ranks[0].worker_cores), ranks, warnings)
 
 
+# Below this many parameters a network's products are too small for a second torch thread
+# to pay much: alone, one thread took the same time on PPO CartPole and 6-11% longer on R2D1
+# CartPoleNoVel and DQN MinAtar; beside a second run on 2 cores, two threads each spun while
+# waiting on each other (R2D1 12x slower each), one thread each kept 0.95x or better
+# (experiments/bench/side_by_side.py).
+SMALL_NETWORK_PARAMS = 1_000_000
+
+
+def learner_threads(model: torch.nn.Module | None, planned: int, chosen: int | None = None) -> int:
+    """The learner process's torch threads: ``chosen`` (the run's ``torch_threads``) when
+    set, else one for a network under ``SMALL_NETWORK_PARAMS`` parameters, else
+    ``planned`` (the affinity plan's, or the caller's; also for an agent without a
+    ``model``). A function of the configuration and
+    the network only, never of the load: the thread count can change a run's bits."""
+    if chosen is not None:
+        return chosen
+    if model is None:  # an agent without a model attribute (a plugin's): its caller's
+        return planned
+    size = sum(p.numel() for p in model.parameters())
+    return 1 if size < SMALL_NETWORK_PARAMS else planned
+
+
 def busy_machine_warning(machine: Machine, learner_threads: int) -> str | None:
     """Why ``learner_threads`` torch threads will be slow here, when other work (another
     run, most often) already keeps some of the machine's usable cores busy; else None.
@@ -179,8 +201,9 @@ def busy_machine_warning(machine: Machine, learner_threads: int) -> str | None:
     return (
         f"the machine is already busy ({machine.busy:.0f} other thread(s) running on "
         f"{len(machine.usable)} usable cores) and the learner has {learner_threads} torch "
-        f"threads: they will wait on each other (two runs side by side on 2 cores made "
-        f"R2D1 37x slower); start each run with OMP_NUM_THREADS={idle}"
+        f"threads for its network of a million parameters or more: they will wait on each "
+        f"other; start each run with --set torch_threads={idle} (the thread count is part "
+        "of the run's configuration: it can change its bits)"
     )
 
 

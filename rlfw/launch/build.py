@@ -19,6 +19,7 @@ from rlfw.launch.affinity import (
     AffinityPlan,
     apply_affinity,
     busy_machine_warning,
+    learner_threads,
     plan_affinity,
 )
 from rlfw.launch.config import RunConfig
@@ -189,13 +190,19 @@ def _build_runner(
     # One process alone keeps the torch threads its caller chose; ranks and pinned runs
     # take the plan's (torchrun's default of one thread per rank starves the learner).
     apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)
-    contention = busy_machine_warning(plan.machine, torch.get_num_threads())
-    if contention is not None:
-        plan.warnings.append(contention)
     seed_everything(config.seed)  # model init depends on it: the same on every rank
     env_factory = config.env_factory()
     spaces = EnvSpaces.of(env_factory)
     agent = build_agent(local, spaces)
+    model = getattr(agent, "model", None)
+    threads = learner_threads(model, torch.get_num_threads(), config.torch_threads)
+    if threads != torch.get_num_threads():  # built again under the run's own thread count
+        torch.set_num_threads(threads)
+        seed_everything(config.seed)
+        agent = build_agent(local, spaces)
+    contention = busy_machine_warning(plan.machine, threads)
+    if contention is not None:
+        plan.warnings.append(contention)
     if ranks is not None:
         seed_everything(seed)  # then each rank's global streams are its own
     if config.tune_workers:

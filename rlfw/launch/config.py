@@ -111,6 +111,10 @@ class RunConfig:
     pin_cpus: Annotated[bool, Flag("--pin-cpus", const=True)] = False
     """Pin the learner and each sampler worker to its cores in the affinity plan (printed at
     start, saved as affinity.json)."""
+    torch_threads: int | None = None
+    """Torch threads of the learner process (none: one for a network under a million
+    parameters, else the affinity plan's or the caller's). Set by the configuration and
+    the network, never by the load, since the count can change a run's bits."""
     start_method: str = DEFAULT_START_METHOD
     """How worker processes start: 'forkserver', 'spawn' or 'fork'."""
     world_size: int = 1
@@ -181,6 +185,8 @@ class RunConfig:
         self._check_obs_norm_update(sampler.cls)
         if self.n_workers is not None:
             check_positive(n_workers=self.n_workers)
+        if self.torch_threads is not None:
+            check_positive(torch_threads=self.torch_threads)
         self.schedule.validate()
         if self.schedule.video_every is not None:
             imageio_module()  # the install hint now, not at the first video
