@@ -114,14 +114,16 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
 def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
     """``(flag as typed, config key, value)`` of every config flag the user set, in
     declaration order (an algorithm's field keyed ``ALGO_FIELD + field``)."""
+    flags = config_flags()
     seen, out = set(), []
-    for spec in config_flags():
+    for spec in flags:
         value = getattr(args, spec.dest, UNSET)
         if value is UNSET or spec.dest in seen:
             continue
         seen.add(spec.dest)
+        # of a field's constant flags (--eval-greedy, --eval-sampled), the one that was typed
         shown = next(
-            (f.shown for f in config_flags() if f.dest == spec.dest and f.flag.const == value),
+            (f.shown for f in flags if f.dest == spec.dest and f.flag.const == value),
             spec.shown,
         )
         out.append((shown, spec.key, value))
