@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlfw.bench.report import iqm_cell
+
 ROOT = Path(__file__).parents[2]
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
@@ -55,10 +57,7 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
 
 
 def _iqm(stats: dict[str, Any]) -> str:
-    return (
-        f"{stats['iqm']:.1f} [{stats['iqm_low']:.1f}, {stats['iqm_high']:.1f}], "
-        f"{len(stats['finals'])} seeds"
-    )
+    return f"{iqm_cell(stats)}, {len(stats['finals'])} seeds"
 
 
 def suite_row(row: SuiteRow, root: Path = ROOT) -> list[str]:

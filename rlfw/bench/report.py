@@ -286,7 +286,8 @@ def _num(x: float) -> str:
     return f"{x:,.1f}"
 
 
-def _iqm_cell(summary: dict) -> str:
+def iqm_cell(summary: dict) -> str:
+    """``IQM [low, high]`` of a framework's summary, as every report shows it."""
     return f"{_num(summary['iqm'])} [{_num(summary['iqm_low'])}, {_num(summary['iqm_high'])}]"
 
 
@@ -350,7 +351,7 @@ def _comparison_markdown(comparison: list[dict]) -> list[str]:
                 continue
             lines.append(
                 f"| {name} | {', '.join(_num(x) for x in s['finals'])} | "
-                f"{_iqm_cell(s)} | {_seconds(s['wall_s'], '.0f')} |"
+                f"{iqm_cell(s)} | {_seconds(s['wall_s'], '.0f')} |"
             )
         if c["curve_png"]:
             lines += ["", f"![learning curves]({c['curve_png']})"]
@@ -397,7 +398,7 @@ def markdown(data: dict) -> str:
             per_seed = ", ".join(_num(x) for x in s["finals"])
             lines.append(
                 f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
-                f"{_num(s['std'])} | {_num(s['median'])} | {_iqm_cell(s)} | "
+                f"{_num(s['std'])} | {_num(s['median'])} | {iqm_cell(s)} | "
                 f"{_seconds(s['wall_s'], '.0f')} | "
                 f"{_seconds(s['steps_per_s'], ',.0f')} |"
             )
