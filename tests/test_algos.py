@@ -63,9 +63,16 @@ def test_gaussian_policy_on_box_actions_updates(algo_cls):
 
 
 def test_unsupported_action_space_is_a_clear_error():
-    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.MultiDiscrete([2, 3]))
-    with pytest.raises(ValueError, match=r"MultiDiscrete.*not supported by ppo"):
+    box = gym.spaces.Box(-1, 1, (3,))
+    spaces = EnvSpaces(box, gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3))))
+    with pytest.raises(ValueError, match=r"Tuple.*not supported by ppo: use Discrete, Multi"):
         ActorCriticAgent.build(spaces, algo="ppo")
+    # the Q-learning family names the joint actions a wrapper could number
+    from rlfw.agents.dqn_agent import DqnAgent
+
+    multi = EnvSpaces(box, gym.spaces.MultiDiscrete([2, 3]))
+    with pytest.raises(ValueError, match=r"by dqn: .*its 6 joint actions could be one Discrete"):
+        DqnAgent.build(multi, batch_B=1)
 
 
 @pytest.mark.parametrize(

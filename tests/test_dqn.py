@@ -157,7 +157,9 @@ def test_bad_dqn_config_is_a_clear_error(config, message):
 
 def test_box_action_space_is_refused():
     spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))
-    with pytest.raises(ValueError, match="not supported by dqn: DQN needs a Discrete"):
+    with pytest.raises(
+        ValueError, match="not supported by dqn: the Q-learning family needs a Discrete"
+    ):
         DqnAgent.build(spaces, batch_B=1)
 
 

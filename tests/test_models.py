@@ -1,5 +1,6 @@
 """Models: actor-critic MLP structure, CNN input handling."""
 
+import numpy as np
 import torch
 
 from rlfw.models import CnnActorCritic, MlpActorCritic, NatureCNN
@@ -106,3 +107,57 @@ def test_gsde_is_refused_where_there_is_no_mlp_gaussian_policy():
         ActorCriticAgent.build(box, recurrent="lstm", sde_sample_freq=4)
     with pytest.raises(ValueError, match=r"sde_sample_freq must be an int >= 0.*got -1"):
         ActorCriticAgent.build(box, sde_sample_freq=-1)
+
+
+def test_multi_categorical_sums_its_heads_and_samples_each_from_its_own_uniform():
+    from rlfw.agents.distributions import MultiCategorical
+
+    dist = MultiCategorical([2, 3])
+    logits = torch.tensor([[0.0, 1.0, 0.5, -1.0, 2.0]])
+    heads = [
+        torch.distributions.Categorical(logits=logits[:, :2]),
+        torch.distributions.Categorical(logits=logits[:, 2:]),
+    ]
+    action = torch.tensor([[1, 2]])
+    logp, entropy = dist.log_prob_and_entropy(logits, action)
+    expected = heads[0].log_prob(action[:, 0]) + heads[1].log_prob(action[:, 1])
+    assert torch.allclose(logp, expected)
+    assert torch.allclose(entropy, heads[0].entropy() + heads[1].entropy())
+    # inverse CDF per head: u below the first class's mass picks 0, above all but the last
+    p0, p1 = heads[0].probs[0], heads[1].probs[0]
+    low = torch.tensor([[float(p0[0]) - 1e-3, float(p1[0]) - 1e-3]])
+    high = torch.tensor([[float(p0[0]) + 1e-3, float(p1[:2].sum()) + 1e-3]])
+    assert dist.sample(logits, low).tolist() == [[0, 0]]
+    assert dist.sample(logits, high).tolist() == [[1, 2]]
+    assert dist.greedy(logits).tolist() == [[1, 2]]
+
+
+def test_bernoulli_bits_match_torch_distributions():
+    from rlfw.agents.distributions import Bernoulli
+
+    dist = Bernoulli(3)
+    logits = torch.tensor([[-1.0, 0.0, 2.0]])
+    action = torch.tensor([[1, 0, 1]])
+    reference = torch.distributions.Bernoulli(logits=logits)
+    logp, entropy = dist.log_prob_and_entropy(logits, action)
+    assert torch.allclose(logp, reference.log_prob(action.float()).sum(-1))
+    assert torch.allclose(entropy, reference.entropy().sum(-1))
+    u = torch.sigmoid(logits) + torch.tensor([[-1e-3, 1e-3, -1e-3]])
+    assert dist.sample(logits, u).tolist() == [[1, 0, 1]]
+    assert dist.greedy(logits).tolist() == [[0, 0, 1]]
+
+
+def test_multi_discrete_actions_reach_the_env_in_its_shape_and_offsets():
+    import gymnasium as gym
+
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.envs import EnvSpaces
+
+    space = gym.spaces.MultiDiscrete([[2, 3], [4, 5]], start=[[1, 0], [0, -2]])
+    obs = gym.spaces.Box(-1, 1, (2,), np.float32)
+    agent = ActorCriticAgent.build(EnvSpaces(obs, space))
+    assert agent.noise_shape == (4,) and agent.distribution.n_params == 14
+    actions = agent.env_action(torch.tensor([[1, 2, 3, 4], [0, 0, 0, 0]]))
+    assert actions.shape == (2, 2, 2)
+    assert actions.tolist() == [[[2, 2], [3, 2]], [[1, 0], [0, -2]]]
+    assert all(space.contains(a) for a in actions)

@@ -323,3 +323,36 @@ def test_dqn_asks_the_env_whether_it_stacks_frames():
     assert DQNConfig().for_env(stacked).frame_dedup is True
     assert DQNConfig().for_env(channels).frame_dedup is False
     assert DQNConfig(frame_dedup=True).for_env(channels).frame_dedup is True  # the user's word
+
+
+def test_nested_observations_are_stored_leaf_by_leaf_and_read_back_exactly():
+    """A Dict observation (with a Tuple inside) keeps one array per leaf with the leaf's
+    dtype; a replay batch returns the observation and its n-step successor as trees, and
+    a checkpointed storage restores them."""
+    T = 6
+    obs = {
+        "image": torch.arange(T, dtype=torch.uint8).reshape(T, 1, 1, 1).expand(T, 1, 2, 2),
+        "pair": (
+            torch.arange(T, dtype=torch.int64).reshape(T, 1),
+            torch.arange(T).reshape(T, 1, 1).float() / 2,
+        ),
+    }
+    batch = rows([1.0] * T, [False] * T, [False] * T, obs=obs)
+    example = {
+        "image": np.zeros((2, 2), np.uint8),
+        "pair": (np.zeros((), np.int64), np.zeros((1,), np.float32)),
+    }
+    storage = RowStorage(T, 1, example, None, (), np.int64)
+    assert storage.obs_leaf_0.dtype == np.uint8 and storage.obs_leaf_0.shape == (T, 1, 2, 2)
+    assert storage.obs_leaf_1.dtype == np.int64 and storage.obs_leaf_2.dtype == np.float32
+    replay = Replay(storage, UniformSampling(0), n_step=2, gamma=0.5)
+    replay.append_samples(batch)
+    got = replay.batch(np.array([1, 3]))
+    assert got.observation["image"][:, 0, 0].tolist() == [1, 3]
+    assert got.observation["pair"][0].tolist() == [1, 3]
+    assert got.next_observation["pair"][1][:, 0].tolist() == [1.5, 2.5]  # t + 2, halved
+    assert got.n_step_return.tolist() == [1.5, 1.5]
+    fresh = RowStorage(T, 1, example, None, (), np.int64)
+    fresh.load_state_dict(storage.state_dict())
+    again = Replay(fresh, UniformSampling(0), n_step=2, gamma=0.5).batch(np.array([1, 3]))
+    assert torch.equal(again.next_observation["image"], got.next_observation["image"])

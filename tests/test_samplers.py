@@ -9,6 +9,7 @@ import torch
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.random_agent import RandomAgent
 from rlfw.buffers import tree_map
+from rlfw.buffers.tree import tree_paths
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.samplers import (
     AlternatingSampler,
@@ -20,6 +21,7 @@ from rlfw.testing import (
     ContinuousCountingEnv,
     CountingAgent,
     CountingEnv,
+    NestedCountingEnv,
     RaisingEnv,
     SelfKillingEnv,
     elementwise_gaussian_agent,
@@ -362,3 +364,33 @@ def test_the_run_s_start_method_starts_evaluation_workers_and_the_async_sampler_
         serial.initialize(runner.agent)
         assert len(serial.evaluate(1)) == 1
         assert serial.evaluations()._evaluator.group.pool.ctx.get_start_method() == "spawn"
+
+
+@pytest.mark.parametrize("kind", list(PARALLEL))
+def test_nested_observations_equal_the_serial_samplers_exactly(kind):
+    """A Dict observation (nested Tuple, Discrete, MultiDiscrete, MultiBinary, uint8 and
+    bool leaves) lands in the buffer leaf by leaf, each with its dtype, bit for bit as
+    the serial sampler writes it, bootstrap values of truncated episodes included."""
+    factory = EnvFactory("nested-counting", entry=NestedCountingEnv)
+    with SerialSampler(factory, 7, 5, seed=11, debug=True) as reference:
+        expected = collect(reference, CountingAgent(), 3)
+    with ALL[kind](factory, 7, 5, 11) as sampler:
+        got = collect(sampler, CountingAgent(), 3)
+    for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
+        assert trees_equal(exp_samples, got_samples)
+        assert exp_eps == got_eps
+    obs = expected[0][0].observation
+    dtypes = {path: leaf.dtype for path, leaf in tree_paths(obs)}
+    assert dtypes == {
+        "count": torch.float32,
+        "flags": torch.int8,
+        "grid": torch.uint8,
+        "pair.0": torch.int64,
+        "pair.1": torch.bool,
+        "step": torch.int64,
+    }
+    t = obs["count"][..., 2]
+    assert torch.equal(obs["step"], t.long() % 7)
+    assert torch.equal(obs["grid"], t.to(torch.uint8)[..., None, None, None].expand(7, 5, 2, 3, 3))
+    assert torch.equal(obs["pair"][1][..., 0], t.long() % 2 == 0)
+    assert sum(s.bootstrap_value.abs().sum() for s, _ in expected) > 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -10,22 +10,36 @@ import torch
 from torch import nn
 
 from rlfw.agents.base import AgentState, AgentStep, ModelAgent
-from rlfw.agents.distributions import Categorical, DiagGaussian, StateDependentGaussian
+from rlfw.agents.distributions import (
+    Bernoulli,
+    Categorical,
+    DiagGaussian,
+    MultiCategorical,
+    StateDependentGaussian,
+)
 from rlfw.buffers import AgentInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
 from rlfw.models.cnn import model_kind
+from rlfw.models.encoders import EncodedModel, ObservationEncoder
 from rlfw.models.normalize import NormalizedModel
 from rlfw.models.recurrent import RecurrentActorCritic, check_core
 
 
 def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
+    """The action distribution of a space: categorical (Discrete), one categorical per
+    head (MultiDiscrete), one Bernoulli per bit (MultiBinary), diagonal Gaussian (1-d Box)."""
     if isinstance(action_space, gym.spaces.Discrete):
         return Categorical(int(action_space.n))
+    if isinstance(action_space, gym.spaces.MultiDiscrete):
+        return MultiCategorical(list(action_space.nvec.reshape(-1)))
+    if isinstance(action_space, gym.spaces.MultiBinary):
+        return Bernoulli(int(np.prod(action_space.shape)))
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
         return DiagGaussian(int(action_space.shape[0]))
     raise ValueError(
-        f"action space {action_space} is not supported by {algo}: use Discrete or a 1-d Box"
+        f"action space {action_space} is not supported by {algo}: use Discrete, "
+        "MultiDiscrete, MultiBinary or a 1-d Box"
     )
 
 
@@ -65,6 +79,7 @@ class ActorCriticAgent(ModelAgent):
         ortho_init: bool = True,
         obs_norm_update: str = "batch",
         sde_sample_freq: int = 0,
+        encoders: Mapping[str, nn.Module] | None = None,
     ) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations,
@@ -75,13 +90,28 @@ class ActorCriticAgent(ModelAgent):
         own features and core. ``ortho_init=False`` (MLP only) keeps PyTorch's default
         initialization instead of orthogonal weights (SB3's ``ortho_init=False``).
         ``sde_sample_freq`` > 0 (Box actions, MLP): gSDE exploration whose noise matrix is
-        resampled every that many env steps (SB3's ``use_sde`` with ``sde_sample_freq``)."""
+        resampled every that many env steps (SB3's ``use_sde`` with ``sde_sample_freq``).
+        Observations that are not one Box (Dict, Tuple, Discrete, ...) go through per-leaf
+        encoders (``ObservationEncoder``; ``encoders`` replaces the default for a key)
+        whose concatenated features are the MLP's or recurrent core's input."""
         check_core(recurrent)
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
+        encoder = None
         if not isinstance(obs_space, gym.spaces.Box):
-            raise ValueError(f"observation space {obs_space} is not supported: use a Box")
-        kind = model_kind(model, obs_space.shape, obs_space.dtype)
+            # Any other structure: per-leaf encoders, their features the body's input.
+            encoder = ObservationEncoder(obs_space, model, encoders)
+            obs_space = gym.spaces.Box(-np.inf, np.inf, (encoder.out_dim,), np.float32)
+            if normalize_obs:
+                raise ValueError(
+                    f"normalize_obs is for Box observations; {spaces.observation} is not "
+                    "one (normalize its float leaves in a wrapper, or set normalize_obs=false)"
+                )
+        elif encoders:
+            raise ValueError(
+                f"encoders are per observation key; the observation {obs_space} is one Box"
+            )
+        kind = model_kind(model if encoder is None else "mlp", obs_space.shape, obs_space.dtype)
         if (
             isinstance(sde_sample_freq, bool)
             or not isinstance(sde_sample_freq, int)
@@ -138,6 +168,8 @@ class ActorCriticAgent(ModelAgent):
                 + (f" with recurrent={recurrent!r}" if recurrent else "")
                 + " has no gSDE: set sde_sample_freq=0 (a plain Gaussian)"
             )
+        if encoder is not None:
+            net = EncodedModel(encoder, net)
         if normalize_obs:
             net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update)
         elif obs_norm_update != "batch":
@@ -156,10 +188,7 @@ class ActorCriticAgent(ModelAgent):
 
     @property
     def noise_kind(self) -> str:
-        return "uniform" if isinstance(self.distribution, Categorical) else "normal"
-
-    def _obs(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return torch.as_tensor(obs, device=self.device)
+        return self.distribution.noise_kind
 
     @property
     def recurrent(self) -> bool:
@@ -231,6 +260,13 @@ class ActorCriticAgent(ModelAgent):
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         """Buffer action -> what ``env.step`` accepts (Box actions clipped to bounds)."""
         act = action.cpu().numpy()
-        if isinstance(self.action_space, gym.spaces.Box):
-            act = np.clip(act, self.action_space.low, self.action_space.high)
+        space = self.action_space
+        if isinstance(space, gym.spaces.Box):
+            act = np.clip(act, space.low, space.high)
+        elif isinstance(space, gym.spaces.Discrete) and space.start:
+            act = act + int(space.start)
+        elif isinstance(space, gym.spaces.MultiDiscrete):  # heads -> the space's shape, start
+            act = act.reshape(act.shape[:-1] + space.shape) + space.start
+        elif isinstance(space, gym.spaces.MultiBinary):
+            act = act.reshape(act.shape[:-1] + space.shape).astype(space.dtype)
         return act

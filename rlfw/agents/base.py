@@ -4,13 +4,14 @@ weight parts for any agent whose parameters live in ``self.model``."""
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
 from torch import nn
 
 from rlfw.buffers.samples import StepInfo
+from rlfw.buffers.tree import tree_to
 from rlfw.models.normalize import NormalizedModel
 
 
@@ -108,6 +109,13 @@ class ModelAgent:
     model: nn.Module
     greedy: bool = False
     noise_hold: int = 1
+    device: torch.device = torch.device("cpu")
+
+    def _obs(self, obs: Any) -> Any:
+        """Observations (an array, or a dict/tuple tree of them) as tensors on the device."""
+        if isinstance(obs, (np.ndarray, torch.Tensor)):
+            return torch.as_tensor(obs, device=self.device)
+        return tree_to(obs, self.device)
 
     @property
     def state_size(self) -> int:

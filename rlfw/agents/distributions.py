@@ -16,6 +16,7 @@ class Categorical:
     """Discrete actions from logits; noise is one uniform in [0, 1) per sample."""
 
     noise_shape: tuple[int, ...] = ()
+    noise_kind = "uniform"
 
     def __init__(self, n: int):
         self.n = n
@@ -42,8 +43,86 @@ class Categorical:
         return logp, -(logp_all.exp() * logp_all).sum(-1)
 
 
+class MultiCategorical:
+    """``MultiDiscrete`` actions: one categorical per head over its slice of the logits
+    (``sum(nvec)`` in all), sampled from one uniform per head; the action's log-prob and
+    the entropy are the heads' sums (the heads are independent given the state)."""
+
+    noise_kind = "uniform"
+
+    def __init__(self, nvec: list[int]):
+        self.nvec = [int(n) for n in nvec]
+        self.n_params = sum(self.nvec)
+        self.noise_shape = (len(self.nvec),)
+
+    def _heads(self, logits: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return logits.split(self.nvec, dim=-1)
+
+    def sample(self, logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+        actions = []
+        for i, head in enumerate(self._heads(logits)):
+            cdf = torch.softmax(head, dim=-1).cumsum(-1)
+            pick = (cdf < uniform[..., i : i + 1]).sum(-1).clamp_(max=self.nvec[i] - 1)
+            actions.append(pick)
+        return torch.stack(actions, dim=-1)
+
+    def greedy(self, logits: torch.Tensor) -> torch.Tensor:
+        return torch.stack([head.argmax(-1) for head in self._heads(logits)], dim=-1)
+
+    def log_prob_and_entropy(
+        self, logits: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        logp = torch.zeros(logits.shape[:-1], dtype=logits.dtype, device=logits.device)
+        entropy = torch.zeros_like(logp)
+        for i, head in enumerate(self._heads(logits)):
+            logp_all = F.log_softmax(head, dim=-1)
+            logp = logp + logp_all.gather(-1, action[..., i : i + 1].long()).squeeze(-1)
+            entropy = entropy - (logp_all.exp() * logp_all).sum(-1)
+        return logp, entropy
+
+    def log_prob(self, logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.log_prob_and_entropy(logits, action)[0]
+
+    def entropy(self, logits: torch.Tensor) -> torch.Tensor:
+        heads = [Categorical(n).entropy(h) for n, h in zip(self.nvec, self._heads(logits))]
+        return torch.stack(heads).sum(0)
+
+
+class Bernoulli:
+    """``MultiBinary`` actions: one independent Bernoulli per bit from its logit, sampled as
+    ``uniform < sigmoid(logit)``; log-prob and entropy summed over the bits."""
+
+    noise_kind = "uniform"
+
+    def __init__(self, n: int):
+        self.n = n
+        self.n_params = n
+        self.noise_shape = (n,)
+
+    def sample(self, logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+        return (uniform < torch.sigmoid(logits)).long()
+
+    def greedy(self, logits: torch.Tensor) -> torch.Tensor:
+        return (logits > 0).long()
+
+    def log_prob(self, logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        # log sigmoid(l) for ones, log sigmoid(-l) for zeros
+        return -F.binary_cross_entropy_with_logits(
+            logits, action.to(logits.dtype), reduction="none"
+        ).sum(-1)
+
+    def entropy(self, logits: torch.Tensor) -> torch.Tensor:
+        p = torch.sigmoid(logits)
+        return F.binary_cross_entropy_with_logits(logits, p, reduction="none").sum(-1)
+
+    def log_prob_and_entropy(self, logits: torch.Tensor, action: torch.Tensor):
+        return self.log_prob(logits, action), self.entropy(logits)
+
+
 class DiagGaussian:
     """Box actions; params are ``[mean, log_std]`` concatenated; noise is N(0, 1) per dim."""
+
+    noise_kind = "normal"
 
     def __init__(self, dim: int):
         self.dim = dim
@@ -81,6 +160,8 @@ class StateDependentGaussian:
     instead of fresh each step. Per action the distribution is a Gaussian of variance
     ``latent^2 @ std^2``. Params are ``[mean, latent, log_std]`` concatenated (``log_std``
     flattened from ``[latent_dim, dim]``); the model adds all but the mean itself."""
+
+    noise_kind = "normal"
 
     def __init__(self, dim: int, latent_dim: int):
         self.dim, self.latent_dim = dim, latent_dim

@@ -13,6 +13,7 @@ from rlfw.agents.base import AgentStep, ModelAgent
 from rlfw.buffers import QInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.cnn import model_kind
+from rlfw.models.encoders import ObservationEncoder
 from rlfw.models.q_network import QNetwork
 
 
@@ -81,16 +82,20 @@ class DqnAgent(ModelAgent):
     ) -> "DqnAgent":
         """ε-greedy over a Q-network; ``atoms > 1``: a C51 head on ``[v_min, v_max]``
         (actions greedy on the distributions' means)."""
-        if not isinstance(spaces.action, gym.spaces.Discrete):
-            raise ValueError(
-                f"action space {spaces.action} is not supported by dqn: DQN needs "
-                "a Discrete action space"
-            )
+        check_discrete_actions(spaces.action, "dqn")
         obs = spaces.observation
-        if not isinstance(obs, gym.spaces.Box):
-            raise ValueError(f"observation space {obs} is not supported: use a Box")
+        encoder = None if isinstance(obs, gym.spaces.Box) else ObservationEncoder(obs, model)
         q = QNetwork(
-            obs.shape, obs.dtype, int(spaces.action.n), hidden, dueling, model, atoms, v_min, v_max
+            getattr(obs, "shape", ()),
+            getattr(obs, "dtype", None),
+            int(spaces.action.n),
+            hidden,
+            dueling,
+            model,
+            atoms,
+            v_min,
+            v_max,
+            encoder,
         )
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 
@@ -105,7 +110,7 @@ class DqnAgent(ModelAgent):
 
     @torch.no_grad()
     def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
-        q = self.model(torch.as_tensor(obs, device=self.device))
+        q = self.model(self._obs(obs))
         return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values))
 
     def _epsilon_greedy(self, q: torch.Tensor, noise, slots: Sequence[int] | None) -> torch.Tensor:
@@ -122,10 +127,32 @@ class DqnAgent(ModelAgent):
 
     @torch.no_grad()
     def value(self, obs, state=None) -> torch.Tensor:
-        return self.model(torch.as_tensor(obs, device=self.device)).max(-1).values
+        return self.model(self._obs(obs)).max(-1).values
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.cpu().numpy()
+
+
+def check_discrete_actions(space: gym.Space, algo: str) -> None:
+    """The Q-learning family picks among the Discrete action space's values; anything else
+    is one line naming the way out."""
+    if isinstance(space, gym.spaces.Discrete):
+        return
+    small = ""
+    if isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        size = (
+            int(np.prod(space.nvec))
+            if isinstance(space, gym.spaces.MultiDiscrete)
+            else (2 ** int(np.prod(space.shape)))
+        )
+        small = (
+            f"; its {size} joint actions could be one Discrete({size}) through a wrapper "
+            "that maps an index to the action"
+        )
+    raise ValueError(
+        f"action space {space} is not supported by {algo}: the Q-learning family needs a "
+        f"Discrete action space (ppo and a2c take MultiDiscrete, MultiBinary and Box){small}"
+    )
 
 
 class RecurrentDqnAgent(DqnAgent):
@@ -146,12 +173,13 @@ class RecurrentDqnAgent(DqnAgent):
     ) -> "RecurrentDqnAgent":
         from rlfw.models.recurrent_q import RecurrentQNetwork
 
-        if not isinstance(spaces.action, gym.spaces.Discrete):
-            raise ValueError(
-                f"action space {spaces.action} is not supported by r2d1: it "
-                "needs a Discrete action space"
-            )
+        check_discrete_actions(spaces.action, "r2d1")
         obs = spaces.observation
+        if not isinstance(obs, gym.spaces.Box):
+            raise ValueError(
+                f"r2d1 takes one Box observation; {obs} is nested (ppo and a2c with "
+                "recurrent=lstm take nested observations)"
+            )
         image = model_kind(model, obs.shape, obs.dtype) == "cnn"
         q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)

@@ -1,7 +1,10 @@
-"""Trees of tensors: NamedTuples (nested allowed) whose leaves are torch tensors or None.
+"""Trees of tensors: NamedTuples, dicts and tuples (nested allowed) whose leaves are torch
+tensors (or numpy arrays) or None.
 
 Every buffer in rlfw is such a tree with leading dims ``[T, B]``; the helpers here allocate
-one from an example step and apply indexing or copies to every leaf at once.
+one from an example step and apply indexing or copies to every leaf at once. A gymnasium
+``Dict`` observation is a dict node and a ``Tuple`` observation a tuple node, so a nested
+observation is one more subtree of the buffer, each leaf in its own block of memory.
 """
 
 from __future__ import annotations
@@ -11,28 +14,87 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import torch
 
-Tree = Any  # a tensor, None, or a NamedTuple of Trees
+Tree = Any  # a tensor, None, or a NamedTuple / dict / tuple of Trees
 
 
 def is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
+def is_node(x: Any) -> bool:
+    """A tree's inner node (NamedTuple, dict or tuple), not a leaf."""
+    return isinstance(x, (tuple, dict))
+
+
 def tree_map(fn: Callable[..., Any], tree: Tree, *rest: Tree) -> Tree:
     """Apply ``fn`` leaf-wise over trees of identical structure; None leaves stay None."""
     if tree is None:
         return None
+    if isinstance(tree, dict):
+        return {key: tree_map(fn, tree[key], *(r[key] for r in rest)) for key in tree}
     if is_namedtuple(tree):
         return type(tree)(*(tree_map(fn, *leaves) for leaves in zip(tree, *rest)))
+    if isinstance(tree, tuple):
+        return tuple(tree_map(fn, *leaves) for leaves in zip(tree, *rest))
     return fn(tree, *rest)
 
 
-def tree_leaves(tree: Tree) -> list[torch.Tensor]:
+def tree_leaves(tree: Tree) -> list[Any]:
+    """The leaves in a fixed order (dict keys in insertion order, which gymnasium's
+    ``Dict`` space keeps sorted)."""
     if tree is None:
         return []
-    if is_namedtuple(tree):
+    if isinstance(tree, dict):
+        return [leaf for sub in tree.values() for leaf in tree_leaves(sub)]
+    if isinstance(tree, tuple):
         return [leaf for sub in tree for leaf in tree_leaves(sub)]
     return [tree]
+
+
+def tree_paths(tree: Tree, prefix: str = "") -> list[tuple[str, Any]]:
+    """``(path, leaf)`` pairs, the path as a user would name the leaf: ``image``,
+    ``robot.joints``, ``1`` (a Tuple's index); a bare leaf's path is ``""``."""
+    if isinstance(tree, dict):
+        items: Any = tree.items()
+    elif is_namedtuple(tree):
+        items = zip(tree._fields, tree)
+    elif isinstance(tree, tuple):
+        items = enumerate(tree)
+    else:
+        return [(prefix, tree)]
+    out = []
+    for key, sub in items:
+        out += tree_paths(sub, f"{prefix}.{key}" if prefix else str(key))
+    return out
+
+
+def tree_unbind(tree: Tree, dim: int = 0) -> list[Tree]:
+    """``tensor.unbind(dim)`` for a tree: a list of trees, one per index of ``dim``."""
+    leaves = tree_leaves(tree)
+    if not leaves:
+        raise ValueError("cannot unbind a tree without leaves")
+    n = leaves[0].shape[dim]
+    return [tree_map(lambda x, i=i: x.select(dim, i), tree) for i in range(n)]
+
+
+def tree_stack(trees: list[Tree]) -> Tree:
+    """numpy arrays stacked leaf-wise along a new first axis."""
+    return tree_map(lambda *xs: np.stack(xs), *trees)
+
+
+def tree_copy(tree: Tree) -> Tree:
+    """A copy of every numpy/tensor leaf (env observations are reused by some envs)."""
+    return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else np.array(x), tree)
+
+
+def tree_from_numpy(tree: Tree) -> Tree:
+    """``torch.from_numpy`` on every leaf (shares memory)."""
+    return tree_map(torch.from_numpy, tree)
+
+
+def tree_to(tree: Tree, device: torch.device | str) -> Tree:
+    """Every leaf as a tensor on ``device`` (numpy leaves converted)."""
+    return tree_map(lambda x: torch.as_tensor(x, device=device), tree)
 
 
 def _as_tensor(x: Any) -> torch.Tensor:
@@ -84,7 +146,11 @@ def tree_assign(dst: Tree, index: Any, src: Tree) -> None:
     (``numpy_views``), ``src`` leaves numpy, tensors (on any device) or scalars."""
     if dst is None:
         return
-    if is_namedtuple(dst):
+    if isinstance(dst, dict):
+        for key, d in dst.items():
+            tree_assign(d, index, src[key])
+        return
+    if isinstance(dst, tuple):
         for d, s in zip(dst, src):
             tree_assign(d, index, s)
         return

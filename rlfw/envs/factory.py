@@ -127,6 +127,42 @@ def route_mujoco_warnings() -> None:
 
 
 @dataclass(frozen=True)
+class EnvOptions:
+    """How any env's observations are shaped before rlfw sees them."""
+
+    drop_keys: tuple[str, ...] = ()
+    """Top-level keys of a Dict observation to drop (e.g. MiniGrid's text 'mission', which
+    has no fixed shape for the buffer)."""
+
+
+class DropObservationKeys(gym.ObservationWrapper):
+    """A Dict observation without the keys ``drop`` (gymnasium's ``FilterObservation``
+    keeps keys; this says which go, and names the keys there are when one is not)."""
+
+    def __init__(self, env: gym.Env, drop: tuple[str, ...]):
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Dict):
+            raise ValueError(
+                f"env_options.drop_keys={list(drop)} drops keys of a Dict observation; this "
+                f"env observes {space}"
+            )
+        missing = sorted(set(drop) - set(space.spaces))
+        if missing:
+            raise ValueError(
+                f"env_options.drop_keys names {missing}, which the observation does not have; "
+                f"its keys are {sorted(space.spaces)}"
+            )
+        self.keep = [key for key in space.spaces if key not in drop]
+        if not self.keep:
+            raise ValueError(f"env_options.drop_keys={list(drop)} would drop every key")
+        self.observation_space = gym.spaces.Dict({key: space[key] for key in self.keep})
+
+    def observation(self, observation: dict) -> dict:
+        return {key: observation[key] for key in self.keep}
+
+
+@dataclass(frozen=True)
 class EnvFactory:
     """Builds one environment of ``env_id``; training and evaluation differ only for Atari
     (episodic life and reward clipping are training-only).
@@ -141,6 +177,7 @@ class EnvFactory:
     kwargs: tuple[tuple[str, Any], ...] = ()
     entry: Any = None
     render_mode: str | None = None  # 'rgb_array' for videos
+    options: EnvOptions = field(default_factory=EnvOptions)
 
     def __call__(self, train: bool = True) -> gym.Env:
         if is_atari(self.env_id) and self.entry is None:
@@ -151,8 +188,11 @@ class EnvFactory:
         kwargs = dict(self.kwargs)
         if self.render_mode is not None:
             kwargs["render_mode"] = self.render_mode
+        env = make(**kwargs)
+        if self.options.drop_keys:
+            env = DropObservationKeys(env, tuple(self.options.drop_keys))
         # Statistics wrapper outermost: for non-Atari tasks the episode *is* the game episode.
-        return gym.wrappers.RecordEpisodeStatistics(_float32_observations(make(**kwargs)))
+        return gym.wrappers.RecordEpisodeStatistics(_float32_observations(env))
 
     def validate(self) -> None:
         if is_atari(self.env_id):

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import torch
 
 from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
-from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, is_atari
+from rlfw.envs import AtariOptions, EnvFactory, EnvOptions, EnvSpaces, is_atari
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
@@ -125,6 +125,8 @@ class RunConfig:
     """How long to train; when to evaluate, log and checkpoint."""
     atari: AtariOptions = field(default_factory=AtariOptions)
     """Preprocessing of ALE/<Game>-v5 envs."""
+    env_options: EnvOptions = field(default_factory=EnvOptions)
+    """How any env's observations are shaped before rlfw sees them."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """PPO's settings."""
     a2c: A2CConfig = field(default_factory=A2CConfig)
@@ -303,7 +305,7 @@ class RunConfig:
         return out
 
     def env_factory(self) -> EnvFactory:
-        return EnvFactory(self.env, atari=self.atari)
+        return EnvFactory(self.env, atari=self.atari, options=self.env_options)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

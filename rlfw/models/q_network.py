@@ -52,7 +52,8 @@ class QNetwork(nn.Module):
     """``obs -> [..., n_actions]`` action values. Uint8 images get the CNN for their size
     (scaled inside); vectors an MLP with ReLU. With ``atoms > 1`` the head holds a
     categorical distribution of the return per action on ``atoms`` evenly spaced values
-    from ``v_min`` to ``v_max`` (``log_distribution``); the action values are its means."""
+    from ``v_min`` to ``v_max`` (``log_distribution``); the action values are its means.
+    ``encoder`` (an ``ObservationEncoder``) reads a nested observation into the MLP."""
 
     def __init__(
         self,
@@ -65,8 +66,13 @@ class QNetwork(nn.Module):
         atoms: int = 1,
         v_min: float = -10.0,
         v_max: float = 10.0,
+        encoder: nn.Module | None = None,
     ):
         super().__init__()
+        # A nested observation's per-leaf encoder; its features are the MLP's input.
+        self.encoder = encoder
+        if encoder is not None:
+            obs_shape, obs_dtype, model = (encoder.out_dim,), np.dtype(np.float32), "mlp"
         kind = model_kind(model, obs_shape, obs_dtype)
         if kind == "cnn":
             self.torso: nn.Module = image_torso(tuple(obs_shape))
@@ -85,6 +91,8 @@ class QNetwork(nn.Module):
             self.head = DuelingHead(width, n_actions) if dueling else nn.Linear(width, n_actions)
 
     def _head(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.encoder is not None:
+            obs = self.encoder(obs)
         features = self.torso(obs) if self.cnn else self.torso(flatten_obs(obs, self.obs_ndim))
         return self.head(features)
 

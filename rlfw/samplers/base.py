@@ -14,6 +14,8 @@ import torch
 
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
+from rlfw.buffers.tree import tree_paths
+from rlfw.envs.spaces import observation_rows
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.evaluation import EvalLimits, EvaluationSeries
 from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD
@@ -61,13 +63,13 @@ def allocate_samples(
     debug: bool = False,
 ) -> Samples:
     """The ``[T, B]`` buffer for this agent and observation space, from one example step."""
-    example_obs = np.zeros((1,) + obs_space.shape, obs_space.dtype)
+    example_obs = observation_rows(obs_space, 1)
     noise = np.zeros((1,) + tuple(agent.noise_shape), np.float32)
     state = agent.initial_state(1)
     step = agent.step(example_obs, noise, None, state)
     # The agent's info tree (AgentInfo for actor-critics, QInfo for DQN) sets the leaves.
     example = Samples(
-        observation=torch.from_numpy(example_obs[0]),
+        observation=tree_map(lambda x: torch.from_numpy(x)[0], example_obs),
         action=step.action[0],
         reward=torch.zeros((), dtype=torch.float32),
         terminated=torch.zeros((), dtype=torch.bool),
@@ -86,8 +88,9 @@ def check_env_outputs(samples: Samples, itr: int, env_name: object) -> None:
     """``NonFiniteError`` naming the env, slot and step of the first NaN/inf reward or
     (float) observation in a batch: caught here, it never reaches a loss as a mystery."""
     fields = [("reward", samples.reward)]
-    if samples.observation.is_floating_point():
-        fields.append(("observation", samples.observation))
+    for path, leaf in tree_paths(samples.observation):
+        if leaf.is_floating_point():
+            fields.append((f"observation {path!r}" if path else "observation", leaf))
     for name, value in fields:
         bad = ~torch.isfinite(value.reshape(value.shape[0], value.shape[1], -1)).all(-1)
         if bad.any():

@@ -8,12 +8,12 @@ other: after releasing group 0 the master already computes group 1's actions.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
 from rlfw.agents.base import Agent, reset_states
-from rlfw.buffers import Samples, allocate, tree_map
+from rlfw.buffers import Samples, allocate, tree_assign, tree_index, tree_map
 from rlfw.buffers.tree import LeafIndexing
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
@@ -36,12 +36,12 @@ from rlfw.utils.seeding import ACTION_NOISE
 class StepBuffer(NamedTuple):
     """One env step for all B slots, in shared memory between master and workers."""
 
-    observation: torch.Tensor  # next observation (after same-step reset)
+    observation: Any  # next observation (after same-step reset); a tree if nested
     action: torch.Tensor  # what env.step receives
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
-    final_observation: torch.Tensor  # true last observation where truncated
+    final_observation: Any  # true last observation where truncated
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem
 
@@ -61,7 +61,7 @@ def _env_worker(
     def make_handler():
         group = EnvGroup(env_factory, slots, seed, train=True)
         mine = step_buf[slots.start : slots.stop]
-        mine.observation[:] = torch.from_numpy(group.reset())
+        tree_assign(mine.observation, slice(None), group.reset())
 
         def handle(command: str, payload):
             if command == "steps":
@@ -74,8 +74,8 @@ def _env_worker(
                     mine.terminated[:] = torch.from_numpy(result.terminated)
                     mine.truncated[:] = torch.from_numpy(result.truncated)
                     for i, final in result.final_obs.items():
-                        mine.final_observation[i] = torch.from_numpy(final)
-                    mine.observation[:] = torch.from_numpy(result.next_obs)
+                        tree_assign(mine.final_observation, i, final)
+                    tree_assign(mine.observation, slice(None), result.next_obs)
                     episodes.extend(result.episodes)
                     step_done.release()
                 return episodes
@@ -83,7 +83,7 @@ def _env_worker(
                 return group.state_dict()
             if command == "load":
                 group.load_state_dict(payload)
-                mine.observation[:] = torch.from_numpy(group.result.next_obs)
+                tree_assign(mine.observation, slice(None), group.result.next_obs)
                 return None
             raise ValueError(f"unknown command {command!r}")
 
@@ -118,7 +118,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
         obs_space = self.observation_space()
         samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B, debug=self.debug)
         example_action = agent.env_action(samples.action[0, :1])[0]
-        obs = torch.zeros(obs_space.shape, dtype=samples.observation.dtype)
+        obs = tree_map(torch.zeros_like, tree_index(samples.observation, (0, 0)))
         example = StepBuffer(
             obs,
             torch.as_tensor(example_action),
@@ -179,14 +179,14 @@ class ParallelGpuSampler(ParallelSamplerBase):
         """Inference for group g at step t, then let its workers step."""
         sl = self._group_slots(g)
         buf = self.samples
-        buf.observation[t, sl] = self.step_buf.observation[sl]
+        observation = tree_index(self.step_buf.observation, sl)
+        tree_assign(buf.observation, (t, sl), observation)
         states = None if self.slot_states is None else self.slot_states[sl]
         if states is not None:
             buf.agent_state[t, sl] = states.cpu()
-        self.agent.observe(buf.observation[t, sl])  # the whole row: one group only
-        step = self.agent.step(
-            buf.observation[t, sl], self.noise[g].draw(), range(self.batch_B)[sl], states
-        )
+        observation = tree_index(buf.observation, (t, sl))
+        self.agent.observe(observation)  # the whole row: one group only
+        step = self.agent.step(observation, self.noise[g].draw(), range(self.batch_B)[sl], states)
         if states is not None:
             self.slot_states[sl] = step.state
         action = step.action.cpu()
@@ -212,7 +212,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
                 buf,
                 t,
                 truncated,
-                step.final_observation[truncated],
+                tree_index(step.final_observation, truncated),
                 self.agent,
                 None if states is None else states[truncated],
             )

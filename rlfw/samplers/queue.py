@@ -19,12 +19,14 @@ as soon as it is ready instead of in lockstep with the slowest, is kept.
 from __future__ import annotations
 
 import queue as queue_module
+from typing import Any
 
 import numpy as np
 import torch
 
 from rlfw.agents.base import Agent, reset_states
-from rlfw.buffers import Samples, tree_map
+from rlfw.buffers import Samples, tree_assign, tree_index, tree_map
+from rlfw.buffers.tree import tree_stack
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
@@ -52,7 +54,7 @@ def _actor(
     seed: int,
     buf: Samples,
     env_action: torch.Tensor,
-    next_obs: torch.Tensor,
+    next_obs: Any,
     requests,
     action_ready,
     cpu: int | None,
@@ -70,7 +72,7 @@ def _actor(
                 episodes: list[EpisodeInfo] = []
                 finals: dict[tuple[int, int], np.ndarray] = {}  # (t, slot) -> final obs
                 for t in range(payload):
-                    mine.observation[t] = torch.from_numpy(group.result.next_obs)
+                    tree_assign(mine.observation, t, group.result.next_obs)
                     requests.put((actor, t))
                     if not wait_for_master(action_ready, conn):
                         return CLOSED
@@ -81,7 +83,7 @@ def _actor(
                     for i, final in result.final_obs.items():
                         finals[(t, slots.start + i)] = final
                     episodes.extend(result.episodes)
-                next_obs[slots.start : slots.stop] = torch.from_numpy(group.result.next_obs)
+                tree_assign(next_obs, slice(slots.start, slots.stop), group.result.next_obs)
                 return episodes, finals
             if command == "state":
                 return group.state_dict()
@@ -130,11 +132,12 @@ class QueueSampler(ParallelSamplerBase):
         self.env_action = torch.zeros(
             (self.batch_B,) + tuple(example_action.shape), dtype=example_action.dtype
         ).share_memory_()
-        self.next_obs = torch.zeros_like(samples.observation[0]).share_memory_()
+        first_row = tree_index(samples.observation, 0)
+        self.next_obs = tree_map(lambda x: torch.zeros_like(x).share_memory_(), first_row)
         self.noise = [
             SlotNoise.for_agent(agent, self.seed, ACTION_NOISE, slots) for slots in self.slots
         ]
-        self.predict_obs = torch.zeros_like(samples.observation[0])
+        self.predict_obs = tree_map(torch.zeros_like, first_row)
         self.predict_noise = np.zeros((self.batch_B,) + tuple(agent.noise_shape), np.float32)
         self.all_slots = range(self.batch_B)
         self.slot_states = agent.initial_state(self.batch_B)
@@ -214,7 +217,8 @@ class QueueSampler(ParallelSamplerBase):
         states = self.slot_states
         for a, t in requests:
             part = self.slots[a]
-            obs[part.start : part.stop] = buf.observation[t, part.start : part.stop]
+            rows = slice(part.start, part.stop)
+            tree_assign(obs, rows, tree_index(buf.observation, (t, rows)))
             noise[part.start : part.stop] = self.noise[a].draw()
             if states is not None:
                 self._start_step_states(t, slice(part.start, part.stop))
@@ -264,7 +268,7 @@ class QueueSampler(ParallelSamplerBase):
                 self.samples,
                 t,
                 slots,
-                np.stack([finals[(t, b)] for b in slots]),
+                tree_stack([finals[(t, b)] for b in slots]),
                 self.agent,
                 states,
             )

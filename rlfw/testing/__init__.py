@@ -15,10 +15,12 @@ from rlfw.testing.envs import (
     CountMatchingEnv,
     FrameCountingEnv,
     KillOnceEnv,
+    NestedCountingEnv,
     NonFiniteRewardEnv,
     RaisingEnv,
     SelfKillingEnv,
     SleepyEnv,
+    TextLeafEnv,
     stacked_frame_counting_env,
 )
 
@@ -27,6 +29,8 @@ __all__ = [
     "ContinuousCountingEnv",
     "CountingAgent",
     "CountingEnv",
+    "NestedCountingEnv",
+    "TextLeafEnv",
     "CountingRecurrentAgent",
     "CountMatchingEnv",
     "ElementwiseActorCritic",

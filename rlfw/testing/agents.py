@@ -29,12 +29,18 @@ class CountingAgent(ModelAgent):
         self.model = torch.nn.Linear(1, 1)  # something to checkpoint
 
     @staticmethod
-    def value_of(obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        obs = torch.as_tensor(obs, dtype=torch.float32)
+    def counts(obs) -> torch.Tensor:
+        """The ``[tag, episode, t]`` rows: the observation itself, or the ``count`` leaf of
+        a ``NestedCountingEnv``'s."""
+        return torch.as_tensor(obs["count"] if isinstance(obs, dict) else obs, dtype=torch.float32)
+
+    @classmethod
+    def value_of(cls, obs) -> torch.Tensor:
+        obs = cls.counts(obs)
         return 10 * obs[..., 1] + obs[..., 2]
 
     def step(self, obs, noise, slots=None, state=None) -> AgentStep:
-        obs = torch.as_tensor(obs, dtype=torch.float32)
+        obs = self.counts(obs)
         u = torch.as_tensor(noise, dtype=torch.float32)
         if self.greedy:
             action = obs[..., 2].long() % self.n_actions

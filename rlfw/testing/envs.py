@@ -195,3 +195,58 @@ class CountMatchingEnv(CountingEnv):
         matched = int(action) == self._t % self.action_space.n
         obs, _, terminated, truncated, info = super().step(action)
         return obs, float(matched), terminated, truncated, info
+
+
+class NestedCountingEnv(CountingEnv):
+    """``CountingEnv`` observing a nested Dict whose every leaf is exact and keeps its
+    dtype: ``count`` (the float32 ``[seed_tag, episode, t]``), ``step`` (``Discrete``:
+    ``t % 7``), ``grid`` (uint8 ``[2, 3, 3]``, every cell ``t``), ``flags`` (``MultiBinary``
+    3: ``t``'s bits) and ``pair`` (a ``Tuple`` of ``MultiDiscrete [4, 5]`` holding
+    ``(episode % 4, t % 5)`` and a bool ``Box`` ``[t is even]``)."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.observation_space = gym.spaces.Dict(
+            {
+                "count": gym.spaces.Box(-np.inf, np.inf, (3,), np.float32),
+                "step": gym.spaces.Discrete(7),
+                "grid": gym.spaces.Box(0, 255, (2, 3, 3), np.uint8),
+                "flags": gym.spaces.MultiBinary(3),
+                "pair": gym.spaces.Tuple(
+                    (
+                        gym.spaces.MultiDiscrete([4, 5]),
+                        gym.spaces.Box(0, 1, (1,), np.bool_),
+                    )
+                ),
+            }
+        )
+
+    def _obs(self) -> dict[str, Any]:  # type: ignore[override]
+        t = self._t
+        return {
+            "count": super()._obs(),
+            "step": np.int64(t % 7),
+            "grid": np.full((2, 3, 3), t, np.uint8),
+            "flags": np.array([(t >> i) & 1 for i in range(3)], np.int8),
+            "pair": (
+                np.array([self._episode % 4, t % 5], np.int64),
+                np.array([t % 2 == 0]),
+            ),
+        }
+
+
+class TextLeafEnv(CountingEnv):
+    """``CountingEnv`` observing ``{"count": [tag, episode, t], "mission": "count"}``: a
+    gymnasium ``Text`` leaf (as MiniGrid's mission), which no fixed-shape buffer holds."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.observation_space = gym.spaces.Dict(
+            {
+                "count": gym.spaces.Box(-np.inf, np.inf, (3,), np.float32),
+                "mission": gym.spaces.Text(max_length=16),
+            }
+        )
+
+    def _obs(self) -> dict[str, Any]:  # type: ignore[override]
+        return {"count": super()._obs(), "mission": "count"}

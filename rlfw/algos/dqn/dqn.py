@@ -29,7 +29,7 @@ from rlfw.algos.optim import (
     linear_schedule,
     set_lr,
 )
-from rlfw.buffers import Samples
+from rlfw.buffers import Samples, tree_map
 from rlfw.buffers.replay import (
     FrameStorage,
     PrioritizedSampling,
@@ -237,7 +237,7 @@ class DQN(ReplayAlgorithm):
 
     def _new_replay(self, samples: Samples, shared: bool, seed: int, reserve_rows: int) -> Replay:
         c = self.config
-        B = samples.observation.shape[1]
+        B = samples.reward.shape[1]
         storage = self._storage(samples, c.replay_capacity // B + reserve_rows, shared)
         sampling = (
             PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
@@ -252,7 +252,17 @@ class DQN(ReplayAlgorithm):
         ``[C, H, W]`` is not always a stack (MinAtar's channels are objects), so
         ``FrameStorage`` refuses a batch that is not one."""
         obs = samples.observation
-        B = obs.shape[1]
+        B = samples.reward.shape[1]
+        action_layout = (tuple(samples.action.shape[2:]), samples.action.numpy().dtype)
+        if not isinstance(obs, torch.Tensor):  # nested: one array per leaf, full rows
+            if self.config.frame_dedup:
+                raise ValueError(
+                    "frame_dedup=True stores one frame per row of a single stacked-frame "
+                    "observation; this observation is nested (a Dict/Tuple of leaves): set "
+                    "frame_dedup=false (each leaf is stored in full)"
+                )
+            example = tree_map(lambda x: np.zeros(x.shape[2:], x.numpy().dtype), obs)
+            return RowStorage(rows * B, B, example, None, *action_layout, shared=shared)
         obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
         dedup = (
             self.config.frame_dedup is not False and len(obs_shape) == 3 and obs_dtype == np.uint8
@@ -264,15 +274,7 @@ class DQN(ReplayAlgorithm):
             starts = np.concatenate([np.zeros((1, B), bool), done[:-1]])
             dedup = frames_are_stacked(obs.numpy(), starts)
         storage_cls = FrameStorage if dedup else RowStorage
-        return storage_cls(
-            rows * B,
-            B,
-            obs_shape,
-            obs_dtype,
-            tuple(samples.action.shape[2:]),
-            samples.action.numpy().dtype,
-            shared=shared,
-        )
+        return storage_cls(rows * B, B, obs_shape, obs_dtype, *action_layout, shared=shared)
 
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
         first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
@@ -370,7 +372,8 @@ class DQN(ReplayAlgorithm):
         with torch.no_grad():
             alpha = c.advantage_learning
             if alpha > 0:  # one target pass over [next_obs; obs]
-                target_both = self.target(torch.cat([next_observation, observation]))
+                both = tree_map(lambda a, b: torch.cat([a, b]), next_observation, observation)
+                target_both = self.target(both)
                 next_q, target_q = target_both[:n], target_both[n:]
             else:
                 next_q = self.target(next_observation)

@@ -11,7 +11,7 @@ from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
-from rlfw.buffers import Samples
+from rlfw.buffers import Samples, tree_map
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
 
@@ -82,7 +82,10 @@ class A2C(PolicyGradient):
             )
         else:
             loss, stats = self._loss(
-                observation.flatten(0, 1), samples.action.flatten(0, 1), adv, ret
+                tree_map(lambda x: x.flatten(0, 1), observation),
+                samples.action.flatten(0, 1),
+                adv,
+                ret,
             )
         grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         self.normalizers.after_update(self.agent, samples)

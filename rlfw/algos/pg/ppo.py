@@ -12,7 +12,7 @@ from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
-from rlfw.buffers import Samples
+from rlfw.buffers import Samples, tree_index, tree_map
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
 
@@ -144,7 +144,7 @@ class PPO(PolicyGradient):
             n, per = samples.reward.shape[1], max(1, c.minibatch_size // batch_T)
         else:
             columns = (
-                observation.flatten(0, 1),
+                tree_map(lambda x: x.flatten(0, 1), observation),
                 samples.action.flatten(0, 1),
                 samples.agent_info.logp.flatten(),
                 samples.agent_info.value.flatten(),
@@ -166,12 +166,12 @@ class PPO(PolicyGradient):
             for start in range(0, n, mb):
                 if self.recurrent:
                     cols = order[start : start + mb]
-                    minibatch = [x[:, cols] for x in columns[:-1]]
+                    minibatch = [tree_index(x, (slice(None), cols)) for x in columns[:-1]]
                     sequence = (initial_state[cols], columns[-1][:, cols])
                 else:
                     if start == 0:  # one gather per tensor and epoch, then free slices
-                        shuffled = [x[order] for x in columns]
-                    minibatch = [x[start : start + mb] for x in shuffled]
+                        shuffled = [tree_index(x, order) for x in columns]
+                    minibatch = [tree_index(x, slice(start, start + mb)) for x in shuffled]
                     sequence = ()
                 stats, grad_norm = self._minibatch_step(*minibatch, clip_t, *sequence)
                 totals += stats
@@ -196,7 +196,7 @@ class PPO(PolicyGradient):
         self, obs, action, old_logp, old_value, adv, ret, clip: torch.Tensor, *sequence
     ) -> tuple[torch.Tensor, float]:
         """One gradient step; returns (the ``STATS`` as a tensor, the gradient norm)."""
-        with torch.autocast(obs.device.type, torch.bfloat16, enabled=self.config.amp == "bf16"):
+        with torch.autocast(action.device.type, torch.bfloat16, enabled=self.config.amp == "bf16"):
             loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
         return stats.float(), gradient_step(
             self.optimizer, self.flat, loss.float(), self.config.max_grad_norm

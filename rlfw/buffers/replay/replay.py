@@ -11,6 +11,7 @@ import torch
 from rlfw.buffers.replay.storage import RowStorage
 from rlfw.buffers.replay.sum_tree import SumTree
 from rlfw.buffers.samples import Samples
+from rlfw.buffers.tree import tree_from_numpy
 
 
 class ReplayBatch(NamedTuple):
@@ -252,11 +253,11 @@ class Replay:
             open_ &= ~(term | trunc)
         weights = np.ones(n, np.float32) if weights is None else weights
         return ReplayBatch(
-            observation=torch.from_numpy(s.observations(rows, cols)),
+            observation=tree_from_numpy(s.observations(rows, cols)),
             action=torch.from_numpy(s.action[rows, cols]),
             n_step_return=torch.from_numpy(ret.astype(np.float32)),
             bootstrap_discount=torch.from_numpy(discount.astype(np.float32)),
-            next_observation=torch.from_numpy(s.observations(next_rows % s.T, cols)),
+            next_observation=tree_from_numpy(s.observations(next_rows % s.T, cols)),
             next_value_known=torch.from_numpy(known),
             next_value=torch.from_numpy(known_value),
             weight=torch.from_numpy(np.asarray(weights, np.float32)),

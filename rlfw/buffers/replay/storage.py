@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import psutil
 import torch
 
 from rlfw.buffers.samples import Samples
+from rlfw.buffers.tree import tree_leaves, tree_map
 
 
 class RowStorage:
@@ -18,17 +20,23 @@ class RowStorage:
     and n-step returns can be read off without storing next observations twice.
     ``observations(rows, cols)`` gives what the agent saw at those rows.
 
+    ``obs_shape`` and ``obs_dtype`` are one observation array's; a nested observation
+    passes ``obs_dtype=None`` and as ``obs_shape`` a dict/tuple tree of example arrays, one
+    per leaf, each stored as its own array with its own dtype.
+
     ``shared=True`` puts every array (and the write position) in shared memory, so that a
     sampler process appends while the learner samples (the async runner; the replay's lock
     keeps a reader from seeing a half-written batch). Pickled, it travels by handle.
     """
 
+    _obs_structure: Any = None  # nested observations only (see ``_allocate_nested``)
+
     def __init__(
         self,
         capacity: int,
         batch_B: int,
-        obs_shape: tuple[int, ...],
-        obs_dtype: np.dtype,
+        obs_shape: Any,
+        obs_dtype: np.dtype | None,
         action_shape: tuple[int, ...],
         action_dtype: np.dtype,
         shared: bool = False,
@@ -39,9 +47,12 @@ class RowStorage:
         self.T = capacity // batch_B
         self.B = batch_B
         self.capacity = self.T * batch_B
-        frame_bytes = self._observation_bytes(obs_shape, np.dtype(obs_dtype))
-        warn_if_too_big(frame_bytes + self.capacity * (4 + 3 + 8), "replay buffer")
-        self._allocate_observations(obs_shape, np.dtype(obs_dtype))
+        if obs_dtype is None:
+            self._allocate_nested(obs_shape)
+        else:
+            frame_bytes = self._observation_bytes(obs_shape, np.dtype(obs_dtype))
+            warn_if_too_big(frame_bytes + self.capacity * (4 + 3 + 8), "replay buffer")
+            self._allocate_observations(obs_shape, np.dtype(obs_dtype))
         rows = (self.T, batch_B)
         self.action = self._zeros("action", rows + tuple(action_shape), action_dtype)
         self.reward = self._zeros("reward", rows, np.float32)
@@ -101,11 +112,31 @@ class RowStorage:
     def _allocate_observations(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.obs = self._zeros("obs", (self.T, self.B) + shape, dtype)
 
-    def _write_observations(self, rows: np.ndarray, obs: np.ndarray) -> None:
-        self.obs[rows] = obs
+    def _write_observations(self, rows: np.ndarray, obs: Any) -> None:
+        if self._obs_structure is not None:
+            for i, leaf in enumerate(tree_leaves(obs)):
+                getattr(self, f"obs_leaf_{i}")[rows] = leaf
+        else:
+            self.obs[rows] = obs
 
-    def observations(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    def observations(self, rows: np.ndarray, cols: np.ndarray) -> Any:
+        if self._obs_structure is not None:
+            return tree_map(
+                lambda i: getattr(self, f"obs_leaf_{i}")[rows % self.T, cols], self._obs_structure
+            )
         return self.obs[rows % self.T, cols]
+
+    # A nested observation: leaf i is the plain array attribute ``obs_leaf_<i>`` (shared,
+    # pickled and checkpointed as every other array is) and ``_obs_structure`` the tree
+    # with each leaf's index in its place.
+    def _allocate_nested(self, example: Any) -> None:
+        leaves = tree_leaves(example)
+        total = sum(self.capacity * leaf.nbytes for leaf in leaves)
+        warn_if_too_big(total + self.capacity * (4 + 3 + 8), "replay buffer")
+        for i, leaf in enumerate(leaves):
+            self.add_array(f"obs_leaf_{i}", leaf.shape, leaf.dtype)
+        count = iter(range(len(leaves)))
+        self._obs_structure = tree_map(lambda _: next(count), example)
 
     @property
     def history(self) -> int:
@@ -120,7 +151,7 @@ class RowStorage:
         if T > self.T:
             raise ValueError(f"a batch of T={T} rows does not fit a replay of {self.T} rows")
         rows = (self.cursor + np.arange(T)) % self.T
-        self._write_observations(rows, samples.observation.numpy())
+        self._write_observations(rows, tree_map(lambda x: x.numpy(), samples.observation))
         self.action[rows] = samples.action.numpy()
         self.reward[rows] = samples.reward.numpy()
         self.terminated[rows] = samples.terminated.numpy()

@@ -3,11 +3,9 @@ columns they fill. The serial sampler runs one; each parallel-CPU worker runs it
 
 from __future__ import annotations
 
-import numpy as np
-
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples
-from rlfw.buffers.tree import numpy_views, tree_assign
+from rlfw.buffers.tree import numpy_views, tree_assign, tree_stack, tree_unbind
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
 from rlfw.samplers.machinery.env_group import EnvGroup
@@ -33,10 +31,10 @@ class Collector:
         episodes: list[EpisodeInfo] = []
         buf.bootstrap_value.zero_()
         noise = self.noise.draw_batch(len(buf.reward))
-        observation = buf.observation.unbind(0)  # torch rows, for the agent
+        observation = tree_unbind(buf.observation)  # torch rows, for the agent
         state = self.state
         for t in range(len(buf.reward)):
-            rows.observation[t] = group.result.next_obs
+            tree_assign(rows.observation, t, group.result.next_obs)
             tree_assign(rows.agent_state, t, state)
             # per-step statistics take the row first (a sampler whose collectors see
             # only part of a row refuses such an agent)
@@ -51,7 +49,7 @@ class Collector:
             rows.truncated[t] = result.truncated
             if result.final_obs:
                 idx = sorted(result.final_obs)
-                final = np.stack([result.final_obs[i] for i in idx])
+                final = tree_stack([result.final_obs[i] for i in idx])
                 bootstrap_truncated(
                     buf, t, idx, final, agent, None if state is None else state[idx]
                 )

@@ -3,26 +3,37 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 
+from rlfw.buffers.tree import tree_assign, tree_copy
+from rlfw.envs.spaces import observation_rows
 from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.utils.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
 
 
 class StepResult:
-    """Preallocated per-step outputs of a group (arrays reused every step)."""
+    """Preallocated per-step outputs of a group (arrays reused every step). ``next_obs``
+    has the observation space's structure: one array, or a dict/tuple tree of arrays (one
+    per leaf, each with its dtype)."""
 
-    def __init__(self, n: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype):
-        self.next_obs = np.zeros((n,) + obs_shape, obs_dtype)
+    def __init__(self, n: int, observation_space: gym.Space):
+        self.next_obs: Any = observation_rows(observation_space, n)
         self.reward = np.zeros(n, np.float32)
         self.terminated = np.zeros(n, bool)
         self.truncated = np.zeros(n, bool)
-        self.final_obs: dict[int, np.ndarray] = {}  # local index -> true last obs (truncated)
+        self.final_obs: dict[int, Any] = {}  # local index -> true last obs (truncated)
         self.episodes: list[EpisodeInfo] = []
+
+    def write_obs(self, i: int, obs: Any) -> None:
+        """Row ``i`` of ``next_obs`` := ``obs`` (any structure the space has)."""
+        if isinstance(self.next_obs, np.ndarray):
+            self.next_obs[i] = obs  # the common case, kept to one numpy row copy
+        else:
+            tree_assign(self.next_obs, i, obs)
 
 
 class EnvGroup:
@@ -44,20 +55,19 @@ class EnvGroup:
         self.seed = seed
         self.train = train
         self.envs = [env_factory(train) for _ in self.slots]
-        space = self.envs[0].observation_space
-        self.result = StepResult(len(self.slots), space.shape, space.dtype)
+        self.result = StepResult(len(self.slots), self.envs[0].observation_space)
 
     def reset(self, round_index: int = 0) -> np.ndarray:
         """Seeded reset of every env; returns the observations (also in ``result.next_obs``)."""
         purpose = TRAIN_ENV if self.train else EVAL_ENV
         for i, (slot, env) in enumerate(zip(self.slots, self.envs)):
             obs, _ = env.reset(seed=derive_seed(self.seed, purpose, round_index, slot))
-            self.result.next_obs[i] = obs
+            self.result.write_obs(i, obs)
         return self.result.next_obs
 
     def reset_slot(self, i: int) -> None:
         """Start a new episode in local env ``i`` (unseeded: its RNG continues)."""
-        self.result.next_obs[i] = self.envs[i].reset()[0]
+        self.result.write_obs(i, self.envs[i].reset()[0])
 
     def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
         r = self.result
@@ -75,18 +85,18 @@ class EnvGroup:
                 r.episodes.append(EpisodeInfo(float(ep["r"]), int(ep["l"]), self.slots[i]))
             if terminated or truncated:
                 if r.truncated[i]:
-                    r.final_obs[i] = np.array(obs)
+                    r.final_obs[i] = tree_copy(obs)
                 obs, _ = env.reset()
-            r.next_obs[i] = obs
+            r.write_obs(i, obs)
         return r
 
     def state_dict(self) -> dict:
-        return {"envs": dumps_envs(self.envs), "obs": self.result.next_obs.copy()}
+        return {"envs": dumps_envs(self.envs), "obs": tree_copy(self.result.next_obs)}
 
     def load_state_dict(self, state: dict) -> None:
         self.close()
         self.envs = loads_envs(state["envs"])
-        self.result.next_obs[:] = state["obs"]
+        tree_assign(self.result.next_obs, slice(None), state["obs"])
 
     def close(self) -> None:
         for env in self.envs:

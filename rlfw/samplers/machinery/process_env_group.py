@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
+from rlfw.buffers.tree import tree_assign, tree_copy, tree_index, tree_map
 from rlfw.samplers.machinery.env_group import EnvGroup, StepResult
 from rlfw.samplers.machinery.workers import (
     DEFAULT_START_METHOD,
@@ -27,12 +28,12 @@ def _group_worker(conn, env_factory, slots: range, seed: int, train: bool) -> No
 
         def handle(command: str, payload):
             if command == "reset":
-                return group.reset(payload).copy()
+                return tree_copy(group.reset(payload))
             if command == "step":
                 actions, active = payload
                 r = group.step(actions, active)
                 return (
-                    r.next_obs.copy(),
+                    tree_copy(r.next_obs),
                     r.reward.copy(),
                     r.terminated.copy(),
                     r.truncated.copy(),
@@ -40,12 +41,16 @@ def _group_worker(conn, env_factory, slots: range, seed: int, train: bool) -> No
                 )
             if command == "reset_slot":
                 group.reset_slot(payload)
-                return group.result.next_obs[payload].copy()
+                return tree_copy(tree_index(group.result.next_obs, payload))
             raise ValueError(f"unknown command {command!r}")
 
         return handle, group.close
 
     serve(conn, make_handler)
+
+
+def _concatenate(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts)
 
 
 class ProcessEnvGroup:
@@ -71,11 +76,11 @@ class ProcessEnvGroup:
             space = probe.observation_space
         finally:
             probe.close()
-        self.result = StepResult(n, space.shape, space.dtype)
+        self.result = StepResult(n, space)
 
     def reset(self, round_index: int = 0) -> np.ndarray:
         obs = self.pool.call("reset", [round_index] * len(self.parts))
-        self.result.next_obs[:] = np.concatenate(obs)
+        tree_assign(self.result.next_obs, slice(None), tree_map(_concatenate, *obs))
         return self.result.next_obs
 
     def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
@@ -87,7 +92,8 @@ class ProcessEnvGroup:
         r.episodes = []
         for part, (obs, reward, terminated, truncated, episodes) in zip(self.parts, answers):
             sl = slice(part.start, part.stop)
-            r.next_obs[sl], r.reward[sl] = obs, reward
+            tree_assign(r.next_obs, sl, obs)
+            r.reward[sl] = reward
             r.terminated[sl], r.truncated[sl] = terminated, truncated
             r.episodes += episodes
         return r
@@ -95,7 +101,7 @@ class ProcessEnvGroup:
     def reset_slot(self, i: int) -> None:
         w = next(w for w, part in enumerate(self.parts) if i in part)
         self.pool.send_one(w, "reset_slot", i - self.parts[w].start)
-        self.result.next_obs[i] = self.pool.receive(w)
+        self.result.write_obs(i, self.pool.receive(w))
 
     def close(self) -> None:
         self.pool.close()

@@ -1,0 +1,147 @@
+"""Per-leaf encoders for observations of any gymnasium structure, their features
+concatenated into one vector that the usual MLP/recurrent bodies and heads take.
+
+Chosen by each leaf's kind and shape: the image torso (sized as for a whole image
+observation) for uint8 ``[C, H, W]`` leaves, one-hot codes for ``Discrete`` and
+``MultiDiscrete`` leaves, and the flattened values (as floats) for every other Box or
+``MultiBinary`` leaf. A user can give their own module for a key (``encoders``)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlfw.envs.spaces import check_observation_space, space_leaves
+from rlfw.models.cnn import image_torso, model_kind
+
+
+class FlattenLeaf(nn.Module):
+    """A leaf's own dims merged into one float feature dim, leading dims kept."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        super().__init__()
+        self.ndim = len(shape)
+        self.out_dim = int(torch.tensor(shape, dtype=torch.int64).prod()) if shape else 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[: x.dim() - self.ndim]
+        return x.reshape(*lead, self.out_dim).float()
+
+
+class OneHotLeaf(nn.Module):
+    """``Discrete(n, start)`` / ``MultiDiscrete(nvec)`` codes as concatenated one-hots."""
+
+    start: torch.Tensor
+
+    def __init__(self, nvec: list[int], start: list[int], shape: tuple[int, ...]):
+        super().__init__()
+        self.ndim = len(shape)
+        self.nvec = [int(n) for n in nvec]
+        self.register_buffer("start", torch.tensor(start, dtype=torch.int64), persistent=False)
+        self.out_dim = sum(self.nvec)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[: x.dim() - self.ndim]
+        codes = x.reshape(*lead, len(self.nvec)).long() - self.start
+        return torch.cat(
+            [F.one_hot(codes[..., i], n).float() for i, n in enumerate(self.nvec)], dim=-1
+        )
+
+
+def leaf_encoder(space: gym.Space, model: str = "auto") -> nn.Module:
+    """The default encoder of one leaf space (each has ``out_dim``)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return OneHotLeaf([int(space.n)], [int(space.start)], ())
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        nvec, start = space.nvec.reshape(-1), space.start.reshape(-1)
+        return OneHotLeaf(list(nvec), list(start), tuple(space.shape))
+    shape = tuple(space.shape or ())
+    if model != "mlp" and model_kind("auto", shape, np.dtype(space.dtype)) == "cnn":
+        return image_torso(shape)
+    return FlattenLeaf(shape)
+
+
+def _keys_of(space: gym.Space, path: str) -> list[Any]:
+    """The dict keys / tuple indices leading from ``space`` to the leaf at ``path``."""
+    keys: list[Any] = []
+    for part in path.split(".") if path else []:
+        keys.append(int(part) if isinstance(space, gym.spaces.Tuple) else part)
+        space = getattr(space, "spaces")[keys[-1]]
+    return keys
+
+
+class ObservationEncoder(nn.Module):
+    """``obs`` (a tree with leading dims ``[...]``) -> ``[..., out_dim]`` float features:
+    one encoder per leaf, in the space's leaf order, outputs concatenated. ``encoders``
+    maps a leaf's path (``image``, ``robot.joints``) to a module of the user's with an
+    ``out_dim`` attribute, replacing the default for that leaf."""
+
+    def __init__(
+        self,
+        space: gym.Space,
+        model: str = "auto",
+        encoders: Mapping[str, nn.Module] | None = None,
+    ):
+        super().__init__()
+        check_observation_space(space)
+        given = dict(encoders or {})
+        leaves = space_leaves(space)
+        unknown = sorted(set(given) - {path for path, _ in leaves})
+        if unknown:
+            raise ValueError(
+                f"encoders given for {unknown}, which are not observation keys; the keys "
+                f"are {[path for path, _ in leaves]}"
+            )
+        self.paths = [path for path, _ in leaves]
+        # each leaf's keys from the root: observations arrive as the env built them, whose
+        # dict order need not be the space's
+        self._keys = [_keys_of(space, path) for path in self.paths]
+        self.parts = nn.ModuleList(
+            given.get(path) or leaf_encoder(leaf, model) for path, leaf in leaves
+        )
+        for path, part in zip(self.paths, self.parts):
+            if not isinstance(getattr(part, "out_dim", None), int):
+                raise ValueError(f"the encoder for {path!r} has no integer out_dim attribute")
+        self.out_dim = sum(int(getattr(part, "out_dim")) for part in self.parts)
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        if not isinstance(obs, (dict, tuple)):
+            (only,) = self.parts
+            return only(obs)
+        out = []
+        for part, keys in zip(self.parts, self._keys):
+            leaf = obs
+            for key in keys:
+                leaf = leaf[key]
+            out.append(part(leaf))
+        return torch.cat(out, dim=-1)
+
+
+class EncodedModel(nn.Module):
+    """A model over encoded features: ``forward(obs, *rest) = model(encoder(obs), *rest)``
+    (and ``forward_sequence`` likewise, for recurrent models), so the MLP, recurrent and
+    Q-network bodies serve any observation structure unchanged."""
+
+    def __init__(self, encoder: ObservationEncoder, model: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.model = model
+
+    def forward(self, obs: Any, *rest: Any, **kwargs: Any) -> Any:
+        return self.model(self.encoder(obs), *rest, **kwargs)
+
+    def forward_sequence(self, obs: Any, *rest: Any, **kwargs: Any) -> Any:
+        return getattr(self.model, "forward_sequence")(self.encoder(obs), *rest, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Heads and attributes the agent reads (``pi``, ``log_std``, ``state_size``, ...)
+        # are the inner model's.
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["model"], name)

@@ -1,0 +1,155 @@
+"""Observations of any gymnasium structure: how each leaf maps to the buffer and the
+model, the leaves a buffer cannot hold, and whole runs on a nested observation."""
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rlfw.agents import ActorCriticAgent
+from rlfw.envs import CARTPOLE_DICT, EnvFactory, EnvOptions, EnvSpaces
+from rlfw.envs.spaces import example_observation, space_leaves
+from rlfw.launch.build import build_runner
+from rlfw.launch.config import RunConfig
+from rlfw.models.encoders import ObservationEncoder
+from rlfw.runners import RunSchedule
+from rlfw.samplers import SerialSampler
+from rlfw.testing import CountingAgent, NestedCountingEnv, TextLeafEnv
+
+from conftest import bits
+
+
+def test_every_leaf_keeps_its_dtype_and_shape_in_the_space_order():
+    space = NestedCountingEnv().observation_space
+    assert [path for path, _ in space_leaves(space)] == [
+        "count",
+        "flags",
+        "grid",
+        "pair.0",
+        "pair.1",
+        "step",
+    ]
+    example = example_observation(space)
+    assert example["count"].dtype == np.float32 and example["count"].shape == (3,)
+    assert example["flags"].dtype == np.int8
+    assert example["grid"].dtype == np.uint8 and example["grid"].shape == (2, 3, 3)
+    assert example["pair"][0].dtype == np.int64 and example["pair"][0].shape == (2,)
+    assert example["pair"][1].dtype == np.bool_
+    assert example["step"].shape == () and example["step"].dtype == np.int64
+
+
+def test_a_text_leaf_is_refused_by_key_with_the_way_out():
+    factory = EnvFactory("text-leaf", entry=TextLeafEnv)
+    with pytest.raises(ValueError) as err:
+        ActorCriticAgent.build(EnvSpaces.of(factory))
+    message = str(err.value)
+    assert "'mission'" in message and "Text" in message
+    assert "--set env_options.drop_keys=mission" in message
+    dropped = EnvFactory("text-leaf", entry=TextLeafEnv, options=EnvOptions(("mission",)))
+    with SerialSampler(dropped, 4, 2, seed=0) as sampler:
+        samples = sampler.initialize(CountingAgent())
+        samples, _ = sampler.obtain_samples(0)
+    assert list(samples.observation) == ["count"]
+    assert samples.observation["count"][:, 0, 2].tolist() == [0, 1, 2, 0]
+
+
+def test_dropping_a_key_the_observation_lacks_names_the_keys_it_has():
+    factory = EnvFactory("text-leaf", entry=TextLeafEnv, options=EnvOptions(("goal",)))
+    with pytest.raises(ValueError, match=r"\['goal'\].*keys are \['count', 'mission'\]"):
+        factory()
+    flat = EnvFactory("CartPole-v1", options=EnvOptions(("goal",)))
+    with pytest.raises(ValueError, match="drops keys of a Dict observation"):
+        flat()
+
+
+def test_discrete_leaves_are_one_hot_and_boxes_flattened():
+    space = gym.spaces.Dict(
+        {
+            "cell": gym.spaces.Discrete(3, start=-1),
+            "codes": gym.spaces.MultiDiscrete([2, 3]),
+            "vector": gym.spaces.Box(-1, 1, (2, 2), np.float32),
+        }
+    )
+    encoder = ObservationEncoder(space)
+    assert encoder.out_dim == 3 + 5 + 4
+    obs = {
+        "cell": torch.tensor([[1], [-1]]).squeeze(-1),
+        "codes": torch.tensor([[1, 2], [0, 0]]),
+        "vector": torch.arange(8.0).reshape(2, 2, 2),
+    }
+    features = encoder(obs)
+    assert features.tolist() == [
+        [0, 0, 1, 0, 1, 0, 0, 1, 0, 1, 2, 3],
+        [1, 0, 0, 1, 0, 1, 0, 0, 4, 5, 6, 7],
+    ]
+    # leading dims are free: [T, B] observations encode to [T, B, out_dim]
+    assert encoder({k: v.expand(3, *v.shape) for k, v in obs.items()}).shape == (3, 2, 12)
+
+
+def test_a_users_encoder_replaces_the_default_for_its_key():
+    class Sum(torch.nn.Module):
+        out_dim = 1
+
+        def forward(self, x):
+            return x.float().sum(-1, keepdim=True)
+
+    space = NestedCountingEnv().observation_space
+    encoder = ObservationEncoder(space, encoders={"count": Sum()})
+    assert isinstance(encoder.parts[0], Sum)
+    with pytest.raises(ValueError, match=r"\['cuont'\], which are not observation keys"):
+        ObservationEncoder(space, encoders={"cuont": Sum()})
+
+
+def _dict_config(sampler: str = "serial", runner: str = "sync", algo: str = "ppo") -> RunConfig:
+    config = RunConfig(algo=algo, env=CARTPOLE_DICT, sampler=sampler, runner=runner, n_workers=2)
+    config.batch_B, config.batch_T = 4, 32
+    config.dqn = dataclasses.replace(
+        config.dqn, learning_starts=128, replay_capacity=1000, save_replay=True
+    )
+    config.schedule = RunSchedule(
+        n_steps=6 * 128, eval_every=256, eval_episodes=2, checkpoint_every=384, log_every=128
+    )
+    return config
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "algo,sampler", [("ppo", "serial"), ("ppo", "cpu"), ("ppo", "queue"), ("dqn", "serial")]
+)
+def test_a_nested_observation_run_resumes_bitwise(tmp_path, monkeypatch, algo, sampler):
+    """PPO and DQN (its replay holding each leaf) on a Dict observation with a Tuple
+    inside: interrupted at iteration 4 and resumed from its checkpoint, a run ends with
+    the same weights as one whole run."""
+    whole = build_runner(_dict_config(sampler, algo=algo), str(tmp_path / "whole"), progress=False)
+    with whole:
+        whole.train()
+    part = build_runner(_dict_config(sampler, algo=algo), str(tmp_path / "part"), progress=False)
+    real = type(part.sampler).obtain_samples
+
+    def interrupt_at_4(self, itr):
+        if itr == 4:
+            raise KeyboardInterrupt
+        return real(self, itr)
+
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", interrupt_at_4)
+    with part:
+        assert part.train().interrupted
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
+    resumed = build_runner(
+        _dict_config(sampler, algo=algo), str(tmp_path / "part"), resume=True, progress=False
+    )
+    with resumed:
+        resumed.train()
+    a, b = whole.agent.state_dict(), resumed.agent.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(bits(a[k]), bits(b[k])) for k in a)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("algo,runner", [("ppo", "concurrent"), ("dqn", "async")])
+def test_nested_observations_run_through_the_concurrent_and_async_runners(tmp_path, algo, runner):
+    config = _dict_config(runner=runner, algo=algo)
+    with build_runner(config, str(tmp_path / "run"), progress=False) as run:
+        result = run.train()
+    assert result.env_steps == 6 * 128 and len(result.eval_history) >= 1
