@@ -1,5 +1,5 @@
-"""``python -m rlfw train|eval|export|bench-sampler|sweep|benchmark``: every flag documented in
-``--help``."""
+"""``python -m rlfw train|eval|export|check-env|bench-sampler|sweep|benchmark``: every flag
+documented in ``--help``."""
 
 from __future__ import annotations
 
@@ -233,6 +233,25 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seconds", type=float, default=10.0, help="timed duration (default 10)")
 
 
+def _check_env_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check-env",
+        help="step an env as rlfw will and report how it maps onto rlfw",
+        allow_abbrev=False,
+        description="Build the env as `rlfw train --env ID` would, show how each "
+        "observation leaf maps to the buffer and the model, the action distribution and "
+        "the mask source, play a few random episodes and check reset(seed=) is "
+        "deterministic; exit 1 with one line per problem.",
+    )
+    p.add_argument("env", help="gymnasium id (module:Env ids need --plugin module)")
+    p.add_argument("--plugin", action="append", default=[], help="module to import first")
+    p.add_argument("--episodes", type=int, default=3, help="random episodes (default 3)")
+    p.add_argument("--max-steps", type=int, default=1000, help="cap per episode (default 1000)")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="env_options.* keys"
+    )
+
+
 def _sweep_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
@@ -340,6 +359,7 @@ def make_parser() -> argparse.ArgumentParser:
     _export_parser(sub)
     _bench_parser(sub)
     _sweep_parser(sub)
+    _check_env_parser(sub)
     _benchmark_parser(sub)
     return parser
 
@@ -814,6 +834,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_env(args: argparse.Namespace) -> int:
+    from rlfw.launch.check_env import check_env
+
+    config = RunConfig(env=args.env)
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("env_options."):
+            raise ValueError(f"check-env --set takes env_options.KEY=VALUE, got {item!r}")
+        set_field(config, key, value)
+    report = check_env(config.env_factory(), args.episodes, args.max_steps)
+    print("\n".join(report.lines))
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    print(
+        "rlfw: check-env: ok"
+        if report.ok
+        else f"rlfw: check-env: {len(report.problems)} problem(s)"
+    )
+    return 0 if report.ok else 1
+
+
 def cmd_bench_sampler(args: argparse.Namespace) -> int:
     from rlfw.agents.random_agent import RandomAgent
     from rlfw.envs import EnvSpaces
@@ -879,6 +920,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_benchmark(args)
         if args.command == "export":
             return cmd_export(args)
+        if args.command == "check-env":
+            return cmd_check_env(args)
         return cmd_eval(args)
     except (ValueError, FileNotFoundError) as err:
         parser.exit(2, f"rlfw: error: {err}\n")

@@ -30,6 +30,7 @@ from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_
 from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
 from rlfw.algos.pg.presets import a2c_preset, ppo_preset
 from rlfw.envs import EnvSpaces, is_atari
+from rlfw.envs.masks import masks_actions
 from rlfw.models.cnn import model_kind
 from rlfw.runners import AsyncRunner, ConcurrentRunner, SyncRunner
 from rlfw.samplers import (
@@ -298,6 +299,7 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
         ortho_init=config.ortho_init,
         obs_norm_update=config.obs_norm_update,
         sde_sample_freq=config.sde_sample_freq,
+        action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
     )
 
 
@@ -305,7 +307,10 @@ def _image_net(config: Any, spaces: EnvSpaces) -> str | None:
     """Why ``hidden`` and ``activation`` go unread (the network is the CNN for the
     observations' image size), or None when the network is an MLP."""
     obs = spaces.observation
-    if model_kind(config.model, obs.shape, obs.dtype) != "cnn":
+    if (
+        not isinstance(obs, gym.spaces.Box)
+        or model_kind(config.model, obs.shape, obs.dtype) != "cnn"
+    ):
         return None
     return (
         f"with model={config.model!r} the network for {config.env}'s "
@@ -374,6 +379,7 @@ def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
         atoms=getattr(own, "atoms", 1),
         v_min=getattr(own, "v_min", -10.0),
         v_max=getattr(own, "v_max", 10.0),
+        action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
     )
 
 

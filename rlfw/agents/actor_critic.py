@@ -16,8 +16,11 @@ from rlfw.agents.distributions import (
     DiagGaussian,
     MultiCategorical,
     StateDependentGaussian,
+    keep_valid,
+    masked_logits,
 )
 from rlfw.buffers import AgentInfo
+from rlfw.envs.masks import MASK_KEY
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models import CnnActorCritic, MlpActorCritic
 from rlfw.models.cnn import model_kind
@@ -60,6 +63,8 @@ class ActorCriticAgent(ModelAgent):
         self.action_space = action_space
         self.device = torch.device(device)
         self.greedy = False
+        self.masked = False  # acts over the observation's action_mask (``build``)
+        self.mask_heads: list[int] | None = None
 
     @classmethod
     def build(
@@ -80,6 +85,7 @@ class ActorCriticAgent(ModelAgent):
         obs_norm_update: str = "batch",
         sde_sample_freq: int = 0,
         encoders: Mapping[str, nn.Module] | None = None,
+        action_mask: bool = False,
     ) -> "ActorCriticAgent":
         """Pick MLP or Nature-CNN from the observation space (``model='auto'``);
         ``normalize_obs`` feeds it running-mean/std normalized, clipped observations,
@@ -93,7 +99,9 @@ class ActorCriticAgent(ModelAgent):
         resampled every that many env steps (SB3's ``use_sde`` with ``sde_sample_freq``).
         Observations that are not one Box (Dict, Tuple, Discrete, ...) go through per-leaf
         encoders (``ObservationEncoder``; ``encoders`` replaces the default for a key)
-        whose concatenated features are the MLP's or recurrent core's input."""
+        whose concatenated features are the MLP's or recurrent core's input.
+        ``action_mask``: the observation's ``action_mask`` leaf limits every action choice,
+        log-prob and entropy to the valid actions."""
         check_core(recurrent)
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
@@ -179,7 +187,20 @@ class ActorCriticAgent(ModelAgent):
             )
         agent = cls(net, dist, spaces.action, device)
         agent.noise_hold = max(sde_sample_freq, 1)
+        if action_mask:
+            agent.act_over_mask(spaces.action)
         return agent
+
+    def act_over_mask(self, action_space: gym.Space) -> None:
+        """Act, and compute log-probs and entropies, over the observation's
+        ``action_mask`` leaf (Discrete: one entry per action; MultiDiscrete: per head)."""
+        if not isinstance(self.distribution, (Categorical, MultiCategorical)):
+            raise ValueError(
+                f"an action mask limits Discrete or MultiDiscrete actions; "
+                f"{action_space} is neither (set env_options.action_mask=none)"
+            )
+        self.mask_heads = getattr(self.distribution, "nvec", None)
+        self.masked = True
 
     @property
     def noise_shape(self) -> tuple[int, ...]:
@@ -218,11 +239,15 @@ class ActorCriticAgent(ModelAgent):
         """Actions for ``obs`` from the slots' ``noise``; ``slots`` (which env slots the rows
         are) matters only to agents with per-slot behaviour, such as Ape-X exploration."""
         params, value, next_state, model_input = self._forward(obs, state)
+        if self.masked:
+            params = masked_logits(params, obs[MASK_KEY], self.mask_heads, slots)
         if self.greedy:
             action = self.distribution.greedy(params)
         else:
             noise_t = torch.as_tensor(noise, device=self.device, dtype=params.dtype)
             action = self.distribution.sample(params, noise_t)
+            if self.masked:
+                action = keep_valid(params, action, self.mask_heads)
         logp = self.distribution.log_prob(params, action)
         return AgentStep(action, AgentInfo(logp, value, model_input), next_state)
 
@@ -254,6 +279,8 @@ class ActorCriticAgent(ModelAgent):
             params, value = model.forward_sequence(obs, state, episode_start)
         else:
             params, value = model(obs)
+        if self.masked:
+            params = masked_logits(params, obs[MASK_KEY], self.mask_heads)
         logp, entropy = self.distribution.log_prob_and_entropy(params, action)
         return logp, entropy, value
 

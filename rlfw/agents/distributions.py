@@ -211,3 +211,49 @@ class StateDependentGaussian:
         mean, std = self._mean_and_std(params)
         log_std = std.log()
         return self._log_prob(mean, std, log_std, action), self._entropy(log_std)
+
+
+def masked_logits(
+    logits: torch.Tensor, mask: torch.Tensor, heads: list[int] | None = None, slots=None
+) -> torch.Tensor:
+    """``logits`` with invalid actions (``mask`` 0) at the dtype's lowest value: their
+    probability is exactly 0 and they add nothing to a log-prob or an entropy. ``heads``
+    (a MultiDiscrete's ``nvec``) checks each head keeps a valid action; a row with none is
+    a ``ValueError`` naming its env slot (``slots``: the rows' slots, if known)."""
+    valid = torch.as_tensor(mask, device=logits.device).to(torch.bool).expand_as(logits)
+    blocks = valid.split(heads, dim=-1) if heads else (valid,)
+    empty = torch.stack([~block.any(-1) for block in blocks], dim=-1).any(-1)
+    if bool(empty.any()):
+        row = int(torch.nonzero(empty.reshape(-1))[0])
+        where = f"env slot {list(slots)[row]}" if slots is not None else f"row {row}"
+        raise ValueError(
+            f"{where} has no valid action: its action mask is all zero"
+            + (" in a head" if heads and len(heads) > 1 else "")
+            + "; an env must leave at least one action valid (per head) at every step"
+        )
+    return logits.masked_fill(~valid, torch.finfo(logits.dtype).min)
+
+
+def keep_valid(logits: torch.Tensor, action: torch.Tensor, heads: list[int] | None) -> torch.Tensor:
+    """``action`` where it is valid under ``masked_logits``; the greedy action where
+    rounding in the inverse CDF picked a masked one (its probability is 0, so only a
+    cumulative sum short of 1 can reach it)."""
+    lowest = torch.finfo(logits.dtype).min
+    if heads is None:
+        picked = logits.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        return torch.where(picked == lowest, logits.argmax(-1), action)
+    out = []
+    for i, head in enumerate(logits.split(heads, dim=-1)):
+        a = action[..., i]
+        picked = head.gather(-1, a.unsqueeze(-1)).squeeze(-1)
+        out.append(torch.where(picked == lowest, head.argmax(-1), a))
+    return torch.stack(out, dim=-1)
+
+
+def mask_values(values: torch.Tensor, observation) -> torch.Tensor:
+    """Action values (or logits) of a learner's batch with invalid actions at the lowest
+    value, read from ``observation['action_mask']``; rows without a valid action (a
+    terminal state's, whose value is never used) stay as they are."""
+    valid = observation["action_mask"].to(torch.bool)
+    valid = valid | ~valid.any(-1, keepdim=True)
+    return values.masked_fill(~valid, torch.finfo(values.dtype).min)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.agents.distributions import masked_logits
 from rlfw.buffers import QInfo
+from rlfw.envs.masks import MASK_KEY
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.cnn import model_kind
 from rlfw.models.encoders import ObservationEncoder
@@ -79,6 +81,7 @@ class DqnAgent(ModelAgent):
         atoms: int = 1,
         v_min: float = -10.0,
         v_max: float = 10.0,
+        action_mask: bool = False,
     ) -> "DqnAgent":
         """ε-greedy over a Q-network; ``atoms > 1``: a C51 head on ``[v_min, v_max]``
         (actions greedy on the distributions' means)."""
@@ -97,7 +100,9 @@ class DqnAgent(ModelAgent):
             v_max,
             encoder,
         )
-        return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
+        agent = cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
+        agent.masked = action_mask
+        return agent
 
     @property
     def q(self) -> QNetwork:
@@ -108,12 +113,26 @@ class DqnAgent(ModelAgent):
             torch.as_tensor(epsilon, dtype=torch.float32).expand_as(self.model.epsilon)
         )
 
+    masked = False  # acts over the observation's action_mask (``build``)
+
+    def _q(self, obs, slots: Sequence[int] | None = None) -> tuple[torch.Tensor, Any]:
+        """(Q-values, the valid-action mask or None); invalid actions' values are the
+        dtype's lowest, so a max or argmax never picks one."""
+        obs = self._obs(obs)
+        q = self.model(obs)
+        if not self.masked:
+            return q, None
+        q = masked_logits(q, obs[MASK_KEY], None, slots)
+        return q, obs[MASK_KEY].to(torch.bool)
+
     @torch.no_grad()
     def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
-        q = self.model(self._obs(obs))
-        return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values))
+        q, valid = self._q(obs, slots)
+        return AgentStep(self._epsilon_greedy(q, noise, slots, valid), QInfo(q.max(-1).values))
 
-    def _epsilon_greedy(self, q: torch.Tensor, noise, slots: Sequence[int] | None) -> torch.Tensor:
+    def _epsilon_greedy(
+        self, q: torch.Tensor, noise, slots: Sequence[int] | None, valid=None
+    ) -> torch.Tensor:
         best = q.argmax(-1)
         if self.greedy and self.eval_epsilon == 0:
             return best
@@ -122,12 +141,17 @@ class DqnAgent(ModelAgent):
             eps = torch.full((len(u),), self.eval_epsilon, device=self.device)
         else:
             eps = self.model.epsilon if slots is None else self.model.epsilon[list(slots)]
-        random = (u[:, 1] * self.n_actions).long().clamp_(max=self.n_actions - 1)
+        if valid is None:
+            random = (u[:, 1] * self.n_actions).long().clamp_(max=self.n_actions - 1)
+        else:  # uniform over the valid actions: the k-th valid one, k = floor(u * count)
+            count = valid.sum(-1)
+            k = (u[:, 1] * count).long().clamp_(max=count - 1)
+            random = (valid.cumsum(-1) <= k.unsqueeze(-1)).sum(-1)
         return torch.where(u[:, 0] < eps[: len(u)], random, best)
 
     @torch.no_grad()
     def value(self, obs, state=None) -> torch.Tensor:
-        return self.model(self._obs(obs)).max(-1).values
+        return self._q(obs)[0].max(-1).values
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.cpu().numpy()

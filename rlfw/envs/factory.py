@@ -6,7 +6,7 @@ import difflib
 import importlib.util
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlfw.envs.atari import AtariOptions, make_atari
+from rlfw.envs.masks import MASK_MODES, resolve_mask_mode, with_action_mask
 
 
 def is_atari(env_id: str) -> bool:
@@ -133,6 +134,18 @@ class EnvOptions:
     drop_keys: tuple[str, ...] = ()
     """Top-level keys of a Dict observation to drop (e.g. MiniGrid's text 'mission', which
     has no fixed shape for the buffer)."""
+    action_mask: str = "auto"
+    """Where the invalid-action mask comes from: 'auto' (info['action_mask'], else an
+    observation key 'action_mask'), 'info', 'none' (no masking), or an observation key.
+    Agents act, learn and bootstrap over the valid actions only."""
+
+    def validate(self) -> None:
+        """``ValueError`` naming a bad option."""
+        if not isinstance(self.action_mask, str) or not self.action_mask:
+            raise ValueError(
+                f"env_options.action_mask must be one of {list(MASK_MODES)} or an "
+                f"observation key, got {self.action_mask!r}"
+            )
 
 
 class DropObservationKeys(gym.ObservationWrapper):
@@ -191,10 +204,27 @@ class EnvFactory:
         env = make(**kwargs)
         if self.options.drop_keys:
             env = DropObservationKeys(env, tuple(self.options.drop_keys))
+        env = with_action_mask(env, self.options.action_mask)
         # Statistics wrapper outermost: for non-Atari tasks the episode *is* the game episode.
         return gym.wrappers.RecordEpisodeStatistics(_float32_observations(env))
 
+    def resolved(self) -> "EnvFactory":
+        """This factory with ``options.action_mask='auto'`` made concrete by one probe env
+        (a mask in ``info`` becomes 'info'), so every env it builds agrees without each
+        resetting a probe of its own."""
+        if self.options.action_mask != "auto" or is_atari(self.env_id):
+            return self
+        probe = self(True)
+        try:
+            mode = resolve_mask_mode(probe, "auto")
+        finally:
+            probe.close()
+        if mode == "auto":
+            return self
+        return replace(self, options=replace(self.options, action_mask=mode))
+
     def validate(self) -> None:
+        self.options.validate()
         if is_atari(self.env_id):
             self.atari.validate()
         if self.entry is None:

@@ -191,7 +191,7 @@ def _build_runner(
     # take the plan's (torchrun's default of one thread per rank starves the learner).
     apply_affinity(share, local.pin_cpus, set_threads=ranks is not None or local.pin_cpus)
     seed_everything(config.seed)  # model init depends on it: the same on every rank
-    env_factory = config.env_factory()
+    env_factory = config.env_factory().resolved()
     spaces = EnvSpaces.of(env_factory)
     agent = build_agent(local, spaces)
     model = getattr(agent, "model", None)

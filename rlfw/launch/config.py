@@ -519,7 +519,7 @@ _READ_ONLY_WITH = {
 def _check_model_setting_read(config: RunConfig, key: str) -> None:
     """``key`` (one of ``MODEL_SETTINGS``) must shape the network this algorithm builds for
     this env; whether it does depends on the env's spaces, so this makes one env to see."""
-    spaces = EnvSpaces.of(config.env_factory())
+    spaces = EnvSpaces.of(config.env_factory().resolved())
     why = ALGOS.get(config.algo).unread_model_settings(config, spaces).get(key)
     if why:
         raise ValueError(

@@ -68,7 +68,7 @@ def evaluate_checkpoint(
     config = config or RunConfig.load(run_dir)
     greedy = config.schedule.eval_greedy if greedy is None else greedy
     _, state = load_for_evaluation(run_dir, best, trust)
-    env_factory = config.env_factory()
+    env_factory = config.env_factory().resolved()
     agent = build_agent(config, EnvSpaces.of(env_factory))
     agent.load_state_dict(state["agent"])
     if video_dir is not None:

@@ -111,7 +111,7 @@ def _write_gif(folder: str, config: RunConfig, seed: int) -> bool:
     from rlfw.runfolder.policy_folder import load_policy_weights
     from rlfw.samplers.machinery.video import record_episodes
 
-    env_factory = config.env_factory()
+    env_factory = config.env_factory().resolved()
     agent = build_agent(config, EnvSpaces.of(env_factory))
     agent.load_state_dict(load_policy_weights(folder))
     with tempfile.TemporaryDirectory(dir=folder) as videos:

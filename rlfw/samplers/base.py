@@ -15,6 +15,7 @@ import torch
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.buffers.tree import tree_paths
+from rlfw.envs.masks import MASK_KEY
 from rlfw.envs.spaces import observation_rows
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.evaluation import EvalLimits, EvaluationSeries
@@ -64,6 +65,8 @@ def allocate_samples(
 ) -> Samples:
     """The ``[T, B]`` buffer for this agent and observation space, from one example step."""
     example_obs = observation_rows(obs_space, 1)
+    if isinstance(example_obs, dict) and MASK_KEY in example_obs:
+        example_obs[MASK_KEY][:] = 1  # a zero observation's mask would allow no action
     noise = np.zeros((1,) + tuple(agent.noise_shape), np.float32)
     state = agent.initial_state(1)
     step = agent.step(example_obs, noise, None, state)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rlfw.agents.distributions import mask_values
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
 from rlfw.utils.checks import check_config
 
@@ -91,10 +92,10 @@ class C51(DQN):
         log_p = q_net.log_distribution(observation)[rows, taken]  # [N, K]
         with torch.no_grad():
             next_p = self.target.log_distribution(next_observation).exp()  # [N, A, K]
-            if c.double_dqn:
-                next_best = q_net(next_observation).argmax(-1)
-            else:
-                next_best = (next_p * support).sum(-1).argmax(-1)
+            next_values = q_net(next_observation) if c.double_dqn else (next_p * support).sum(-1)
+            if self.agent.masked:  # the best of the next state's valid actions
+                next_values = mask_values(next_values, next_observation)
+            next_best = next_values.argmax(-1)
             p_next = next_p[rows, next_best]
             # n-step target atoms; after a truncation the sampler's V(final obs) is all there
             # is: a point mass there (every atom moved to it)

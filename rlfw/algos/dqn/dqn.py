@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from rlfw.agents.distributions import mask_values
 from rlfw.agents.dqn_agent import apex_epsilons
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
@@ -367,7 +368,10 @@ class DQN(ReplayAlgorithm):
             # The online net picks a* in a pass of its own without autograd: one pass over
             # [obs; next_obs] would make the backward pass run over both halves, 2x the rows.
             with torch.no_grad():
-                next_best = self.agent.q(next_observation).argmax(-1, keepdim=True)
+                next_online = self.agent.q(next_observation)
+                if self.agent.masked:
+                    next_online = mask_values(next_online, next_observation)
+                next_best = next_online.argmax(-1, keepdim=True)
         q_taken = q_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
             alpha = c.advantage_learning
@@ -375,8 +379,12 @@ class DQN(ReplayAlgorithm):
                 both = tree_map(lambda a, b: torch.cat([a, b]), next_observation, observation)
                 target_both = self.target(both)
                 next_q, target_q = target_both[:n], target_both[n:]
+                if self.agent.masked:
+                    target_q = mask_values(target_q, observation)
             else:
                 next_q = self.target(next_observation)
+            if self.agent.masked:  # the max over the next state's valid actions
+                next_q = mask_values(next_q, next_observation)
             next_v = (
                 next_q.gather(-1, next_best).squeeze(-1)
                 if next_best is not None
