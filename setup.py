@@ -13,6 +13,10 @@ extras = {
     "mujoco": ["gymnasium[mujoco]"],
     # MinAtar's five 10x10 games as MinAtar/<Game>-v1 (rlfw registers them)
     "minatar": ["minatar>=1.0.15"],
+    # MiniGrid's gridworlds under their own ids (MiniGrid-DoorKey-5x5-v0, ...)
+    "minigrid": ["minigrid>=3.0"],
+    # PettingZoo's classic board games (connect four) as single-agent envs
+    "pettingzoo": ["pettingzoo>=1.24"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
     "ray": ["ray>=2.9"],
     # `rlfw eval RUN --video`, `--video-every`: mp4/GIF encoding (imageio's ffmpeg plugin

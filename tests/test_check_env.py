@@ -52,8 +52,9 @@ def test_a_sound_nested_env_passes_and_shows_each_leaf():
     text = "\n".join(report.lines)
     assert report.ok, report.problems
     assert "step: Discrete(7) -> buffer int64 [], model: one-hot (7)" in text
-    assert "grid: Box(0, 255, (2, 3, 3), uint8) -> buffer uint8 [2, 3, 3], model: small" in text
-    assert "pair.1: Box(False, True, (1,), bool) -> buffer bool [1]" in text
+    assert "grid: Box(0 to 255, [2, 3, 3], uint8) -> buffer uint8 [2, 3, 3], model: small" in text
+    assert "pair.0: MultiDiscrete([4 5]) -> buffer int64 [2], model: one-hot (9)" in text
+    assert "pair.1: Box(0 to 1, [1], bool) -> buffer bool [1]" in text
     assert "deterministic" in text
 
 

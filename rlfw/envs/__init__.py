@@ -1,6 +1,7 @@
 """Environment layer: gymnasium ids by name, Atari preprocessing, seeding, episode stats."""
 
 from rlfw.envs.atari import AtariOptions
+from rlfw.envs.boards import CONNECT_FOUR, register_board_envs
 from rlfw.envs.factory import (
     EnvFactory,
     EnvOptions,
@@ -18,18 +19,22 @@ from rlfw.envs.structured import (
     CARTPOLE_DICT,
     IDENTITY_MULTI_BINARY,
     IDENTITY_MULTI_DISCRETE,
+    INVALID_ACTION_IDENTITY,
     register_structured_envs,
 )
 
 register_partial_envs()
+register_board_envs()
 register_structured_envs()
 register_minatar_envs()
 
 __all__ = [
     "CARTPOLE_DICT",
+    "CONNECT_FOUR",
     "CARTPOLE_NO_VELOCITY",
     "IDENTITY_MULTI_BINARY",
     "IDENTITY_MULTI_DISCRETE",
+    "INVALID_ACTION_IDENTITY",
     "AtariOptions",
     "EnvFactory",
     "EnvOptions",

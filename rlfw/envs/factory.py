@@ -15,13 +15,16 @@ import numpy as np
 
 from rlfw.envs.atari import AtariOptions, make_atari
 from rlfw.envs.masks import MASK_MODES, resolve_mask_mode, with_action_mask
+from rlfw.envs.minigrid import TileCodes, is_minigrid, register_minigrid_envs
 
 
 def is_atari(env_id: str) -> bool:
     return env_id.startswith("ALE/")
 
 
-def _registered_ids() -> list[str]:
+def _registered_ids(env_id: str = "") -> list[str]:
+    if is_minigrid(env_id):
+        register_minigrid_envs()
     if any(is_atari(i) for i in gym.registry):
         return list(gym.registry)
     import ale_py
@@ -50,7 +53,7 @@ def check_env_id(env_id: str) -> None:
                 f"first (in a script) or name it on the command line (--plugin {module})"
             )
         env_id = env_id.partition(":")[2]
-    ids = _registered_ids()
+    ids = _registered_ids(env_id)
     if env_id in ids:
         return
     close = difflib.get_close_matches(env_id, ids, n=5)
@@ -76,6 +79,11 @@ def check_env_available(env_id: str) -> None:
         raise ValueError(
             f"env {env_id!r} is a MinAtar game and needs the minatar package, "
             "which is not installed: pip install -e '.[minatar]'"
+        )
+    if is_minigrid(env_id) and importlib.util.find_spec("minigrid") is None:
+        raise ValueError(
+            f"env {env_id!r} is a MiniGrid env and needs the minigrid package, which is "
+            "not installed: pip install -e '.[minigrid]'"
         )
     if is_mujoco(env_id) and importlib.util.find_spec("mujoco") is None:
         raise ValueError(
@@ -197,11 +205,16 @@ class EnvFactory:
             return make_atari(self.env_id, self.atari, train, self.render_mode)
         if self.entry is None and is_mujoco(self.env_id):
             route_mujoco_warnings()
+        minigrid = self.entry is None and is_minigrid(self.env_id)
+        if minigrid:
+            register_minigrid_envs()  # in every process: workers make their own envs
         make = self.entry if self.entry is not None else partial(gym.make, self.env_id)
         kwargs = dict(self.kwargs)
         if self.render_mode is not None:
             kwargs["render_mode"] = self.render_mode
         env = make(**kwargs)
+        if minigrid:
+            env = TileCodes(env)
         if self.options.drop_keys:
             env = DropObservationKeys(env, tuple(self.options.drop_keys))
         env = with_action_mask(env, self.options.action_mask)

@@ -6,16 +6,20 @@ import gymnasium as gym
 
 from rlfw.envs.factory import is_atari, is_mujoco
 from rlfw.envs.minatar import is_minatar
+from rlfw.envs.minigrid import is_minigrid
 
-FAMILIES = ("atari", "minatar", "mujoco", "continuous", "classic")
+FAMILIES = ("atari", "minatar", "minigrid", "mujoco", "continuous", "classic")
 
 
 def env_family(env_id: str) -> str:
-    """'atari', 'minatar', 'mujoco', 'continuous' (other Box-action envs) or 'classic'."""
+    """'atari', 'minatar', 'minigrid', 'mujoco', 'continuous' (other Box-action envs) or
+    'classic'."""
     if is_atari(env_id):
         return "atari"
     if is_minatar(env_id):
         return "minatar"
+    if is_minigrid(env_id):
+        return "minigrid"
     if is_mujoco(env_id):
         return "mujoco"
     if env_id in gym.registry:

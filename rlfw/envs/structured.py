@@ -1,7 +1,7 @@
 """Small tasks in the spaces beyond one Box and one Discrete, registered with gymnasium on
 import of ``rlfw.envs``: CartPole re-dressed in a nested Dict/Tuple observation that must be
-read leaf by leaf, and SB3's identity tasks for MultiDiscrete and MultiBinary actions (the
-learning checks of those paths)."""
+read leaf by leaf, SB3's identity tasks for MultiDiscrete and MultiBinary actions, and
+sb3-contrib's identity task with invalid actions (the learning checks of those paths)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 CARTPOLE_DICT = "rlfw/CartPoleDict-v1"
 IDENTITY_MULTI_DISCRETE = "rlfw/IdentityMultiDiscrete-v0"
 IDENTITY_MULTI_BINARY = "rlfw/IdentityMultiBinary-v0"
+INVALID_ACTION_IDENTITY = "rlfw/InvalidActionIdentity-v0"
 
 
 class CartPoleAsDict(gym.ObservationWrapper):
@@ -97,9 +98,47 @@ def multi_binary_identity_env(**kwargs: Any) -> gym.Env:
     return IdentityEnv(gym.spaces.MultiBinary(4), **kwargs)
 
 
+class InvalidActionIdentity(gym.Env):
+    """sb3-contrib's ``InvalidActionEnvDiscrete``: observe a target among ``n`` actions and
+    a mask (observation key ``action_mask``) on which ``n_invalid`` other actions are
+    invalid; reward 1 for the target, 0 otherwise, 100 steps an episode. A masked policy
+    chooses among ``n - n_invalid`` actions from the start."""
+
+    metadata: dict[str, Any] = {}
+
+    def __init__(self, n: int = 20, n_invalid: int = 10, length: int = 100):
+        self.n, self.n_invalid, self.length = n, n_invalid, length
+        self.observation_space = gym.spaces.Dict(
+            {"target": gym.spaces.Discrete(n), "action_mask": gym.spaces.MultiBinary(n)}
+        )
+        self.action_space = gym.spaces.Discrete(n)
+        self._target, self._t = 0, 0
+
+    def _obs(self) -> dict[str, Any]:
+        self._target = int(self.np_random.integers(self.n))
+        others = np.delete(np.arange(self.n), self._target)
+        invalid = self.np_random.choice(others, self.n_invalid, replace=False)
+        mask = np.ones(self.n, np.int8)
+        mask[invalid] = 0
+        return {"target": np.int64(self._target), "action_mask": mask}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        reward = float(int(action) == self._target)
+        self._t += 1
+        return self._obs(), reward, False, self._t >= self.length, {}
+
+
 def register_structured_envs() -> None:
     """Register the ids above with gymnasium (idempotent: worker processes import too)."""
     if CARTPOLE_DICT not in gym.registry:
         gym.register(CARTPOLE_DICT, entry_point=cartpole_dict)
         gym.register(IDENTITY_MULTI_DISCRETE, entry_point=multi_discrete_identity_env)
         gym.register(IDENTITY_MULTI_BINARY, entry_point=multi_binary_identity_env)
+        gym.register(
+            INVALID_ACTION_IDENTITY, entry_point="rlfw.envs.structured:InvalidActionIdentity"
+        )

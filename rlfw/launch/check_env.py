@@ -29,6 +29,20 @@ class EnvCheck:
         return not self.problems
 
 
+def short_space(space: gym.Space) -> str:
+    """A space in one short phrase (gymnasium's repr prints every bound and nvec entry)."""
+    if isinstance(space, gym.spaces.Box):
+        low, high = np.min(space.low), np.max(space.high)
+        return f"Box({low:.3g} to {high:.3g}, {list(space.shape)}, {space.dtype})"
+    if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.size > 8:
+        return f"MultiDiscrete({list(space.shape)}, up to {int(space.nvec.max())} values each)"
+    if isinstance(space, gym.spaces.Dict):
+        return f"Dict of {len(space.spaces)} ({', '.join(space.spaces)})"
+    if isinstance(space, gym.spaces.Tuple):
+        return f"Tuple of {len(space.spaces)}"
+    return str(space)
+
+
 def describe_encoder(space: gym.Space) -> str:
     """How the model reads one observation leaf."""
     encoder = leaf_encoder(space)
@@ -109,10 +123,12 @@ def _trajectory(factory: EnvFactory, seed: int, steps: int) -> list[Any]:
     env = factory(True)
     try:
         env.action_space.seed(seed)
+        rng = np.random.default_rng(seed)
         obs, _ = env.reset(seed=seed)
         out = [obs]
         for _ in range(steps):
-            obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            action = _valid_random_action(env.action_space, obs, rng)
+            obs, reward, terminated, truncated, _ = env.step(action)
             out.append((obs, reward))
             if terminated or truncated:
                 obs, _ = env.reset()
@@ -142,25 +158,26 @@ def check_env(
     try:
         obs_space, act_space = env.observation_space, env.action_space
         report.lines.append(f"env {factory.env_id}")
-        report.lines.append(f"observation {obs_space}")
+        report.lines.append(f"observation {short_space(obs_space)}")
         try:
             check_observation_space(obs_space)
         except ValueError as err:
             report.problems.append(str(err))
             return report
         for path, leaf in space_leaves(obs_space):
-            shape = tuple(leaf.shape or ())
+            shape, name = list(leaf.shape or ()), path or "(the observation)"
             report.lines.append(
-                f"  {path or '(the observation)'}: {leaf} -> buffer {leaf_dtype(leaf)} "
-                f"{list(shape)}, model: {describe_encoder(leaf)}"
+                f"  {name}: {short_space(leaf)} -> buffer {leaf_dtype(leaf)} {shape}, "
+                f"model: {describe_encoder(leaf)}"
             )
-        report.lines.append(f"actions {act_space}: {_actions(act_space)}")
+        report.lines.append(f"actions {short_space(act_space)}: {_actions(act_space)}")
         mode = factory.options.action_mask
         has_mask = isinstance(obs_space, gym.spaces.Dict) and MASK_KEY in obs_space.spaces
         if mode == "none" or not has_mask:
             report.lines.append(f"action mask: none (env_options.action_mask={mode})")
         else:
-            source = "info['action_mask']" if mode == "info" else f"observation key {mode!r}"
+            key = MASK_KEY if mode == "auto" else mode
+            source = "info['action_mask']" if mode == "info" else f"observation key {key!r}"
             report.lines.append(f"action mask: from {source}")
             want = mask_size(act_space)
             got = int(np.prod(getattr(obs_space, "spaces")[MASK_KEY].shape or ()))

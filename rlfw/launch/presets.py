@@ -20,8 +20,12 @@ RUN_LENGTH = {
     "continuous": 200_000,
     "mujoco": 1_000_000,
     "minatar": 1_000_000,
+    "minigrid": 100_000,  # rl-baselines3-zoo's budget for DoorKey-5x5 and Empty-Random-5x5
     "atari": 10_000_000,
 }
+# How a family's envs are observed by every algorithm: MiniGrid's mission is text, which
+# no fixed-shape buffer holds (its tasks of one mission need it not).
+FAMILY_ENV_OPTIONS: dict[str, dict[str, Any]] = {"minigrid": {"drop_keys": ("mission",)}}
 
 
 def schedule_for(n_steps: int) -> dict[str, Any]:
@@ -55,4 +59,7 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     schedule = dict(tuned.get("schedule", {}))
     if "n_steps" in schedule:
         schedule = {**schedule_for(schedule["n_steps"]), **schedule}
-    return merge_settings(tuned, {"schedule": {**_family_schedule(family), **schedule}})
+    family_settings: dict[str, Any] = {"schedule": {**_family_schedule(family), **schedule}}
+    if family in FAMILY_ENV_OPTIONS:
+        family_settings["env_options"] = FAMILY_ENV_OPTIONS[family]
+    return merge_settings(tuned, family_settings)

@@ -9,6 +9,7 @@ from typing import Any
 from rlfw.algos.preset_table import PresetEntry, resolve
 
 CLASSIC, CONTINUOUS, MUJOCO = ("classic",), ("continuous",), ("mujoco",)
+MINIGRID = ("minigrid",)
 MINATAR, ATARI = ("minatar",), ("atari",)
 
 # SB3's PPO defaults, which rl-baselines3-zoo's entries start from
@@ -37,6 +38,16 @@ _NO_VELOCITY = PresetEntry(
 )
 
 PPO_PRESETS: tuple[PresetEntry, ...] = (
+    PresetEntry(
+        MINIGRID,
+        "rl-baselines3-zoo ppo.yml MiniGrid-DoorKey-5x5-v0 (minigrid-defaults)",
+        {
+            **_SB3_NET,
+            "batch_B": 8,
+            "batch_T": 128,
+            "ppo": {**_SB3_PPO, "learning_rate": 2.5e-4},
+        },
+    ),
     PresetEntry(
         CLASSIC,
         "rl-baselines3-zoo ppo.yml CartPole-v1",
