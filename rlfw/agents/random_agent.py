@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from rlfw.agents.base import AgentStep, ModelAgent
-from rlfw.buffers import AgentInfo
+from rlfw.buffers import AgentInfo, tree_leaves
 
 
 class RandomAgent(ModelAgent):
@@ -42,7 +42,7 @@ class RandomAgent(ModelAgent):
         )
 
     def value(self, obs, state=None) -> torch.Tensor:
-        return torch.zeros(len(obs))
+        return torch.zeros(len(tree_leaves(obs)[0]))  # any leaf's rows
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.numpy()
