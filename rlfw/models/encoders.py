@@ -47,6 +47,8 @@ class OneHotLeaf(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[: x.dim() - self.ndim]
+        if len(self.nvec) == 1:  # a Discrete leaf: one one-hot, no split and concatenation
+            return F.one_hot(x.reshape(*lead).long() - self.start, self.nvec[0]).float()
         codes = x.reshape(*lead, len(self.nvec)).long() - self.start
         return torch.cat(
             [F.one_hot(codes[..., i], n).float() for i, n in enumerate(self.nvec)], dim=-1

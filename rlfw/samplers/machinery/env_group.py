@@ -8,11 +8,16 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from rlfw.buffers.tree import tree_assign, tree_copy
+from rlfw.buffers.tree import tree_assign, tree_copy, tree_paths
 from rlfw.envs.spaces import observation_rows
 from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.utils.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
+
+
+def _keys(path: str) -> list[Any]:
+    """The dict keys / tuple indices of a ``tree_paths`` path (digits index tuples)."""
+    return [int(k) if k.isdigit() else k for k in path.split(".")] if path else []
 
 
 class StepResult:
@@ -22,6 +27,13 @@ class StepResult:
 
     def __init__(self, n: int, observation_space: gym.Space):
         self.next_obs: Any = observation_rows(observation_space, n)
+        # nested: each leaf's row block and the keys that reach it in an observation,
+        # walked flat each step (a recursive tree walk per env costs more than the copies)
+        self._leaves = (
+            [(block, _keys(path)) for path, block in tree_paths(self.next_obs)]
+            if not isinstance(self.next_obs, np.ndarray)
+            else []
+        )
         self.reward = np.zeros(n, np.float32)
         self.terminated = np.zeros(n, bool)
         self.truncated = np.zeros(n, bool)
@@ -30,10 +42,14 @@ class StepResult:
 
     def write_obs(self, i: int, obs: Any) -> None:
         """Row ``i`` of ``next_obs`` := ``obs`` (any structure the space has)."""
-        if isinstance(self.next_obs, np.ndarray):
+        if not self._leaves:
             self.next_obs[i] = obs  # the common case, kept to one numpy row copy
-        else:
-            tree_assign(self.next_obs, i, obs)
+            return
+        for block, keys in self._leaves:
+            leaf = obs
+            for key in keys:
+                leaf = leaf[key]
+            block[i] = leaf
 
 
 class EnvGroup:
