@@ -18,10 +18,12 @@ from torch import nn
 
 from rlfw.envs.spaces import check_observation_space, space_leaves
 from rlfw.models.cnn import image_torso, model_kind
+from rlfw.models.mlp import flatten_obs
 
 
 class FlattenLeaf(nn.Module):
-    """A leaf's own dims merged into one float feature dim, leading dims kept."""
+    """A leaf's own dims merged into one float feature dim, leading dims kept (uint8
+    scaled to [0, 1], as ``flatten_obs`` does)."""
 
     def __init__(self, shape: tuple[int, ...]):
         super().__init__()
@@ -29,8 +31,7 @@ class FlattenLeaf(nn.Module):
         self.out_dim = int(torch.tensor(shape, dtype=torch.int64).prod()) if shape else 1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        lead = x.shape[: x.dim() - self.ndim]
-        return x.reshape(*lead, self.out_dim).float()
+        return flatten_obs(x, self.ndim)
 
 
 class OneHotLeaf(nn.Module):

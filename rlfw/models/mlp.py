@@ -47,5 +47,10 @@ class MLP(nn.Sequential):
 
 
 def flatten_obs(obs: torch.Tensor, obs_ndim: int) -> torch.Tensor:
-    """Merge the observation's own dims into one feature dim, keeping leading batch dims."""
-    return obs.reshape(*obs.shape[: obs.dim() - obs_ndim], -1).float()
+    """Merge the observation's own dims into one feature dim, keeping leading batch dims.
+    uint8 values are pixels (rlfw's convention, which the CNNs share) and are scaled to
+    [0, 1]: an MLP fed 0..255 saturates from the first update."""
+    flat = obs.reshape(*obs.shape[: obs.dim() - obs_ndim], -1)
+    if flat.dtype == torch.uint8:
+        return flat.float().mul_(1.0 / 255.0)
+    return flat.float()
