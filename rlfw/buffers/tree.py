@@ -28,6 +28,8 @@ def is_node(x: Any) -> bool:
 
 def tree_map(fn: Callable[..., Any], tree: Tree, *rest: Tree) -> Tree:
     """Apply ``fn`` leaf-wise over trees of identical structure; None leaves stay None."""
+    if isinstance(tree, torch.Tensor):  # the common leaf first: learners call this per step
+        return fn(tree, *rest)
     if tree is None:
         return None
     if isinstance(tree, dict):
@@ -138,6 +140,8 @@ def _marker(dtype: torch.dtype) -> float | int | bool:
 
 def tree_index(tree: Tree, index: Any) -> Tree:
     """``tree[index]`` on every leaf (views where torch indexing gives views)."""
+    if isinstance(tree, torch.Tensor):
+        return tree[index]
     return tree_map(lambda x: x[index], tree)
 
 
