@@ -38,8 +38,11 @@ POINTS = {
     "SpaceInvaders": ("SpaceInvaders", "lr 1e-3"),
     "spaceinvaders-g099": ("SpaceInvaders", "lr 1e-3, gamma 0.99"),
     "spaceinvaders-mlp-scaled": ("SpaceInvaders", "lr 1e-3, MLP 256x256 ReLU"),
+    "SpaceInvaders-lr2e3": ("SpaceInvaders", "lr 2e-3"),
     "Asterix": ("Asterix", "lr 1e-3"),
+    "Asterix-lr2e3": ("Asterix", "lr 2e-3"),
     "Freeway": ("Freeway", "lr 1e-3"),
+    "Freeway-lr2e3": ("Freeway", "lr 2e-3"),
 }
 # The issue's bar: IQM over 5 seeds at 2M steps (gymnax-blines' level at that budget).
 TARGETS = {"Breakout": 15.0, "Asterix": 12.0, "SpaceInvaders": 120.0, "Freeway": 58.0}

@@ -153,3 +153,23 @@ def test_nested_observations_run_through_the_concurrent_and_async_runners(tmp_pa
     with build_runner(config, str(tmp_path / "run"), progress=False) as run:
         result = run.train()
     assert result.env_steps == 6 * 128 and len(result.eval_history) >= 1
+
+
+def test_normalize_obs_standardizes_the_float_leaves_of_a_nested_observation():
+    spaces = EnvSpaces.of(EnvFactory("nested", entry=NestedCountingEnv))
+    agent = ActorCriticAgent.build(spaces, normalize_obs=True)
+    with SerialSampler(EnvFactory("nested", entry=NestedCountingEnv), 7, 5, seed=3) as sampler:
+        samples = sampler.initialize(agent)
+        samples, _ = sampler.obtain_samples(0)
+    agent.update_normalization(samples.observation)
+    (count,) = agent.model.normalizer.parts  # one float Box leaf: 'count'
+    rows = samples.observation["count"].reshape(-1, 3).double()
+    assert torch.allclose(count.stats.mean, rows.mean(0), atol=1e-3)  # the prior count
+    normalized = agent.model.normalizer(samples.observation)
+    assert torch.equal(normalized["grid"], samples.observation["grid"])  # images untouched
+    assert normalized["count"].abs().max() <= 10.0 and normalized["count"].dtype == torch.float32
+    with pytest.raises(ValueError, match="obs_norm_update='step' is for one Box"):
+        ActorCriticAgent.build(spaces, normalize_obs=True, obs_norm_update="step")
+    codes = EnvSpaces(gym.spaces.Dict({"a": gym.spaces.Discrete(3)}), gym.spaces.Discrete(2))
+    with pytest.raises(ValueError, match="has none: set normalize_obs=false"):
+        ActorCriticAgent.build(codes, normalize_obs=True)

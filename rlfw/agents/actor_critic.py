@@ -21,7 +21,7 @@ from rlfw.agents.distributions import (
 )
 from rlfw.buffers import AgentInfo
 from rlfw.envs.masks import MASK_KEY
-from rlfw.envs.spaces import EnvSpaces
+from rlfw.envs.spaces import EnvSpaces, leaf_keys, space_leaves
 from rlfw.models import CnnActorCritic, MlpActorCritic
 from rlfw.models.cnn import model_kind
 from rlfw.models.encoders import EncodedModel, ObservationEncoder
@@ -44,6 +44,21 @@ def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
         f"action space {action_space} is not supported by {algo}: use Discrete, "
         "MultiDiscrete, MultiBinary or a 1-d Box"
     )
+
+
+def normalized_leaves(space: gym.Space) -> list[tuple[list[Any], tuple[int, ...]]]:
+    """(keys, shape) of the float Box leaves of a nested observation space: the leaves
+    ``normalize_obs`` standardizes (codes, images and masks are left as they are)."""
+    out = []
+    for path, leaf in space_leaves(space):
+        if isinstance(leaf, gym.spaces.Box) and np.issubdtype(leaf.dtype, np.floating):
+            out.append((leaf_keys(space, path), tuple(leaf.shape)))
+    if not out:
+        raise ValueError(
+            f"normalize_obs standardizes float Box leaves, and the observation {space} "
+            "has none: set normalize_obs=false"
+        )
+    return out
 
 
 class ActorCriticAgent(ModelAgent):
@@ -110,11 +125,6 @@ class ActorCriticAgent(ModelAgent):
             # Any other structure: per-leaf encoders, their features the body's input.
             encoder = ObservationEncoder(obs_space, model, encoders)
             obs_space = gym.spaces.Box(-np.inf, np.inf, (encoder.out_dim,), np.float32)
-            if normalize_obs:
-                raise ValueError(
-                    f"normalize_obs is for Box observations; {spaces.observation} is not "
-                    "one (normalize its float leaves in a wrapper, or set normalize_obs=false)"
-                )
         elif encoders:
             raise ValueError(
                 f"encoders are per observation key; the observation {obs_space} is one Box"
@@ -179,7 +189,13 @@ class ActorCriticAgent(ModelAgent):
         if encoder is not None:
             net = EncodedModel(encoder, net)
         if normalize_obs:
-            net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update)
+            leaves = None if encoder is None else normalized_leaves(spaces.observation)
+            if leaves is not None and obs_norm_update != "batch":
+                raise ValueError(
+                    "obs_norm_update='step' is for one Box observation; a nested one's "
+                    "leaves are normalized per batch (obs_norm_update='batch')"
+                )
+            net = NormalizedModel(net, obs_space.shape, obs_clip, obs_norm_update, leaves)
         elif obs_norm_update != "batch":
             raise ValueError(
                 f"obs_norm_update={obs_norm_update!r} needs normalize_obs=True "

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from rlfw.buffers.samples import StepInfo
-from rlfw.buffers.tree import tree_to
+from rlfw.buffers.tree import tree_map, tree_to
 from rlfw.models.normalize import NormalizedModel
 
 
@@ -173,7 +173,8 @@ class ModelAgent:
         statistics, if it normalizes its input per batch (a no-op otherwise: per-step
         statistics already saw every row through ``observe``)."""
         if self.per_batch_statistics:
-            self.model.update_normalization(observation.reshape(-1, *observation.shape[2:]))
+            rows = tree_map(lambda x: x.reshape(-1, *x.shape[2:]), observation)
+            self.model.update_normalization(rows)
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state)

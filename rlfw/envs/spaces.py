@@ -67,6 +67,16 @@ def space_leaves(space: gym.Space, prefix: str = "") -> list[tuple[str, gym.Spac
     return out
 
 
+def leaf_keys(space: gym.Space, path: str) -> list[Any]:
+    """The dict keys / tuple indices that lead from ``space`` (and from its observations)
+    to the leaf at ``path``."""
+    keys: list[Any] = []
+    for part in path.split(".") if path else []:
+        keys.append(int(part) if isinstance(space, gym.spaces.Tuple) else part)
+        space = getattr(space, "spaces")[keys[-1]]
+    return keys
+
+
 def leaf_dtype(space: gym.Space) -> np.dtype:
     """The buffer dtype of one leaf: the space's own (bool, int8, uint8, float32, ...);
     MultiBinary as int8 (gymnasium's)."""

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlfw.envs.spaces import check_observation_space, space_leaves
+from rlfw.envs.spaces import check_observation_space, leaf_keys, space_leaves
 from rlfw.models.cnn import image_torso, model_kind
 from rlfw.models.mlp import flatten_obs
 
@@ -69,15 +69,6 @@ def leaf_encoder(space: gym.Space, model: str = "auto") -> nn.Module:
     return FlattenLeaf(shape)
 
 
-def _keys_of(space: gym.Space, path: str) -> list[Any]:
-    """The dict keys / tuple indices leading from ``space`` to the leaf at ``path``."""
-    keys: list[Any] = []
-    for part in path.split(".") if path else []:
-        keys.append(int(part) if isinstance(space, gym.spaces.Tuple) else part)
-        space = getattr(space, "spaces")[keys[-1]]
-    return keys
-
-
 class ObservationEncoder(nn.Module):
     """``obs`` (a tree with leading dims ``[...]``) -> ``[..., out_dim]`` float features:
     one encoder per leaf, in the space's leaf order, outputs concatenated. ``encoders``
@@ -103,7 +94,7 @@ class ObservationEncoder(nn.Module):
         self.paths = [path for path, _ in leaves]
         # each leaf's keys from the root: observations arrive as the env built them, whose
         # dict order need not be the space's
-        self._keys = [_keys_of(space, path) for path in self.paths]
+        self._keys = [leaf_keys(space, path) for path in self.paths]
         self.parts = nn.ModuleList(
             given.get(path) or leaf_encoder(leaf, model) for path, leaf in leaves
         )

@@ -15,7 +15,7 @@ with the agent (or algorithm), and stay frozen wherever nothing calls ``update``
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import nn
@@ -68,6 +68,46 @@ class ObservationNormalizer(nn.Module):
         return torch.clamp((obs.to(dtype) - mean) / std, -self.clip, self.clip)
 
 
+def _leaf(obs: Any, keys: list[Any]) -> Any:
+    for key in keys:
+        obs = obs[key]
+    return obs
+
+
+def _replaced(obs: Any, keys: list[Any], value: Any) -> Any:
+    """``obs`` with the leaf at ``keys`` replaced (dicts and tuples rebuilt, not mutated)."""
+    if not keys:
+        return value
+    head, rest = keys[0], keys[1:]
+    if isinstance(obs, dict):
+        return {**obs, head: _replaced(obs[head], rest, value)}
+    items = list(obs)
+    items[head] = _replaced(items[head], rest, value)
+    return tuple(items)
+
+
+class TreeNormalizer(nn.Module):
+    """Per-leaf ``ObservationNormalizer``s for some leaves of a nested observation (the
+    float Box ones: codes, images and masks are not standardized); the rest pass through.
+    ``leaves``: (keys from the root, leaf shape) of each normalized leaf."""
+
+    def __init__(self, leaves: list[tuple[list[Any], tuple[int, ...]]], clip: float = 10.0):
+        super().__init__()
+        self.keys = [keys for keys, _ in leaves]
+        self.parts = nn.ModuleList(ObservationNormalizer(shape, clip) for _, shape in leaves)
+
+    def forward(self, obs: Any) -> Any:
+        for keys, part in zip(self.keys, self.parts):
+            obs = _replaced(obs, keys, part(_leaf(obs, keys)))
+        return obs
+
+    @torch.no_grad()
+    def update(self, obs: Any) -> None:
+        """Merge the rows of each normalized leaf (``[N, *shape]``) into its statistics."""
+        for keys, part in zip(self.keys, self.parts):
+            part.stats.update(_leaf(obs, keys))
+
+
 OBS_NORM_UPDATES = ("batch", "step")
 
 
@@ -77,7 +117,12 @@ class NormalizedModel(nn.Module):
     once per batch, or the sampler once per env step."""
 
     def __init__(
-        self, model: nn.Module, obs_shape: Sequence[int], clip: float = 10.0, update: str = "batch"
+        self,
+        model: nn.Module,
+        obs_shape: Sequence[int],
+        clip: float = 10.0,
+        update: str = "batch",
+        leaves: list[tuple[list[Any], tuple[int, ...]]] | None = None,
     ):
         super().__init__()
         if update not in OBS_NORM_UPDATES:
@@ -85,7 +130,12 @@ class NormalizedModel(nn.Module):
                 f"observation statistics update {update!r} is unknown; choose "
                 f"from {OBS_NORM_UPDATES}"
             )
-        self.normalizer = ObservationNormalizer(obs_shape, clip)
+        # ``leaves``: a nested observation, normalized leaf by leaf
+        self.normalizer: nn.Module = (
+            ObservationNormalizer(obs_shape, clip)
+            if leaves is None
+            else TreeNormalizer(leaves, clip)
+        )
         self.model = model
         self.stats_update = update
 
@@ -100,8 +150,11 @@ class NormalizedModel(nn.Module):
     def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):
         return self.model.forward_sequence(self.normalizer(obs), state, episode_start)
 
-    def update_normalization(self, observations: torch.Tensor) -> None:
-        self.normalizer.stats.update(observations)
+    def update_normalization(self, observations: Any) -> None:
+        if isinstance(self.normalizer, TreeNormalizer):
+            self.normalizer.update(observations)
+        else:
+            self.normalizer.stats.update(observations)
 
 
 class RewardScaler:

@@ -6,6 +6,7 @@ import torch
 
 from rlfw.algos.optim import OPTIMIZERS, Replicas
 from rlfw.algos.pg.gae import generalized_advantages
+from rlfw.buffers import tree_map
 from rlfw.models.normalize import RewardScaler
 
 
@@ -77,8 +78,9 @@ class BatchNormalizers:
         if not agent.per_batch_statistics:
             return  # nothing to gather for: no statistics, or the sampler's per step
         observation = samples.observation
-        if self.gather is not None:
-            observation = self.gather(observation.contiguous())
+        gather = self.gather
+        if gather is not None:
+            observation = tree_map(lambda x: gather(x.contiguous()), observation)
         agent.update_normalization(observation)
 
     def state_dict(self) -> dict | None:

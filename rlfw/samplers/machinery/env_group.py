@@ -9,15 +9,10 @@ import gymnasium as gym
 import numpy as np
 
 from rlfw.buffers.tree import tree_assign, tree_copy, tree_paths
-from rlfw.envs.spaces import observation_rows
+from rlfw.envs.spaces import leaf_keys, observation_rows
 from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.utils.seeding import EVAL_ENV, TRAIN_ENV, derive_seed
-
-
-def _keys(path: str) -> list[Any]:
-    """The dict keys / tuple indices of a ``tree_paths`` path (digits index tuples)."""
-    return [int(k) if k.isdigit() else k for k in path.split(".")] if path else []
 
 
 class StepResult:
@@ -30,7 +25,10 @@ class StepResult:
         # nested: each leaf's row block and the keys that reach it in an observation,
         # walked flat each step (a recursive tree walk per env costs more than the copies)
         self._leaves = (
-            [(block, _keys(path)) for path, block in tree_paths(self.next_obs)]
+            [
+                (block, leaf_keys(observation_space, path))
+                for path, block in tree_paths(self.next_obs)
+            ]
             if not isinstance(self.next_obs, np.ndarray)
             else []
         )
