@@ -386,6 +386,11 @@ def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
 def build_r2d1_agent(config: Any, spaces: EnvSpaces) -> RecurrentDqnAgent:
     """R2D1's agent: ε-greedy over an LSTM Q-network (MLP or CNN torso, dueling head)."""
     own = config.algo_config()
+    if masks_actions(spaces.observation, config.env_options.action_mask):
+        raise ValueError(
+            f"r2d1 does not act over an action mask, and {config.env}'s observation has "
+            "one: use dqn, c51, rainbow, ppo or a2c, or set env_options.action_mask=none"
+        )
     return RecurrentDqnAgent.build_recurrent(
         spaces,
         config.batch_B,

@@ -116,3 +116,13 @@ def test_a_mask_key_the_observation_lacks_is_named():
     factory = EnvFactory("CartPole-v1", options=EnvOptions(action_mask="legal"))
     with pytest.raises(ValueError, match="action_mask='legal' names an observation key"):
         factory()
+
+
+def test_r2d1_refuses_an_env_with_a_mask_rather_than_ignore_it():
+    from rlfw.launch.config import RunConfig
+    from rlfw.registry import ALGOS
+
+    config = RunConfig(algo="r2d1", env="Taxi-v4")
+    spaces = EnvSpaces.of(config.env_factory().resolved())
+    with pytest.raises(ValueError, match="r2d1 does not act over an action mask"):
+        ALGOS.get("r2d1").build_agent(config, spaces)

@@ -108,6 +108,10 @@ def _dict_config(sampler: str = "serial", runner: str = "sync", algo: str = "ppo
     config.dqn = dataclasses.replace(
         config.dqn, learning_starts=128, replay_capacity=1000, save_replay=True
     )
+    if algo == "r2d1":
+        config.r2d1 = dataclasses.replace(
+            config.algo_config(), learning_starts=384, replay_capacity=1024, save_replay=True
+        )
     config.schedule = RunSchedule(
         n_steps=6 * 128, eval_every=256, eval_episodes=2, checkpoint_every=384, log_every=128
     )
@@ -116,10 +120,11 @@ def _dict_config(sampler: str = "serial", runner: str = "sync", algo: str = "ppo
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    "algo,sampler", [("ppo", "serial"), ("ppo", "cpu"), ("ppo", "queue"), ("dqn", "serial")]
+    "algo,sampler",
+    [("ppo", "serial"), ("ppo", "cpu"), ("ppo", "queue"), ("dqn", "serial"), ("r2d1", "serial")],
 )
 def test_a_nested_observation_run_resumes_bitwise(tmp_path, monkeypatch, algo, sampler):
-    """PPO and DQN (its replay holding each leaf) on a Dict observation with a Tuple
+    """PPO, DQN and R2D1 (their replays holding each leaf) on a Dict observation with a Tuple
     inside: interrupted at iteration 4 and resumed from its checkpoint, a run ends with
     the same weights as one whole run."""
     whole = build_runner(_dict_config(sampler, algo=algo), str(tmp_path / "whole"), progress=False)

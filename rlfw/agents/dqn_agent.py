@@ -199,21 +199,26 @@ class RecurrentDqnAgent(DqnAgent):
 
         check_discrete_actions(spaces.action, "r2d1")
         obs = spaces.observation
-        if not isinstance(obs, gym.spaces.Box):
-            raise ValueError(
-                f"r2d1 takes one Box observation; {obs} is nested (ppo and a2c with "
-                "recurrent=lstm take nested observations)"
+        if isinstance(obs, gym.spaces.Box):
+            image = model_kind(model, obs.shape, obs.dtype) == "cnn"
+            q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
+        else:
+            q = RecurrentQNetwork(
+                (),
+                int(spaces.action.n),
+                rnn_size,
+                hidden,
+                dueling,
+                encoder=ObservationEncoder(obs, model),
             )
-        image = model_kind(model, obs.shape, obs.dtype) == "cnn"
-        q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
         return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
 
     @torch.no_grad()
     def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
-        q, next_state = self.q(torch.as_tensor(obs, device=self.device), state)
+        q, next_state = self.q(self._obs(obs), state)
         return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values), next_state)
 
     @torch.no_grad()
     def value(self, obs, state=None) -> torch.Tensor:
-        q, _ = self.q(torch.as_tensor(obs, device=self.device), state)
+        q, _ = self.q(self._obs(obs), state)
         return q.max(-1).values

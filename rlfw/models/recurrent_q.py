@@ -4,7 +4,7 @@ image size) -> LSTM -> plain or dueling Q head, with the recurrent actor-critics
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import nn
@@ -27,8 +27,13 @@ class RecurrentQNetwork(nn.Module):
         dueling: bool = True,
         image: bool = False,
         core: str = "lstm",
+        encoder: nn.Module | None = None,
     ):
         super().__init__()
+        # a nested observation's per-leaf encoder: its features are the torso's input
+        self.encoder = encoder
+        if encoder is not None:
+            obs_shape, image = (int(getattr(encoder, "out_dim")),), False
         self.torso = RecurrentTorso(obs_shape, core, rnn_size, hidden, "relu", image)
         self.head = DuelingHead(rnn_size, n_actions) if dueling else nn.Linear(rnn_size, n_actions)
 
@@ -36,19 +41,22 @@ class RecurrentQNetwork(nn.Module):
     def state_size(self) -> int:
         return self.torso.core.state_size
 
+    def _embed(self, obs: Any) -> torch.Tensor:
+        return self.torso.embed(obs if self.encoder is None else self.encoder(obs))
+
     def forward(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        next_state = self.torso.core.step(self.torso.embed(obs), state)
+        next_state = self.torso.core.step(self._embed(obs), state)
         return self.head(next_state[:, : self.torso.core.size]), next_state
 
     def forward_sequence(
         self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
     ) -> torch.Tensor:
-        features = self.torso.embed(obs)
+        features = self._embed(obs)
         return self.head(self.torso.core.sequence(features, state, episode_start))
 
     def sequence_and_state(
         self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``forward_sequence`` and the state after its last step."""
-        out, last = self.torso.core.sequence_and_state(self.torso.embed(obs), state, episode_start)
+        out, last = self.torso.core.sequence_and_state(self._embed(obs), state, episode_start)
         return self.head(out), last

@@ -14,7 +14,7 @@ import torch
 
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
 from rlfw.algos.optim import gradient_step
-from rlfw.buffers import Samples
+from rlfw.buffers import Samples, tree_index
 from rlfw.buffers.replay.sequence import SequenceBatch, SequenceReplay
 from rlfw.utils.checks import check_config
 
@@ -101,7 +101,7 @@ class R2D1(DQN):
         self, samples: Samples, shared: bool, seed: int, reserve_rows: int
     ) -> SequenceReplay:
         c = self.config
-        B = samples.observation.shape[1]
+        B = samples.reward.shape[1]
 
         def multiple(rows: int) -> int:  # of period, rounded up
             return -(-rows // c.period) * c.period
@@ -144,11 +144,15 @@ class R2D1(DQN):
         state = batch.initial_state
         with torch.no_grad():  # burn-in: refresh the stored state, no gradient into it
             if burn:
-                _, online_state = online.sequence_and_state(obs[:burn], state, start[:burn])
-                _, target_state = target.sequence_and_state(obs[:burn], state, start[:burn])
+                _, online_state = online.sequence_and_state(
+                    tree_index(obs, slice(burn)), state, start[:burn]
+                )
+                _, target_state = target.sequence_and_state(
+                    tree_index(obs, slice(burn)), state, start[:burn]
+                )
             else:
                 online_state = target_state = state
-            rest, rest_start = obs[burn:], start[burn:]
+            rest, rest_start = tree_index(obs, slice(burn, None)), start[burn:]
             target_q = target.forward_sequence(rest, target_state, rest_start)  # [learn+n, N, A]
         q = online.forward_sequence(rest, online_state, rest_start)  # [learn + n, N, A]
         actions = batch.action[burn : burn + learn].long().unsqueeze(-1)

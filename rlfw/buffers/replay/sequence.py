@@ -17,6 +17,7 @@ import torch
 from rlfw.buffers.replay.storage import RowStorage
 from rlfw.buffers.replay.sum_tree import SumTree
 from rlfw.buffers.samples import Samples
+from rlfw.buffers.tree import tree_map
 
 
 class SequenceBatch(NamedTuple):
@@ -100,7 +101,6 @@ class SequenceReplay:
         self.tree = SumTree(self.slots * storage.B)
         self.max_priority = 1.0
         self.rng = np.random.default_rng(seed)
-        self.obs_shape = _obs_shape(storage)
         self.visible_rows = 0  # rows sampling knows of
         self.lock: AbstractContextManager = nullcontext()
 
@@ -159,10 +159,9 @@ class SequenceReplay:
         episode_start[0] = False  # the stored initial state is already the reset one
         weights = np.ones(len(ids), np.float32) if weights is None else weights
         return SequenceBatch(
-            observation=torch.from_numpy(
-                s.observations(rows.reshape(-1), cols_lt.reshape(-1)).reshape(
-                    rows.shape + self.obs_shape
-                )
+            observation=tree_map(
+                lambda leaf: torch.from_numpy(leaf.reshape(rows.shape + leaf.shape[1:])),
+                s.observations(rows.reshape(-1), cols_lt.reshape(-1)),
             ),
             action=torch.from_numpy(s.action[rows, cols_lt]),
             reward=torch.from_numpy(s.reward[rows, cols_lt]),
@@ -203,8 +202,3 @@ class SequenceReplay:
         self.max_priority = state["max_priority"]
         self.rng.bit_generator.state = state["rng"]
         self.visible_rows = state["visible_rows"]
-
-
-def _obs_shape(storage: RowStorage) -> tuple[int, ...]:
-    """One observation's shape in ``storage``."""
-    return tuple(storage.observations(np.zeros(1, np.int64), np.zeros(1, np.int64)).shape[1:])
