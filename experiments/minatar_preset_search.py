@@ -9,7 +9,7 @@ tried. The sweeps ran as
     rlfw sweep --runs-dir ROOT/<point> --seeds 0 1 2 --grid ppo.learning_rate=LR \\
         --max-parallel 2 --algo ppo --env MinAtar/<Game>-v1 --steps 2000000 \\
         --batch-B 64 --batch-T 128 --set ppo.epochs=4 --set ppo.minibatch_size=1024 \\
-        --set ppo.gamma=0.999 --set ppo.value_coef=0.5 [the point's own settings]
+        --set ppo.value_coef=0.5 --set ppo.gamma=0.999 [the point's own settings]
 
 and are re-run (skipping finished seeds) by the same command. Then
 
@@ -39,6 +39,9 @@ POINTS = {
     "spaceinvaders-g099": ("SpaceInvaders", "lr 1e-3, gamma 0.99"),
     "spaceinvaders-mlp-scaled": ("SpaceInvaders", "lr 1e-3, MLP 256x256 ReLU"),
     "SpaceInvaders-lr2e3": ("SpaceInvaders", "lr 2e-3"),
+    "Breakout-g099": ("Breakout", "lr 1e-3, gamma 0.99"),
+    "Asterix-g099": ("Asterix", "lr 1e-3, gamma 0.99"),
+    "Freeway-g099": ("Freeway", "lr 1e-3, gamma 0.99"),
     "Asterix": ("Asterix", "lr 1e-3"),
     "Asterix-lr2e3": ("Asterix", "lr 2e-3"),
     "Freeway": ("Freeway", "lr 1e-3"),
