@@ -21,11 +21,6 @@ def is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
-def is_node(x: Any) -> bool:
-    """A tree's inner node (NamedTuple, dict or tuple), not a leaf."""
-    return isinstance(x, (tuple, dict))
-
-
 def tree_map(fn: Callable[..., Any], tree: Tree, *rest: Tree) -> Tree:
     """Apply ``fn`` leaf-wise over trees of identical structure; None leaves stay None."""
     if isinstance(tree, torch.Tensor):  # the common leaf first: learners call this per step

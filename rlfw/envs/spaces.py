@@ -46,11 +46,6 @@ def stacked_frames(env: gym.Env) -> int:
     return 1
 
 
-def is_nested(space: gym.Space) -> bool:
-    """A ``Dict`` or ``Tuple`` space (its observations are trees, not one array)."""
-    return isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
-
-
 def space_leaves(space: gym.Space, prefix: str = "") -> list[tuple[str, gym.Space]]:
     """``(path, leaf space)`` pairs in the order the buffer keeps them (a Dict's keys as
     gymnasium sorts them, a Tuple's by index); a path reads ``image``, ``robot.joints``,
