@@ -126,3 +126,8 @@ def test_r2d1_refuses_an_env_with_a_mask_rather_than_ignore_it():
     spaces = EnvSpaces.of(config.env_factory().resolved())
     with pytest.raises(ValueError, match="r2d1 does not act over an action mask"):
         ALGOS.get("r2d1").build_agent(config, spaces)
+
+
+def test_an_empty_mask_option_is_refused_by_name():
+    with pytest.raises(ValueError, match="env_options.action_mask must be one of"):
+        EnvFactory("Taxi-v4", options=EnvOptions(action_mask="")).validate()

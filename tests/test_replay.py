@@ -356,3 +356,14 @@ def test_nested_observations_are_stored_leaf_by_leaf_and_read_back_exactly():
     fresh.load_state_dict(storage.state_dict())
     again = Replay(fresh, UniformSampling(0), n_step=2, gamma=0.5).batch(np.array([1, 3]))
     assert torch.equal(again.next_observation["image"], got.next_observation["image"])
+
+
+def test_frame_dedup_on_a_nested_observation_is_refused_with_the_way_out():
+    from rlfw.algos.dqn.dqn import DQN, DQNConfig
+
+    T = 4
+    obs = {"image": torch.zeros(T, 1, 4, 2, 2, dtype=torch.uint8)}
+    batch = rows([0.0] * T, [False] * T, [False] * T, obs=obs)
+    algo = DQN(DQNConfig(frame_dedup=True))
+    with pytest.raises(ValueError, match="nested.*set frame_dedup=false"):
+        algo._storage(batch, 8, shared=False)
