@@ -23,12 +23,15 @@ import gymnasium as gym
 from rlfw.agents import ActorCriticAgent
 from rlfw.agents.base import Agent
 from rlfw.agents.dqn_agent import DqnAgent, RecurrentDqnAgent
+from rlfw.agents.qpg_agent import QpgAgent
 from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.dqn.categorical import C51, C51Config
 from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_preset
 from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
 from rlfw.algos.pg.presets import a2c_preset, ppo_preset
+from rlfw.algos.qpg import SAC, TD3, DDPGConfig, SACConfig, TD3Config
+from rlfw.algos.qpg.presets import ddpg_preset, sac_preset, td3_preset
 from rlfw.envs import EnvSpaces, is_atari
 from rlfw.envs.masks import masks_actions
 from rlfw.models.cnn import model_kind
@@ -403,6 +406,36 @@ def build_r2d1_agent(config: Any, spaces: EnvSpaces) -> RecurrentDqnAgent:
     )
 
 
+def build_qpg_agent(config: Any, spaces: EnvSpaces) -> QpgAgent:
+    """The agent of SAC (a squashed Gaussian actor), TD3 and DDPG (a deterministic actor
+    exploring with ``action_noise``), with ``n_critics`` Q-functions."""
+    own = config.algo_config()
+    return QpgAgent.build(
+        spaces,
+        "squashed_gaussian" if isinstance(own, SACConfig) else "deterministic",
+        config.algo,
+        config.model,
+        config.hidden,
+        own.critic_hidden,
+        own.n_critics,
+        config.activation,
+        getattr(own, "action_noise", 0.0),
+        config.device,
+    )
+
+
+def qpg_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings ``build_qpg_agent`` ignores."""
+    return {
+        "log_std_init": f"{config.algo}'s policy has no state-independent log-std (SAC's "
+        "comes from a head of the network; TD3's and DDPG's is deterministic)",
+        "sde_sample_freq": f"{config.algo} explores with plain Gaussian noise here (gSDE "
+        "is ppo's and a2c's)",
+        "ortho_init": f"{config.algo}'s networks have PyTorch's default initialization, "
+        "as SB3's; ortho_init is for ppo's and a2c's MLP",
+    }
+
+
 _ATARI_ONLY = "ALE games only ('ALE/<Game>-v5')"
 
 register_sampler(
@@ -498,6 +531,33 @@ register_algo(
     build_r2d1_agent,
     preset=r2d1_preset,
     unread_model_settings=q_network_unread,
+)
+
+register_algo(
+    "sac",
+    SAC,
+    SACConfig,
+    build_qpg_agent,
+    preset=sac_preset,
+    unread_model_settings=qpg_unread,
+)
+register_algo(
+    "td3",
+    TD3,
+    TD3Config,
+    build_qpg_agent,
+    preset=td3_preset,
+    unread_model_settings=qpg_unread,
+)
+register_algo(
+    "ddpg",
+    TD3,
+    DDPGConfig,
+    build_qpg_agent,
+    preset=ddpg_preset,
+    unread_model_settings=qpg_unread,
+    summary="DDPG as SB3 defines it: TD3 with one critic, no target smoothing and the "
+    "actor updated every step (rlfw/algos/qpg/td3.py)",
 )
 
 register_runner(

@@ -42,6 +42,7 @@ def test_compiled_loss_is_reproducible_and_close_to_eager(algo):
 
 def _initial(algo: str) -> dict[str, torch.Tensor]:
     config = RunConfig(algo=algo, env="CartPole-v1", batch_B=4, batch_T=16, seed=3)
+    config.dqn.learning_starts = 32  # inside the run (no update is made: nothing is run)
     config.schedule = RunSchedule(n_steps=64, eval_every=None)
     with build_runner(config, None, progress=False, stdout=False) as runner:
         return {k: v.clone() for k, v in runner.agent.model.state_dict().items()}

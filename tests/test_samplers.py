@@ -61,6 +61,34 @@ def test_counting_env_samples_equal_the_serial_samplers_exactly(kind):
 
 
 @pytest.mark.parametrize("kind", list(PARALLEL))
+def test_final_observations_of_truncated_steps_equal_the_serial_samplers_exactly(kind):
+    """An agent that keeps final observations (SAC's, TD3's) gets each truncated step's
+    true last observation ``[tag, episode, length]`` in the batch from every sampler, bit
+    for bit the serial one's, and no values (the learner bootstraps from the
+    observation)."""
+    factory = EnvFactory("counting", entry=CountingEnv)
+    with SerialSampler(factory, 7, 5, seed=11, debug=True) as reference:
+        expected = collect(reference, CountingAgent(keeps_final_observation=True), 3)
+    with ALL[kind](factory, 7, 5, 11) as sampler:
+        got = collect(sampler, CountingAgent(keeps_final_observation=True), 3)
+    for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
+        # rows of steps not truncated are stale by contract: only the truncated ones count
+        truncated = exp_samples.truncated
+        assert torch.equal(
+            exp_samples.final_observation[truncated], got_samples.final_observation[truncated]
+        )
+        assert trees_equal(
+            exp_samples._replace(final_observation=None),
+            got_samples._replace(final_observation=None),
+        )
+        assert exp_eps == got_eps
+    lengths = torch.tensor(CountingEnv().lengths, dtype=torch.float32)
+    final = torch.cat([s.final_observation[s.truncated] for s, _ in expected])
+    assert len(final) and torch.equal(final[:, 2], lengths[final[:, 1].long() % 3])
+    assert all(s.bootstrap_value.eq(0).all() for s, _ in expected)
+
+
+@pytest.mark.parametrize("kind", list(PARALLEL))
 def test_noise_held_for_several_steps_equals_the_serial_samplers_exactly(kind):
     """gSDE's noise serves ``noise_hold`` steps per draw: every sampler hands each slot
     the same held draws as the serial one, across batch ends (T=7 is no multiple of 3)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 import torch
 
@@ -29,7 +29,13 @@ class QInfo(NamedTuple):
     __setitem__ = LeafIndexing.setitem
 
 
-StepInfo = Union[AgentInfo, QInfo]
+class PolicyInfo(NamedTuple):
+    """What a Q-function policy-gradient agent (SAC, TD3, DDPG) keeps per step: nothing;
+    its learner reads the replay's observations and actions only. (No leaves to index:
+    write into it with ``tree_assign``.)"""
+
+
+StepInfo = Union[AgentInfo, QInfo, PolicyInfo]
 
 
 class Samples(NamedTuple):
@@ -48,6 +54,11 @@ class Samples(NamedTuple):
     state *before* step ``t``, already zeroed where ``t`` starts an episode: row 0 is where
     each column's sequence starts, and a learner re-runs the column from it, restarting at
     ``episode_start`` (the steps after a ``done``), exactly as it was sampled.
+
+    ``final_observation[t, b]`` (agents with ``keeps_final_observation``; ``None``
+    otherwise) is the true final observation of a truncated step ``t``, for learners that
+    bootstrap from it with their own current networks (SAC, TD3, DDPG); such agents'
+    batches leave ``bootstrap_value`` at 0. Rows of steps not truncated hold stale data.
     """
 
     observation: torch.Tensor
@@ -59,6 +70,7 @@ class Samples(NamedTuple):
     bootstrap_value: torch.Tensor
     policy_version: torch.Tensor | None = None
     agent_state: torch.Tensor | None = None
+    final_observation: Any = None
     __getitem__ = LeafIndexing.getitem
     __setitem__ = LeafIndexing.setitem
 

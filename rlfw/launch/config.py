@@ -195,6 +195,7 @@ class RunConfig:
         if self.wandb.enabled:
             wandb_module()
         self.algo_config().validate()
+        self._check_learning_starts()
         self.env_factory().validate()
         if sampler.runs_env is not None and not sampler.runs_env(self.env):
             others = [s.name for s in SAMPLERS if s.runs_env is None]
@@ -203,6 +204,16 @@ class RunConfig:
                 f"{self.env!r}; use {_either(others)}"
             )
         check_device(self.device)
+
+    def _check_learning_starts(self) -> None:
+        """A replay algorithm's first update must fall inside the run."""
+        starts = getattr(self.algo_config(), "learning_starts", None)
+        if starts is not None and starts >= self.schedule.n_steps:
+            raise ValueError(
+                f"{self.algo}.learning_starts={starts} is not below the run of "
+                f"{self.schedule.n_steps} env steps: it would never update; lower it or "
+                "lengthen the run (--steps)"
+            )
 
     def _check_recurrent(self, algo: AlgoSpec) -> None:
         """The recurrent core's fields (``recurrent``, ``rnn_size``, ``rnn_critic``) against

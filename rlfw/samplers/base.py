@@ -81,6 +81,11 @@ def allocate_samples(
         bootstrap_value=torch.zeros((), dtype=torch.float32),
         policy_version=torch.zeros((), dtype=torch.int64),
         agent_state=None if state is None else state[0].cpu(),
+        final_observation=(
+            tree_map(lambda x: torch.from_numpy(x)[0], example_obs)
+            if getattr(agent, "keeps_final_observation", False)
+            else None
+        ),
     )
     samples = allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
     samples.policy_version.zero_()  # the runner's to stamp, not a sampler's to write

@@ -191,7 +191,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
             self.slot_states[sl] = step.state
         action = step.action.cpu()
         buf.action[t, sl] = action
-        buf.agent_info[t, sl] = tree_map(torch.Tensor.cpu, step.info)
+        tree_assign(buf.agent_info, (t, sl), tree_map(torch.Tensor.cpu, step.info))
         self.step_buf.action[sl] = torch.as_tensor(self.agent.env_action(action))
         for w in self.groups[g]:
             self.act_ready[w].release()

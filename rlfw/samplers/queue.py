@@ -234,7 +234,7 @@ class QueueSampler(ParallelSamplerBase):
             part = self.slots[a]
             rows = slice(part.start, part.stop)
             buf.action[t, rows] = action[rows]
-            buf.agent_info[t, rows] = tree_map(lambda x: x[rows], info)
+            tree_assign(buf.agent_info, (t, rows), tree_map(lambda x: x[rows], info))
             self.env_action[rows] = env_action[rows]
             self.action_ready[a].release()
             served += len(part)

@@ -16,14 +16,17 @@ class CountingAgent(ModelAgent):
       which noise stream each slot got), or ``t % n_actions`` when greedy;
     - ``info.logp`` = u (the noise itself), ``info.value`` = V(obs) = 10 * episode + t.
 
-    ``noise_hold`` asks for each draw to serve that many steps (as gSDE's noise does).
+    ``noise_hold`` asks for each draw to serve that many steps (as gSDE's noise does);
+    ``keeps_final_observation`` asks samplers for truncated steps' final observations (as
+    SAC's agent does) instead of their values.
     """
 
     noise_shape: tuple[int, ...] = ()
     noise_kind = "uniform"
 
-    def __init__(self, n_actions: int = 3, noise_hold: int = 1):
+    def __init__(self, n_actions: int = 3, noise_hold: int = 1, keeps_final_observation=False):
         self.n_actions = n_actions
+        self.keeps_final_observation = keeps_final_observation
         self.noise_hold = noise_hold
         self.greedy = False
         self.model = torch.nn.Linear(1, 1)  # something to checkpoint

@@ -32,14 +32,13 @@ from rlfw.algos.optim import (
 )
 from rlfw.buffers import Samples, tree_map
 from rlfw.buffers.replay import (
-    FrameStorage,
     PrioritizedSampling,
     Replay,
     ReplayBatch,
     RowStorage,
     UniformSampling,
 )
-from rlfw.buffers.replay.storage import frames_are_stacked
+from rlfw.buffers.replay.storage import replay_storage
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -248,34 +247,9 @@ class DQN(ReplayAlgorithm):
         return Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
 
     def _storage(self, samples: Samples, rows: int, shared: bool) -> RowStorage:
-        """``rows`` rows of the batch's B columns: frame-deduplicated when ``frame_dedup``
-        and the observations are uint8 ``[S, H, W]``, full rows otherwise. A uint8
-        ``[C, H, W]`` is not always a stack (MinAtar's channels are objects), so
-        ``FrameStorage`` refuses a batch that is not one."""
-        obs = samples.observation
-        B = samples.reward.shape[1]
-        action_layout = (tuple(samples.action.shape[2:]), samples.action.numpy().dtype)
-        if not isinstance(obs, torch.Tensor):  # nested: one array per leaf, full rows
-            if self.config.frame_dedup:
-                raise ValueError(
-                    "frame_dedup=True stores one frame per row of a single stacked-frame "
-                    "observation; this observation is nested (a Dict/Tuple of leaves): set "
-                    "frame_dedup=false (each leaf is stored in full)"
-                )
-            example = tree_map(lambda x: np.zeros(x.shape[2:], x.numpy().dtype), obs)
-            return RowStorage(rows * B, B, example, None, *action_layout, shared=shared)
-        obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
-        dedup = (
-            self.config.frame_dedup is not False and len(obs_shape) == 3 and obs_dtype == np.uint8
-        )
-        if dedup and self.config.frame_dedup is None:
-            # Not told (a script; the launcher asks the env): the batch decides. Its first
-            # row's past is unknown (a resumed run starts mid-episode), so it is not judged.
-            done = (samples.terminated | samples.truncated).numpy()
-            starts = np.concatenate([np.zeros((1, B), bool), done[:-1]])
-            dedup = frames_are_stacked(obs.numpy(), starts)
-        storage_cls = FrameStorage if dedup else RowStorage
-        return storage_cls(rows * B, B, obs_shape, obs_dtype, *action_layout, shared=shared)
+        """``rows`` rows of the batch's B columns (``replay_storage``, frame-deduplicated
+        as ``frame_dedup`` says)."""
+        return replay_storage(samples, rows, shared, self.config.frame_dedup)
 
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
         first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)

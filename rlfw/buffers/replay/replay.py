@@ -11,7 +11,7 @@ import torch
 from rlfw.buffers.replay.storage import RowStorage
 from rlfw.buffers.replay.sum_tree import SumTree
 from rlfw.buffers.samples import Samples
-from rlfw.buffers.tree import tree_from_numpy
+from rlfw.buffers.tree import tree_from_numpy, tree_map
 
 
 class ReplayBatch(NamedTuple):
@@ -24,6 +24,8 @@ class ReplayBatch(NamedTuple):
     bootstrap_discount: torch.Tensor  # gamma^k, or 0 after a termination
     next_observation: torch.Tensor
     next_value_known: torch.Tensor  # truncated: V(true final obs) stored by the sampler
+    # (a storage that keeps final observations puts the truncated step's true final
+    # observation in next_observation instead, and next_value_known is False)
     next_value: torch.Tensor
     weight: torch.Tensor  # importance weight (1 for uniform sampling)
     index: np.ndarray  # flat ids, for priority updates
@@ -240,6 +242,7 @@ class Replay:
         known = np.zeros(n, bool)
         known_value = np.zeros(n, np.float32)
         next_rows = rows + self.n_step
+        final_rows = rows
         for k in range(self.n_step):
             r = (rows + k) % s.T
             ret += np.where(open_, discount * s.reward[r, cols], 0.0)
@@ -249,15 +252,22 @@ class Replay:
             discount[term] = 0.0
             known |= trunc
             known_value = np.where(trunc, s.bootstrap_value[r, cols], known_value)
+            final_rows = np.where(trunc, r, final_rows)
             next_rows = np.where(term | trunc, rows, next_rows)  # any valid row; unused
             open_ &= ~(term | trunc)
         weights = np.ones(n, np.float32) if weights is None else weights
+        next_observation = s.observations(next_rows % s.T, cols)  # a copy: ours to change
+        if s.keeps_final and known.any():
+            picked = np.flatnonzero(known)
+            finals = s.final_observations(final_rows[picked], cols[picked])
+            tree_map(lambda a, f: a.__setitem__(picked, f), next_observation, finals)
+            known[:] = False  # bootstrapped by the learner from the final observation
         return ReplayBatch(
             observation=tree_from_numpy(s.observations(rows, cols)),
             action=torch.from_numpy(s.action[rows, cols]),
             n_step_return=torch.from_numpy(ret.astype(np.float32)),
             bootstrap_discount=torch.from_numpy(discount.astype(np.float32)),
-            next_observation=tree_from_numpy(s.observations(next_rows % s.T, cols)),
+            next_observation=tree_from_numpy(next_observation),
             next_value_known=torch.from_numpy(known),
             next_value=torch.from_numpy(known_value),
             weight=torch.from_numpy(np.asarray(weights, np.float32)),

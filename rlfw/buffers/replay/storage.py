@@ -30,6 +30,7 @@ class RowStorage:
     """
 
     _obs_structure: Any = None  # nested observations only (see ``_allocate_nested``)
+    keeps_final = False  # see ``keep_final_observations``
 
     def __init__(
         self,
@@ -66,6 +67,33 @@ class RowStorage:
         shared and checkpointed like the others (a sequence replay's recurrent states)."""
         setattr(self, name, self._zeros(name, (self.T, self.B) + tuple(shape), dtype))
         return getattr(self, name)
+
+    def keep_final_observations(self) -> None:
+        """Also keep each truncated row's true final observation (``Samples.
+        final_observation``), one more array per observation leaf; rows that were not
+        truncated hold zeros."""
+        for name, leaf in zip(self._final_names(), self._observation_arrays()):
+            self.add_array(name, leaf.shape[2:], leaf.dtype)
+        self.keeps_final = True
+
+    def _observation_arrays(self) -> list[np.ndarray]:
+        if self._obs_structure is not None:
+            return [getattr(self, f"obs_leaf_{i}") for i in tree_leaves(self._obs_structure)]
+        return [self.obs]
+
+    def _final_names(self) -> list[str]:
+        if self._obs_structure is not None:
+            return [f"final_leaf_{i}" for i in tree_leaves(self._obs_structure)]
+        return ["final_obs"]
+
+    def final_observations(self, rows: np.ndarray, cols: np.ndarray) -> Any:
+        """The true final observations of truncated ``rows`` (``keep_final_observations``)."""
+        if self._obs_structure is not None:
+            return tree_map(
+                lambda i: getattr(self, f"final_leaf_{i}")[rows % self.T, cols],
+                self._obs_structure,
+            )
+        return getattr(self, "final_obs")[rows % self.T, cols]
 
     def _zeros(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
         """A zeroed array; in shared memory (a numpy view of a shared tensor) if shared."""
@@ -157,6 +185,12 @@ class RowStorage:
         self.terminated[rows] = samples.terminated.numpy()
         self.truncated[rows] = samples.truncated.numpy()
         self.bootstrap_value[rows] = samples.bootstrap_value.numpy()
+        if self.keeps_final:
+            truncated = samples.truncated.numpy()
+            finals = tree_leaves(tree_map(lambda x: x.numpy(), samples.final_observation))
+            for name, final in zip(self._final_names(), finals):
+                where = truncated.reshape(truncated.shape + (1,) * (final.ndim - 2))
+                getattr(self, name)[rows] = np.where(where, final, 0)
         # one write publishes both: a reader never pairs a new cursor with an old count
         self._position[:] = ((self.cursor + T) % self.T, self.rows_written + T)
         return rows
@@ -186,6 +220,12 @@ class FrameStorage(RowStorage):
 
     def _observation_bytes(self, shape: tuple[int, ...], dtype: np.dtype) -> int:
         return self.capacity * int(np.prod(shape[1:])) * dtype.itemsize
+
+    def keep_final_observations(self) -> None:
+        raise ValueError(
+            "frame-deduplicated replay keeps one frame per row and no final observations "
+            "of truncated steps; set frame_dedup=false"
+        )
 
     def _allocate_observations(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.stack = shape[0]
@@ -265,3 +305,35 @@ def warn_if_too_big(n_bytes: int, what: str) -> None:
             ResourceWarning,
             stacklevel=3,
         )
+
+
+def replay_storage(
+    samples: Samples, rows: int, shared: bool = False, frame_dedup: bool | None = None
+) -> RowStorage:
+    """Storage of ``rows`` rows of the batch's B columns: frame-deduplicated when
+    ``frame_dedup`` and the observations are uint8 ``[S, H, W]``, full rows otherwise
+    (``None``: when the batch's observations are frame stacks). A uint8 ``[C, H, W]`` is
+    not always a stack (MinAtar's channels are objects), so ``FrameStorage`` refuses a
+    batch that is not one."""
+    obs = samples.observation
+    B = samples.reward.shape[1]
+    action_layout = (tuple(samples.action.shape[2:]), samples.action.numpy().dtype)
+    if not isinstance(obs, torch.Tensor):  # nested: one array per leaf, full rows
+        if frame_dedup:
+            raise ValueError(
+                "frame_dedup=True stores one frame per row of a single stacked-frame "
+                "observation; this observation is nested (a Dict/Tuple of leaves): set "
+                "frame_dedup=false (each leaf is stored in full)"
+            )
+        example = tree_map(lambda x: np.zeros(x.shape[2:], x.numpy().dtype), obs)
+        return RowStorage(rows * B, B, example, None, *action_layout, shared=shared)
+    obs_shape, obs_dtype = tuple(obs.shape[2:]), obs.numpy().dtype
+    dedup = frame_dedup is not False and len(obs_shape) == 3 and obs_dtype == np.uint8
+    if dedup and frame_dedup is None:
+        # Not told (a script; the launcher asks the env): the batch decides. Its first
+        # row's past is unknown (a resumed run starts mid-episode), so it is not judged.
+        done = (samples.terminated | samples.truncated).numpy()
+        starts = np.concatenate([np.zeros((1, B), bool), done[:-1]])
+        dedup = frames_are_stacked(obs.numpy(), starts)
+    storage_cls = FrameStorage if dedup else RowStorage
+    return storage_cls(rows * B, B, obs_shape, obs_dtype, *action_layout, shared=shared)

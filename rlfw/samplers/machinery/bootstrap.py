@@ -1,5 +1,8 @@
 """The one place where samplers write ``Samples.bootstrap_value``: V(true final obs) for
-truncated steps and V(next obs) at the batch's open end; terminated steps keep 0."""
+truncated steps and V(next obs) at the batch's open end; terminated steps keep 0. For an
+agent that keeps final observations (``Samples.final_observation``) the truncated step's
+observation is stored instead, and nothing is valued: its learner bootstraps later, with
+its own networks."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import torch
 
 from rlfw.agents.base import Agent, AgentState
 from rlfw.buffers import Samples
+from rlfw.buffers.tree import tree_assign
 
 
 def bootstrap_truncated(
@@ -21,6 +25,9 @@ def bootstrap_truncated(
     """Value the true final observations of the ``slots`` truncated at step ``t`` (callers
     skip steps where nothing was truncated); ``state``: those slots' recurrent states after
     step ``t``, before the reset."""
+    if buf.final_observation is not None:
+        tree_assign(buf.final_observation, (t, slots), final_obs)
+        return
     buf.bootstrap_value[t, slots] = agent.value(final_obs, state).float().cpu()
 
 
@@ -29,7 +36,10 @@ def bootstrap_batch_end(
 ) -> None:
     """Value ``next_obs`` (from the slots' current recurrent ``state``) for slots whose last
     step did not end an episode (a truncated last step already holds the value of its own
-    final observation)."""
+    final observation). Not for an agent that keeps final observations: its replay reads
+    the next observation from the next batch."""
+    if buf.final_observation is not None:
+        return
     last = buf.reward.shape[0] - 1
     open_end = ~(buf.terminated[last] | buf.truncated[last])
     if open_end.any():

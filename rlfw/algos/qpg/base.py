@@ -1,0 +1,293 @@
+"""What SAC, TD3 and DDPG share: their common settings, the replay they learn from, the
+replay-ratio budget, the warm-up, Polyak target updates and checkpoints. Each algorithm
+adds its own ``_update(batch)``.
+
+The update ratio, in one place: ``replay_ratio`` is gradient updates per env step. SB3
+counts ``gradient_steps`` per ``train_freq`` calls of ``env.step`` over ``n_envs`` envs, so
+its ratio is ``gradient_steps / (train_freq x n_envs)``: ``train_freq=1, gradient_steps=1``
+(SAC's and TD3's default) with one env is 1.0; ``train_freq=8, gradient_steps=8`` is 1.0
+too; ``train_freq=4, gradient_steps=1`` is 0.25. A batch of ``T x B`` env steps pays for
+``replay_ratio x T x B`` updates, made after it is appended.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+import torch
+from torch import nn
+
+from rlfw.algos.base import ReplayAlgorithm
+from rlfw.algos.optim import Replicas, flat_optimizer, gradient_step, gradient_sync
+from rlfw.buffers import Samples
+from rlfw.buffers.replay import PrioritizedSampling, Replay, ReplayBatch, UniformSampling
+from rlfw.buffers.replay.storage import replay_storage
+from rlfw.utils.checks import check_config
+from rlfw.utils.settings import Flag
+
+Module = TypeVar("Module", bound=nn.Module)
+
+
+@dataclass
+class QpgConfig:
+    """Settings every Q-function policy-gradient algorithm has (defaults: SB3's)."""
+
+    learning_rate: Annotated[float, Flag("--lr")] = 3e-4
+    """The step size of the actor's and the critics' Adam optimizers."""
+    gamma: float = 0.99
+    """Discount factor."""
+    batch_size: int = 256
+    """Transitions per gradient update."""
+    replay_capacity: int = 1_000_000
+    """Transitions the replay holds."""
+    learning_starts: int = 100
+    """Env steps collected with uniformly random actions before the first update."""
+    replay_ratio: float = 1.0
+    """Gradient updates per env step (SB3: gradient_steps / (train_freq x n_envs))."""
+    tau: float = 0.005
+    """Polyak averaging of the target networks: they move this far each update."""
+    n_step: Annotated[int, Flag("--n-step")] = 1
+    """Steps of the return before bootstrapping."""
+    prioritized: Annotated[bool, Flag("--prioritized", const=True)] = False
+    """Prioritized replay (proportional, by the critics' mean |TD error|)."""
+    priority_alpha: float = 0.6
+    """Prioritized replay: how strongly priorities shape sampling."""
+    priority_beta: float = 0.4
+    """Prioritized replay: the importance-weight exponent, annealed linearly to 1."""
+    n_critics: int = 2
+    """Q-functions whose minimum is the target (DDPG: 1)."""
+    critic_hidden: tuple[int, ...] | None = None
+    """Widths of the critics' hidden layers (none: the run's ``hidden``)."""
+    save_replay: Annotated[bool, Flag("--save-replay", const=True)] = False
+    """Put the replay into checkpoints, so a resumed run is bitwise identical."""
+
+    def validate(self) -> None:
+        name = type(self).__name__
+        check_config(
+            name,
+            learning_rate=(self.learning_rate, self.learning_rate > 0, "must be > 0"),
+            gamma=(self.gamma, 0 <= self.gamma <= 1, "must be in [0, 1]"),
+            batch_size=(
+                self.batch_size,
+                isinstance(self.batch_size, int) and self.batch_size > 0,
+                "must be a positive int",
+            ),
+            replay_capacity=(
+                self.replay_capacity,
+                self.replay_capacity >= self.batch_size,
+                f"must be >= batch_size ({self.batch_size})",
+            ),
+            learning_starts=(self.learning_starts, self.learning_starts >= 0, "must be >= 0"),
+            replay_ratio=(self.replay_ratio, self.replay_ratio > 0, "must be > 0"),
+            tau=(self.tau, 0 < self.tau <= 1, "must be in (0, 1]"),
+            n_step=(
+                self.n_step,
+                isinstance(self.n_step, int) and self.n_step >= 1,
+                "must be an int >= 1",
+            ),
+            priority_alpha=(self.priority_alpha, self.priority_alpha >= 0, "must be >= 0"),
+            priority_beta=(self.priority_beta, 0 <= self.priority_beta <= 1, "must be in [0, 1]"),
+            n_critics=(
+                self.n_critics,
+                isinstance(self.n_critics, int) and self.n_critics >= 1,
+                "must be an int >= 1",
+            ),
+        )
+
+
+class QFunctionPolicyGradient(ReplayAlgorithm):
+    """The family's learner: each batch is appended to a replay (n-step and prioritized
+    optional), then ``replay_ratio x T x B`` updates follow once ``learning_starts`` env
+    steps are in; until then the agent's actions are the warm-up's uniform ones. Truncated
+    steps bootstrap from their true final observation (the replay keeps it), terminated
+    ones not at all. Subclasses build their optimizers in ``_setup`` and make one update
+    in ``_update``, returning its statistics as tensors."""
+
+    config: QpgConfig
+
+    def __init__(self, config: QpgConfig | None = None):
+        self.config = config or self.default_config()
+        self.config.validate()
+        self.replay = None  # made from the first batch (``make_replay``)
+        self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
+
+    @staticmethod
+    def default_config() -> QpgConfig:
+        raise NotImplementedError
+
+    def initialize(
+        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+    ) -> None:
+        self.agent, self.n_itr, self.seed = agent, n_itr, seed
+        self.grad_sync = gradient_sync(replicas)
+        self.critic_target = frozen_copy(agent.critics)
+        self.critic_flat, self.critic_optimizer = self._optimizer(agent.critics)
+        # The learner's own noise (policy samples, target smoothing): one seeded stream,
+        # checkpointed, so a resumed run draws what the whole run would have.
+        self.generator = torch.Generator(device=agent.device).manual_seed(seed + 1_000_003)
+        self.updates = 0
+        self.update_budget = 0.0
+        if self.replay is None:
+            self.steps_per_itr = 0
+        self._setup()
+        agent.set_warmup(self.config.learning_starts > 0)
+
+    def _setup(self) -> None:
+        """The algorithm's own optimizers and target networks."""
+
+    def _optimizer(self, module: nn.Module):
+        settings = _AdamSettings(self.config.learning_rate)
+        return flat_optimizer(module.parameters(), settings, self.grad_sync)
+
+    # -- replay --------------------------------------------------------------------------
+    def make_replay(
+        self, samples: Samples, shared: bool = False, seed: int | None = None, reserve_rows: int = 0
+    ) -> Replay:
+        c = self.config
+        if samples.final_observation is None:
+            raise ValueError(
+                f"{type(self).__name__} bootstraps truncated steps from their final "
+                "observation, and these batches carry none: the agent must have "
+                "keeps_final_observation"
+            )
+        B = samples.reward.shape[1]
+        storage = replay_storage(samples, c.replay_capacity // B + reserve_rows, shared, False)
+        storage.keep_final_observations()
+        seed = self.seed if seed is None else seed
+        sampling = (
+            PrioritizedSampling(c.priority_alpha, c.priority_beta, seed=seed)
+            if c.prioritized
+            else UniformSampling(seed)
+        )
+        self.replay = Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
+        self.steps_per_itr = samples.reward.numel()
+        if self._pending_replay is not None:
+            self.replay.load_state_dict(self._pending_replay)
+            self._pending_replay = None
+        return self.replay
+
+    def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
+        first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
+        return self.updates / max((itr + 1 - first) * steps_per_itr, 1)
+
+    # -- learning ------------------------------------------------------------------------
+    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
+        """Append batch ``itr`` to replay, then learn from replay."""
+        if self.replay is None:
+            self.make_replay(samples)
+        self.replay.append_samples(samples)
+        return self.learn_from_replay(itr)
+
+    def learn_from_replay(self, itr: int) -> dict[str, float]:
+        c = self.config
+        env_steps = (itr + 1) * self.steps_per_itr
+        stats: dict[str, list[torch.Tensor]] = {}
+        if env_steps >= c.learning_starts:
+            self.update_budget += c.replay_ratio * self.steps_per_itr
+            if c.prioritized:
+                progress = min(itr / max(self.n_itr - 1, 1), 1.0)
+                self.replay.sampling.beta = c.priority_beta + (1 - c.priority_beta) * progress
+            self.agent.train_mode()
+            while self.update_budget >= 1.0:
+                self.update_budget -= 1.0
+                batch = self.replay.sample(c.batch_size)
+                for key, value in self._update(batch).items():
+                    stats.setdefault(key, []).append(value)
+                self.updates += 1
+        self.agent.set_warmup(env_steps < c.learning_starts)
+        out = {f"train/{k}": float(torch.stack(v).float().mean()) for k, v in stats.items()}
+        out["train/updates"] = float(self.updates)
+        out["train/replay_size"] = float(len(self.replay))
+        return out
+
+    def _update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def _critic_step(self, batch: ReplayBatch, target: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One critic update towards ``target`` (every member at once: one forward, one
+        backward), importance-weighted under prioritized replay, whose priorities become
+        the members' mean |TD error|."""
+        q = self.agent.critics(batch.observation, batch.action)  # [E, N]
+        td = q - target
+        if self.config.prioritized:
+            loss = 0.5 * (batch.weight * td.pow(2)).mean(-1).sum()
+        else:
+            loss = 0.5 * td.pow(2).mean(-1).sum()
+        gradient_step(self.critic_optimizer, self.critic_flat, loss, None)
+        td_abs = td.detach().abs().mean(0)
+        self.replay.update_priorities(batch.index, td_abs.numpy())
+        return {"critic_loss": loss.detach(), "q": q.detach().mean(), "td_abs": td_abs.mean()}
+
+    def _bootstrap(self, batch: ReplayBatch, next_value: torch.Tensor) -> torch.Tensor:
+        """The n-step TD target from the next state's value (0 after a termination)."""
+        return batch.n_step_return + batch.bootstrap_discount * next_value
+
+    def _normal(self, shape: torch.Size) -> torch.Tensor:
+        return torch.randn(shape, generator=self.generator, device=self.agent.device)
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        """The algorithm's own part of the checkpoint."""
+        return {}
+
+    def _load_state(self, state: dict[str, Any]) -> None: ...
+
+    def state_dict(self) -> dict:
+        state = {
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "generator": self.generator.get_state(),
+            "updates": self.updates,
+            "update_budget": self.update_budget,
+            "steps_per_itr": self.steps_per_itr,
+            "replay": None,
+            **self._state(),
+        }
+        if self.config.save_replay and self.replay is not None:
+            state["replay"] = self.replay.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        self.generator.set_state(state["generator"])
+        self.updates, self.update_budget = state["updates"], state["update_budget"]
+        self.steps_per_itr = state["steps_per_itr"]
+        self._load_state(state)
+        if self.replay is not None and state["replay"] is not None:
+            self.replay.load_state_dict(state["replay"])
+        else:
+            self._pending_replay = state["replay"]
+        if state["replay"] is None:
+            import warnings
+
+            warnings.warn(
+                "checkpoint holds no replay buffer (save_replay=False): the resumed "
+                "run refills replay from empty and is not bitwise identical",
+                stacklevel=2,
+            )
+
+
+@dataclass(frozen=True)
+class _AdamSettings:
+    """What ``flat_optimizer`` reads: Adam with torch's default epsilon (SB3's)."""
+
+    learning_rate: float
+    optimizer: str = "adam"
+    optimizer_eps: float = 1e-8
+
+
+def frozen_copy(module: Module) -> Module:
+    """A target network: a copy of ``module`` that autograd never touches."""
+    target = copy.deepcopy(module)
+    target.requires_grad_(False)
+    return target
+
+
+@torch.no_grad()
+def polyak(target: nn.Module, online: nn.Module, tau: float) -> None:
+    """``target <- target + tau (online - target)`` on every parameter in one fused op."""
+    torch._foreach_lerp_(list(target.parameters()), list(online.parameters()), tau)

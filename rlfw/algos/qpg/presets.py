@@ -1,0 +1,110 @@
+"""SAC's, TD3's and DDPG's tuned settings as tables (``rlfw.algos.preset_table``), each
+entry with its source: rl-baselines3-zoo's sac.yml, td3.yml and ddpg.yml (hyperparams/,
+v2.x). Why each entry is what it is: ``docs/presets.md``.
+
+SB3 trains after every ``env.step`` of its one env (``train_freq=1``): ``batch_B=1,
+batch_T=1`` keeps that order (collect one step, then ``replay_ratio`` updates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlfw.algos.preset_table import PresetEntry, resolve
+
+ALL = ("classic", "continuous", "mujoco", "minigrid", "minatar", "atari")
+
+SAC_PRESETS: tuple[PresetEntry, ...] = (
+    PresetEntry(
+        ALL,
+        "SB3's SAC defaults: one env, a 256x256 ReLU MLP, one update per step",
+        {"batch_B": 1, "batch_T": 1, "hidden": (256, 256), "activation": "relu"},
+    ),
+    PresetEntry(
+        ("continuous",),
+        "rl-baselines3-zoo sac.yml Pendulum-v1",
+        {"schedule": {"n_steps": 20_000}, "sac": {"learning_rate": 1e-3}},
+        env="Pendulum",
+    ),
+    PresetEntry(
+        ("continuous",),
+        "rl-baselines3-zoo sac.yml MountainCarContinuous-v0 (its gSDE left out)",
+        {
+            "hidden": (64, 64),
+            "schedule": {"n_steps": 50_000},
+            "sac": dict(
+                learning_rate=3e-4,
+                replay_capacity=50_000,
+                batch_size=512,
+                ent_coef=0.1,
+                replay_ratio=1.0,
+                gamma=0.9999,
+                tau=0.01,
+                learning_starts=0,
+            ),
+        },
+        env="MountainCarContinuous",
+    ),
+    PresetEntry(
+        ("continuous",),
+        "rl-baselines3-zoo sac.yml LunarLanderContinuous-v3 (its lr schedule: constant)",
+        {
+            "hidden": (400, 300),
+            "schedule": {"n_steps": 500_000},
+            "sac": dict(learning_rate=7.3e-4, tau=0.01, learning_starts=10_000),
+        },
+        env="LunarLanderContinuous",
+    ),
+    PresetEntry(
+        ("mujoco",),
+        "rl-baselines3-zoo sac.yml HalfCheetah/Hopper/Walker2d/Ant-v4",
+        {"sac": {"learning_starts": 10_000}},
+    ),
+)
+
+# TD3 and DDPG share the zoo's settings but for the algorithm's own switches.
+_TD3_LIKE = (
+    ("ALL", "SB3's TD3/DDPG defaults: one env, a 400x300 ReLU MLP, one update per step"),
+    ("Pendulum", "rl-baselines3-zoo {algo}.yml Pendulum-v1"),
+    ("mujoco", "rl-baselines3-zoo {algo}.yml HalfCheetah/Hopper/Walker2d/Ant-v4"),
+)
+
+
+def _td3_like(algo: str) -> tuple[PresetEntry, ...]:
+    base, pendulum, mujoco = _TD3_LIKE
+    return (
+        PresetEntry(
+            ALL,
+            base[1],
+            {"batch_B": 1, "batch_T": 1, "hidden": (400, 300), "activation": "relu"},
+        ),
+        PresetEntry(
+            ("continuous",),
+            pendulum[1].format(algo=algo),
+            {
+                "schedule": {"n_steps": 20_000},
+                algo: dict(gamma=0.98, replay_capacity=200_000, learning_starts=10_000),
+            },
+            env="Pendulum",
+        ),
+        PresetEntry(
+            ("mujoco",),
+            mujoco[1].format(algo=algo),
+            {algo: dict(learning_starts=10_000, batch_size=256)},
+        ),
+    )
+
+
+TD3_PRESETS = _td3_like("td3")
+DDPG_PRESETS = _td3_like("ddpg")
+
+
+def sac_preset(env_id: str, family: str) -> dict[str, Any]:
+    return resolve(SAC_PRESETS, env_id, family)
+
+
+def td3_preset(env_id: str, family: str) -> dict[str, Any]:
+    return resolve(TD3_PRESETS, env_id, family)
+
+
+def ddpg_preset(env_id: str, family: str) -> dict[str, Any]:
+    return resolve(DDPG_PRESETS, env_id, family)

@@ -1,0 +1,168 @@
+"""Networks of the Q-function policy-gradient family (SAC, TD3, DDPG): actors for Box
+actions in ``[-1, 1]`` and an ensemble of Q-functions evaluated as one batched call.
+
+Every network reads observations through an ``ObservationEncoder`` (a flat Box is one
+flattened leaf; a Dict's leaves are encoded and concatenated), so goal-conditioned and
+nested observations need nothing of their own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlfw.models.encoders import ObservationEncoder
+from rlfw.models.mlp import ACTIVATIONS
+
+# SB3's and CleanRL's bounds on the squashed Gaussian's log-std.
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+def plain_mlp(in_dim: int, hidden: Sequence[int], activation: str) -> nn.Sequential:
+    """Hidden layers with PyTorch's default initialization, as SB3's off-policy networks
+    have (the orthogonal init of ``MLP`` is the on-policy literature's)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}")
+    layers: list[nn.Module] = []
+    for width in hidden:
+        layers += [nn.Linear(in_dim, width), ACTIVATIONS[activation]()]
+        in_dim = width
+    return nn.Sequential(*layers)
+
+
+class EnsembleLinear(nn.Module):
+    """``members`` independent linear layers as one batched matmul: ``[N, in]`` (the same
+    input for every member) or ``[E, N, in]`` -> ``[E, N, out]``. Each member is
+    initialized as ``nn.Linear`` would be."""
+
+    def __init__(self, members: int, in_features: int, out_features: int):
+        super().__init__()
+        bound = 1.0 / math.sqrt(in_features)
+        self.weight = nn.Parameter(
+            torch.empty(members, in_features, out_features).uniform_(-bound, bound)
+        )
+        self.bias = nn.Parameter(torch.empty(members, 1, out_features).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 2:
+            return torch.matmul(x, self.weight) + self.bias
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+class CriticEnsemble(nn.Module):
+    """``members`` Q-functions Q_i(obs, action) -> ``[E, N]``: one encoder, then MLPs whose
+    weights are stacked, so the twin critics of SAC/TD3 cost one forward and one backward
+    pass, not two."""
+
+    def __init__(
+        self,
+        encoder: ObservationEncoder,
+        action_dim: int,
+        hidden: Sequence[int],
+        members: int = 2,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}"
+            )
+        self.encoder, self.members = encoder, members
+        widths = [encoder.out_dim + action_dim, *hidden, 1]
+        self.layers = nn.ModuleList(
+            EnsembleLinear(members, a, b) for a, b in zip(widths[:-1], widths[1:])
+        )
+        self.activation = ACTIVATIONS[activation]()
+
+    def forward(self, obs: Any, action: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([self.encoder(obs), action], dim=-1)
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = self.activation(x)
+        return x.squeeze(-1)
+
+
+class SquashedGaussianActor(nn.Module):
+    """SAC's policy: a Gaussian over pre-squash actions, ``tanh`` into ``[-1, 1]``; the
+    log-probability carries the change of variables."""
+
+    def __init__(
+        self,
+        encoder: ObservationEncoder,
+        action_dim: int,
+        hidden: Sequence[int],
+        activation: str = "relu",
+    ):
+        super().__init__()
+        self.encoder = encoder
+        self.trunk = plain_mlp(encoder.out_dim, hidden, activation)
+        last = hidden[-1] if hidden else encoder.out_dim
+        self.mu = nn.Linear(last, action_dim)
+        self.log_std = nn.Linear(last, action_dim)
+
+    def distribution(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, log-std) of the pre-squash Gaussian."""
+        latent = self.trunk(self.encoder(obs))
+        log_std = self.log_std(latent).clamp(LOG_STD_MIN, LOG_STD_MAX)
+        return self.mu(latent), log_std
+
+    def sample(self, obs: Any, normal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action, its log-probability) drawn with the standard-normal ``normal``
+        (reparameterized: gradients flow to the mean and log-std)."""
+        mean, log_std = self.distribution(obs)
+        pre = mean + log_std.exp() * normal
+        logp = (-0.5 * normal.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        # log(1 - tanh(u)^2) in a form that stays finite for large |u|
+        logp = logp - (2 * (math.log(2) - pre - F.softplus(-2 * pre))).sum(-1)
+        return torch.tanh(pre), logp
+
+    def mean_action(self, obs: Any) -> torch.Tensor:
+        return torch.tanh(self.distribution(obs)[0])
+
+    def explore(self, obs: Any, normal: torch.Tensor) -> torch.Tensor:
+        return self.sample(obs, normal)[0]
+
+
+class DeterministicActor(nn.Module):
+    """TD3's and DDPG's policy: ``tanh`` of an MLP; exploration adds Gaussian noise of
+    standard deviation ``noise_std`` (in the ``[-1, 1]`` units) and clips."""
+
+    def __init__(
+        self,
+        encoder: ObservationEncoder,
+        action_dim: int,
+        hidden: Sequence[int],
+        activation: str = "relu",
+        noise_std: float = 0.1,
+    ):
+        super().__init__()
+        self.encoder = encoder
+        self.trunk = plain_mlp(encoder.out_dim, hidden, activation)
+        self.mu = nn.Linear(hidden[-1] if hidden else encoder.out_dim, action_dim)
+        self.noise_std = noise_std
+
+    def mean_action(self, obs: Any) -> torch.Tensor:
+        return torch.tanh(self.mu(self.trunk(self.encoder(obs))))
+
+    def explore(self, obs: Any, normal: torch.Tensor) -> torch.Tensor:
+        return (self.mean_action(obs) + self.noise_std * normal).clamp(-1.0, 1.0)
+
+
+class ActorAndCritics(nn.Module):
+    """What a Q-function policy-gradient agent ships to sampler workers: the actor, the
+    critics (``Agent.value`` bootstraps with them) and whether actions are still the
+    warm-up's uniform ones (a buffer, so it travels with the weights)."""
+
+    actor: nn.Module
+    critics: CriticEnsemble
+    warmup: torch.Tensor
+
+    def __init__(self, actor: nn.Module, critics: CriticEnsemble):
+        super().__init__()
+        self.actor, self.critics = actor, critics
+        self.register_buffer("warmup", torch.ones((), dtype=torch.bool))

@@ -1,0 +1,265 @@
+"""SAC, TD3 and DDPG: their networks against plain references, truncation bootstrapped
+from the true final observation, every sampler and runner, resume, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rlfw.agents.qpg_agent import QpgAgent
+from rlfw.buffers import tree_map
+from rlfw.buffers.replay import Replay, UniformSampling
+from rlfw.buffers.replay.storage import replay_storage
+from rlfw.envs import EnvFactory, EnvSpaces
+from rlfw.launch.build import build_agent, build_algo, build_runner
+from rlfw.launch.config import RunConfig
+from rlfw.models.encoders import ObservationEncoder
+from rlfw.models.qpg import CriticEnsemble, SquashedGaussianActor
+from rlfw.runners.schedule import RunSchedule
+from rlfw.samplers import SerialSampler
+from rlfw.testing import CountingAgent, CountingEnv
+
+from conftest import bits
+
+
+def test_the_squashed_gaussian_log_prob_is_torch_distributions_tanh_normal():
+    torch.manual_seed(0)
+    space = gym.spaces.Box(-1, 1, (5,), np.float32)
+    actor = SquashedGaussianActor(ObservationEncoder(space), 3, (16,))
+    obs, normal = torch.randn(64, 5), torch.randn(64, 3)
+    action, logp = actor.sample(obs, normal)
+    mean, log_std = actor.distribution(obs)
+    reference = torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(mean, log_std.exp()),
+        [torch.distributions.transforms.TanhTransform()],
+    )
+    pre = mean + log_std.exp() * normal
+    assert torch.allclose(action, torch.tanh(pre))
+    # torch's tanh log-det at the pre-squash value (its inverse of a rounded tanh drifts)
+    expected = reference.base_dist.log_prob(pre).sum(-1) - reference.transforms[
+        0
+    ].log_abs_det_jacobian(pre, action).sum(-1)
+    assert torch.allclose(logp, expected, atol=1e-5)
+    assert torch.equal(actor.mean_action(obs), torch.tanh(mean))
+
+
+def test_the_critic_ensemble_is_its_members_as_separate_mlps():
+    """The stacked twin critics equal two plain MLPs with the members' weights, and one
+    backward pass gives each member the gradient its own MLP would get."""
+    torch.manual_seed(0)
+    space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    critics = CriticEnsemble(ObservationEncoder(space), 2, (8, 8), members=2)
+    obs, action = torch.randn(10, 4), torch.randn(10, 2)
+    q = critics(obs, action)
+    assert q.shape == (2, 10)
+    q.sum().backward()
+    for i in range(2):
+        layers = [
+            torch.nn.Linear(layer.weight.shape[1], layer.weight.shape[2])
+            for layer in critics.layers
+        ]
+        for mine, layer in zip(layers, critics.layers):
+            mine.weight.data.copy_(layer.weight.data[i].T)
+            mine.bias.data.copy_(layer.bias.data[i, 0])
+        x = torch.cat([obs, action], -1)
+        for j, mine in enumerate(layers):
+            x = mine(x) if j == len(layers) - 1 else torch.relu(mine(x))
+        assert torch.allclose(q[i], x.squeeze(-1), atol=1e-6)
+        x.sum().backward()
+        assert torch.allclose(layers[0].weight.grad.T, critics.layers[0].weight.grad[i], atol=1e-5)
+
+
+def test_a_truncated_step_bootstraps_from_its_true_final_observation_not_the_reset_one():
+    """CountingEnv truncates odd episodes (and terminates even ones); the replay gives a
+    truncated step the observation the env ended on, with the discount, while a
+    terminated step is not bootstrapped at all, and mid-episode steps see the next row."""
+    factory = EnvFactory("counting", entry=CountingEnv)
+    agent = CountingAgent(keeps_final_observation=True)
+    with SerialSampler(factory, 12, 3, seed=5) as sampler:
+        sampler.initialize(agent)
+        samples = tree_map(torch.clone, sampler.obtain_samples(0)[0])  # the buffer is reused
+        assert samples.bootstrap_value.eq(0).all()  # nothing valued in the sampler
+        storage = replay_storage(samples, 40, frame_dedup=False)
+        storage.keep_final_observations()
+        replay = Replay(storage, UniformSampling(0), n_step=1, gamma=0.9)
+        replay.append_samples(samples)
+        replay.append_samples(sampler.obtain_samples(1)[0])
+    ids = np.arange(12 * 3)  # the first batch, whose every row has its successor stored
+    batch = replay.batch(ids)
+    obs, nxt = batch.observation, batch.next_observation
+    truncated = samples.truncated.reshape(-1)
+    terminated = samples.terminated.reshape(-1)
+    assert truncated.any() and terminated.any()
+    lengths = torch.tensor(CountingEnv().lengths, dtype=torch.float32)
+    ended_at = lengths[obs[:, 1].long() % len(lengths)]
+    # truncated: [tag, same episode, its length] -- never the next episode's reset row
+    assert torch.equal(nxt[truncated, 1], obs[truncated, 1])
+    assert torch.equal(nxt[truncated, 2], ended_at[truncated])
+    assert batch.bootstrap_discount[truncated].eq(0.9).all()
+    assert not batch.next_value_known.any()
+    assert batch.bootstrap_discount[terminated].eq(0).all()
+    going = ~(truncated | terminated)
+    assert torch.equal(nxt[going, 2], obs[going, 2] + 1)
+
+
+class TimeLimitRewardEnv(gym.Env):
+    """One state, actions ignored, episodes cut at 5 steps, reward 1 only on the last:
+    bootstrapping through the cut, Q = 0.2 / (1 - gamma); treating the cut as a
+    termination, Q = 0.2 / (1 - 0.8 gamma)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.ones(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        last = self.t == 5
+        return np.ones(1, np.float32), float(last), False, last, {}
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_a_reward_that_only_comes_at_the_time_limit_is_bootstrapped_through_it(algo):
+    gamma = 0.8
+    config = RunConfig(algo=algo, hidden=(32, 32), activation="relu")
+    spaces = EnvSpaces(TimeLimitRewardEnv.observation_space, TimeLimitRewardEnv.action_space)
+    own = dataclasses.replace(
+        config.algo_config(), gamma=gamma, learning_starts=100, batch_size=64, tau=0.05
+    )
+    if algo == "sac":
+        own = dataclasses.replace(own, ent_coef=0.0)
+    setattr(config, algo, own)
+    torch.manual_seed(0)
+    agent = build_agent(config, spaces)
+    learner = build_algo(config, spaces)
+    factory = EnvFactory("time-limit-reward", entry=TimeLimitRewardEnv)
+    with SerialSampler(factory, 10, 2, seed=0) as sampler:
+        sampler.initialize(agent)
+        learner.initialize(agent, 150, seed=0)
+        for itr in range(150):
+            learner.optimize(sampler.obtain_samples(itr)[0], itr)
+    q = agent.critics(torch.ones(1, 1), torch.zeros(1, 1)).mean().item()
+    assert abs(q - 0.2 / (1 - gamma)) < 0.1, q  # 1.0; as a termination it would be 0.56
+
+
+def _pendulum_config(algo: str, sampler: str = "serial", runner: str = "sync") -> RunConfig:
+    """A short SAC/TD3/DDPG run on Pendulum: 4 envs x 8 steps a batch, learning from
+    batch 2, a checkpoint after batch 3, the replay saved in it."""
+    workers = {} if sampler == "serial" else {"n_workers": 2}
+    config = RunConfig.for_env("Pendulum-v1", algo, sampler=sampler, runner=runner, **workers)
+    config.batch_B, config.batch_T, config.hidden = 4, 8, (32, 32)
+    setattr(
+        config,
+        algo,
+        dataclasses.replace(
+            config.algo_config(),
+            learning_starts=64,
+            replay_capacity=1000,
+            batch_size=32,
+            replay_ratio=0.5,
+            save_replay=True,
+        ),
+    )
+    config.schedule = RunSchedule(
+        n_steps=8 * 32, eval_every=128, eval_episodes=1, checkpoint_every=128, log_every=64
+    )
+    config.schedule.eval_max_episode_steps = 20
+    return config
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "algo,sampler",
+    [("sac", "serial"), ("sac", "cpu"), ("td3", "gpu"), ("ddpg", "queue"), ("sac", "alternating")],
+)
+def test_an_interrupted_run_resumes_bitwise(tmp_path, monkeypatch, algo, sampler):
+    """Interrupted at batch 5 and resumed from the checkpoint after batch 3 (replay,
+    optimizers, targets, temperature and the learner's noise stream in it), a run ends with
+    the same weights as one whole run, through every sampler kind."""
+    whole = build_runner(_pendulum_config(algo, sampler), str(tmp_path / "whole"), progress=False)
+    with whole:
+        whole.train()
+    part = build_runner(_pendulum_config(algo, sampler), str(tmp_path / "part"), progress=False)
+    real = type(part.sampler).obtain_samples
+
+    def interrupt_at_5(self, itr):
+        if itr == 5:
+            raise KeyboardInterrupt
+        return real(self, itr)
+
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", interrupt_at_5)
+    with part:
+        assert part.train().interrupted
+    monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
+    resumed = build_runner(
+        _pendulum_config(algo, sampler), str(tmp_path / "part"), resume=True, progress=False
+    )
+    with resumed:
+        resumed.train()
+    a, b = whole.agent.state_dict(), resumed.agent.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(bits(a[k]), bits(b[k])) for k in a)
+    assert whole.algo.updates == resumed.algo.updates == 0.5 * (8 * 32 - 64 + 32)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_the_async_runner_keeps_the_replay_ratio(tmp_path, algo):
+    config = _pendulum_config(algo, runner="async")
+    with build_runner(config, str(tmp_path / "run"), progress=False) as run:
+        result = run.train()
+    assert result.env_steps == 8 * 32 and len(result.eval_history) >= 1
+    assert run.algo.updates == 0.5 * (8 * 32 - 64 + 32)
+
+
+def test_warm_up_actions_are_uniform_then_the_actors():
+    """Before learning starts the agent's actions are uniform on [-1, 1] (from the same
+    normal noise); after, the squashed Gaussian's; env actions span the Box's bounds."""
+    space = gym.spaces.Box(np.array([-2.0, 0.0]), np.array([2.0, 10.0]), dtype=np.float32)
+    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (3,), np.float32), space)
+    agent = QpgAgent.build(spaces, "squashed_gaussian", "sac", hidden=(8,))
+    normal = torch.randn(20_000, 2, generator=torch.Generator().manual_seed(0))
+    obs = torch.zeros(20_000, 3)
+    agent.set_warmup(True)
+    uniform = agent.step(obs, normal).action
+    assert uniform.min() >= -1 and uniform.max() <= 1
+    counts = torch.histc(uniform[:, 0], bins=4, min=-1, max=1)
+    assert (counts / 20_000 - 0.25).abs().max() < 0.02
+    agent.set_warmup(False)
+    assert not torch.equal(agent.step(obs, normal).action, uniform)
+    bounds = agent.env_action(torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0]]))
+    assert np.allclose(bounds, [[-2, 0], [2, 10], [0, 5]]) and bounds.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "env,algo,message",
+    [
+        ("CartPole-v1", "sac", r"Discrete\(2\) is not supported by sac: it needs a Box"),
+        ("CartPole-v1", "ddpg", r"not supported by ddpg: .* use ppo or a2c"),
+    ],
+)
+def test_a_discrete_action_space_is_refused_with_the_way_out(env, algo, message):
+    config = RunConfig.for_env(env, algo)
+    factory = config.env_factory()
+    with pytest.raises(ValueError, match=message):
+        build_agent(config, EnvSpaces.of(factory))
+
+
+def test_an_unbounded_action_space_is_refused_naming_the_bounds():
+    spaces = EnvSpaces(
+        gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-np.inf, np.inf, (2,))
+    )
+    with pytest.raises(ValueError, match=r"unbounded .*RescaleAction or ClipAction"):
+        QpgAgent.build(spaces, "deterministic", "td3")
+
+
+def test_learning_starts_beyond_the_run_is_refused():
+    config = RunConfig.for_env("Pendulum-v1", "td3", steps=5000)
+    with pytest.raises(ValueError, match=r"learning_starts=10000 .* run of 5000 env steps"):
+        config.validate()
