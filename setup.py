@@ -11,6 +11,10 @@ extras = {
     "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "rl_zoo3>=2.3", "rliable", "pandas<3"],
     # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...)
     "mujoco": ["gymnasium[mujoco]"],
+    # gymnasium-robotics' goal-conditioned envs (FetchReach-v4, ...) for SAC/TD3/DDPG + HER;
+    # its Fetch tasks fail an assertion in set_joint_qpos with mujoco 4.0.1, so pin one
+    # that works (gymnasium's MuJoCo v5 envs run on it too)
+    "robotics": ["gymnasium-robotics==1.4.2", "mujoco==3.3.7"],
     # MinAtar's five 10x10 games as MinAtar/<Game>-v1 (rlfw registers them)
     "minatar": ["minatar>=1.0.15"],
     # MiniGrid's gridworlds under their own ids (MiniGrid-DoorKey-5x5-v0, ...)

@@ -779,13 +779,15 @@ def _checkpoint_note(log_dir: str) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from rlfw.launch.evaluate import evaluate_checkpoint
+    import numpy as np
+
+    from rlfw.launch.evaluate import evaluate_episodes
 
     args.plugin = _chosen_modules(args)
     config = saved_config(args.run_dir, args.trust_checkpoint, args.plugin)
     config.env_factory().validate()  # the check `train --env` makes, before anything is built
     videos = os.path.join(args.run_dir, "videos") if args.video else None
-    returns = evaluate_checkpoint(
+    episodes = evaluate_episodes(
         args.run_dir,
         args.episodes,
         greedy=args.greedy,
@@ -795,11 +797,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         config=config,
         video_dir=videos,
     )
+    returns = np.array([e.ret for e in episodes])
     if videos is not None:
         print(f"rlfw: videos of {len(returns)} episode(s) in {videos}")
+    successes = [e.success for e in episodes if e.success is not None]
+    success = f", success rate {np.mean(successes):.2f}" if successes else ""
     print(
         f"{args.run_dir}: mean return {returns.mean():.2f} ± {returns.std():.2f} over "
-        f"{len(returns)} episodes"
+        f"{len(returns)} episodes{success}"
     )
     return 0
 

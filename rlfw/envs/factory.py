@@ -16,6 +16,7 @@ import numpy as np
 from rlfw.envs.atari import AtariOptions, make_atari
 from rlfw.envs.masks import MASK_MODES, resolve_mask_mode, with_action_mask
 from rlfw.envs.minigrid import TileCodes, is_minigrid, register_minigrid_envs
+from rlfw.envs.robotics import is_robotics, register_robotics_envs
 
 
 def is_atari(env_id: str) -> bool:
@@ -25,6 +26,8 @@ def is_atari(env_id: str) -> bool:
 def _registered_ids(env_id: str = "") -> list[str]:
     if is_minigrid(env_id):
         register_minigrid_envs()
+    if is_robotics(env_id):
+        register_robotics_envs()
     if any(is_atari(i) for i in gym.registry):
         return list(gym.registry)
     import ale_py
@@ -208,6 +211,8 @@ class EnvFactory:
         minigrid = self.entry is None and is_minigrid(self.env_id)
         if minigrid:
             register_minigrid_envs()  # in every process: workers make their own envs
+        if self.entry is None and is_robotics(self.env_id):
+            register_robotics_envs()
         make = self.entry if self.entry is not None else partial(gym.make, self.env_id)
         kwargs = dict(self.kwargs)
         if self.render_mode is not None:

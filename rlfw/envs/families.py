@@ -7,8 +7,9 @@ import gymnasium as gym
 from rlfw.envs.factory import is_atari, is_mujoco
 from rlfw.envs.minatar import is_minatar
 from rlfw.envs.minigrid import is_minigrid
+from rlfw.envs.robotics import is_robotics
 
-FAMILIES = ("atari", "minatar", "minigrid", "mujoco", "continuous", "classic")
+FAMILIES = ("atari", "minatar", "minigrid", "robotics", "mujoco", "continuous", "classic")
 
 
 def env_family(env_id: str) -> str:
@@ -20,6 +21,8 @@ def env_family(env_id: str) -> str:
         return "minatar"
     if is_minigrid(env_id):
         return "minigrid"
+    if is_robotics(env_id):
+        return "robotics"
     if is_mujoco(env_id):
         return "mujoco"
     if env_id in gym.registry:

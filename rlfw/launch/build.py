@@ -54,12 +54,19 @@ def build_agent(config: RunConfig, spaces: EnvSpaces) -> Agent:
     return ALGOS.get(config.algo).build_agent(config, spaces)
 
 
-def build_algo(config: RunConfig, spaces: EnvSpaces) -> Algorithm:
+def build_algo(
+    config: RunConfig, spaces: EnvSpaces, env_factory: EnvFactory | None = None
+) -> Algorithm:
     """The configured algorithm, its env-dependent choices (a config's ``for_env``) made
-    for ``spaces``' env."""
+    for ``spaces``' env; an algorithm that needs the env itself (HER's ``compute_reward``)
+    is given ``env_factory`` through its ``bind_env``."""
     own = config.algo_config()
     for_env = getattr(own, "for_env", None)
-    return ALGOS.get(config.algo).algo_cls(own if for_env is None else for_env(spaces))
+    algo = ALGOS.get(config.algo).algo_cls(own if for_env is None else for_env(spaces))
+    bind_env = getattr(algo, "bind_env", None)
+    if env_factory is not None and bind_env is not None:
+        bind_env(env_factory)
+    return algo
 
 
 def build_sampler(
@@ -210,7 +217,7 @@ def _build_runner(
             config, env_factory, agent, log_dir, say=print if stdout else (lambda line: None)
         )
         local.n_workers = config.n_workers
-    algo = build_algo(config, spaces)
+    algo = build_algo(config, spaces, env_factory)
     sampler = build_sampler(local, env_factory, share.worker_cores)
     kind = RUNNERS.get(config.runner).cls
     own = {arg: getattr(config, name) for arg, name in kind.config_fields.items()}

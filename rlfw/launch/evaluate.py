@@ -13,6 +13,7 @@ from rlfw.launch.build import build_agent
 from rlfw.launch.config import RunConfig
 from rlfw.runfolder.checkpoint import BEST, checkpoint_dir, load_newest_valid
 from rlfw.runfolder.policy_folder import WEIGHTS, is_policy_folder, load_policy_weights
+from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.evaluation import Evaluator
 from rlfw.utils.checks import check_positive, check_seed
 
@@ -63,6 +64,22 @@ def evaluate_checkpoint(
     the newest good checkpoint); ``greedy=None`` evaluates as the run did. ``config``: the
     run's, checked by the caller (default: its ``config.json``). ``video_dir``: play them
     on one rendering env and write a video of each there (``rlfw.launch.video``)."""
+    episodes = evaluate_episodes(run_dir, n_episodes, greedy, seed, best, trust, config, video_dir)
+    return np.array([e.ret for e in episodes])
+
+
+def evaluate_episodes(
+    run_dir: str,
+    n_episodes: int,
+    greedy: bool | None = None,
+    seed: int = 12345,
+    best: bool = False,
+    trust: bool = False,
+    config: RunConfig | None = None,
+    video_dir: str | None = None,
+) -> list[EpisodeInfo]:
+    """As ``evaluate_checkpoint``, each episode's record (its return, length and, on
+    goal-conditioned envs, success; with ``video_dir`` the returns only)."""
     check_positive(episodes=n_episodes)  # the name of rlfw eval's flag
     check_seed(seed)
     config = config or RunConfig.load(run_dir)
@@ -77,7 +94,7 @@ def evaluate_checkpoint(
         returns, _ = record_episodes(
             agent, env_factory, video_dir, n_episodes, greedy, seed, config.schedule.eval_limits()
         )
-        return returns
+        return [EpisodeInfo(float(r), 0, 0) for r in returns]
     evaluator = Evaluator(env_factory, min(config.n_eval_envs, n_episodes), seed)
     try:
         episodes = evaluator.run(
@@ -85,4 +102,4 @@ def evaluate_checkpoint(
         )
     finally:
         evaluator.close()
-    return np.array([e.ret for e in episodes])
+    return episodes

@@ -21,6 +21,7 @@ RUN_LENGTH = {
     "mujoco": 1_000_000,
     "minatar": 1_000_000,
     "minigrid": 100_000,  # rl-baselines3-zoo's budget for DoorKey-5x5 and Empty-Random-5x5
+    "robotics": 20_000,  # rl-baselines3-zoo's (SAC + HER) budget for FetchReach
     "atari": 10_000_000,
 }
 # How a family's envs are observed by every algorithm: MiniGrid's mission is text, which

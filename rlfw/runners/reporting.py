@@ -105,6 +105,9 @@ class Reporter:
             "eval/episodes": float(len(whole)),
             "eval/episodes_cut": float(len(episodes) - len(whole)),
         }
+        successes = [e.success for e in counted if e.success is not None]
+        if successes:  # goal-conditioned envs report whether the goal was reached
+            self.last_eval["eval/success_rate"] = float(np.mean(successes))
         self.logger.record_many({k: v for k, v in self.last_eval.items() if k != "env_steps"})
         if len(whole) < len(episodes):
             self.say(

@@ -250,3 +250,51 @@ class TextLeafEnv(CountingEnv):
 
     def _obs(self) -> dict[str, Any]:  # type: ignore[override]
         return {"count": super()._obs(), "mission": "count"}
+
+
+class GoalCountingEnv(gym.Env):
+    """A goal-conditioned counter for HER: observations are a Dict of ``observation``
+    ``[tag, episode, t]``, ``achieved_goal`` ``[1000 tag + 100 episode + t]`` (unique per
+    slot, episode and step) and ``desired_goal`` ``[-1]`` (never achieved, so every success
+    in a minibatch is a relabelled one); episodes are truncated after ``length`` steps;
+    ``compute_reward`` is 0 where the goals match and -1 elsewhere, as Fetch's sparse one."""
+
+    metadata: dict[str, Any] = {}
+
+    def __init__(self, length: int = 4):
+        self.length = length
+        vector = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+        self.observation_space = gym.spaces.Dict(
+            {
+                "achieved_goal": vector,
+                "desired_goal": vector,
+                "observation": gym.spaces.Box(-np.inf, np.inf, (3,), np.float32),
+            }
+        )
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self._tag, self._episode, self._t = 0.0, -1, 0
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        achieved = 1000 * self._tag + 100 * self._episode + self._t
+        return {
+            "achieved_goal": np.array([achieved], np.float32),
+            "desired_goal": np.array([-1.0], np.float32),
+            "observation": np.array([self._tag, self._episode, self._t], np.float32),
+        }
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._tag = float(seed % 997)
+        self._episode += 1
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        self._t += 1
+        obs = self._obs()
+        reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], {}))
+        return obs, reward, False, self._t >= self.length, {"is_success": 0.0}
+
+    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray:
+        return -(np.abs(achieved_goal - desired_goal).sum(-1) > 0).astype(np.float32)

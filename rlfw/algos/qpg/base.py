@@ -24,7 +24,9 @@ from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.optim import Replicas, flat_optimizer, gradient_step, gradient_sync
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import PrioritizedSampling, Replay, ReplayBatch, UniformSampling
+from rlfw.buffers.replay.her import HER_STRATEGIES, EnvGoalReward, HerReplay, check_goal_space
 from rlfw.buffers.replay.storage import replay_storage
+from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
 
@@ -63,6 +65,10 @@ class QpgConfig:
     """Widths of the critics' hidden layers (none: the run's ``hidden``)."""
     save_replay: Annotated[bool, Flag("--save-replay", const=True)] = False
     """Put the replay into checkpoints, so a resumed run is bitwise identical."""
+    her: str | None = None
+    """Hindsight experience replay for goal-conditioned envs: 'future' (none: off)."""
+    her_k: int = 4
+    """HER: relabelled goals per real one (SB3's n_sampled_goal): k / (k + 1) relabelled."""
 
     def validate(self) -> None:
         name = type(self).__name__
@@ -90,12 +96,19 @@ class QpgConfig:
             ),
             priority_alpha=(self.priority_alpha, self.priority_alpha >= 0, "must be >= 0"),
             priority_beta=(self.priority_beta, 0 <= self.priority_beta <= 1, "must be in [0, 1]"),
+            her=(self.her, self.her in (None, *HER_STRATEGIES), f"none or {HER_STRATEGIES}"),
+            her_k=(self.her_k, isinstance(self.her_k, int) and self.her_k >= 1, "an int >= 1"),
             n_critics=(
                 self.n_critics,
                 isinstance(self.n_critics, int) and self.n_critics >= 1,
                 "must be an int >= 1",
             ),
         )
+        if self.her is not None and (self.n_step != 1 or self.prioritized):
+            raise ValueError(
+                f"her={self.her!r} relabels 1-step transitions drawn uniformly: set "
+                f"n_step=1 (got {self.n_step}) and prioritized=false (got {self.prioritized})"
+            )
 
 
 class QFunctionPolicyGradient(ReplayAlgorithm):
@@ -112,6 +125,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         self.config = config or self.default_config()
         self.config.validate()
         self.replay = None  # made from the first batch (``make_replay``)
+        self.goal_reward: EnvGoalReward | None = None  # HER's (``bind_env``)
         self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
 
     @staticmethod
@@ -142,6 +156,15 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         settings = _AdamSettings(self.config.learning_rate)
         return flat_optimizer(module.parameters(), settings, self.grad_sync)
 
+    def bind_env(self, env_factory: EnvFactory) -> None:
+        """What the learner needs from the env itself: with HER, its goal keys and its
+        ``compute_reward`` (checked now, before any work)."""
+        if self.config.her is None:
+            return
+        check_goal_space(EnvSpaces.of(env_factory).observation)
+        self.goal_reward = EnvGoalReward(env_factory)
+        self.goal_reward.check()
+
     # -- replay --------------------------------------------------------------------------
     def make_replay(
         self, samples: Samples, shared: bool = False, seed: int | None = None, reserve_rows: int = 0
@@ -162,7 +185,17 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             if c.prioritized
             else UniformSampling(seed)
         )
-        self.replay = Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
+        if c.her is None:
+            self.replay = Replay(storage, sampling, c.n_step, c.gamma, reserve_rows)
+        elif self.goal_reward is None:
+            raise ValueError(
+                f"her={c.her!r} recomputes rewards with the env's compute_reward: call "
+                "bind_env(env_factory) before the first batch (build_runner does)"
+            )
+        else:
+            self.replay = HerReplay(
+                storage, sampling, c.gamma, self.goal_reward, c.her_k, seed + 1, reserve_rows
+            )
         self.steps_per_itr = samples.reward.numel()
         if self._pending_replay is not None:
             self.replay.load_state_dict(self._pending_replay)

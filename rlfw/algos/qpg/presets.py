@@ -11,7 +11,7 @@ from typing import Any
 
 from rlfw.algos.preset_table import PresetEntry, resolve
 
-ALL = ("classic", "continuous", "mujoco", "minigrid", "minatar", "atari")
+ALL = ("classic", "continuous", "mujoco", "robotics", "minigrid", "minatar", "atari")
 
 SAC_PRESETS: tuple[PresetEntry, ...] = (
     PresetEntry(
@@ -58,6 +58,23 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
         ("mujoco",),
         "rl-baselines3-zoo sac.yml HalfCheetah/Hopper/Walker2d/Ant-v4",
         {"sac": {"learning_starts": 10_000}},
+    ),
+    PresetEntry(
+        ("robotics",),
+        "rl-baselines3-zoo sac.yml FetchReach (HER future k=4; its time feature and "
+        "observation normalization left out)",
+        {
+            "hidden": (64, 64),
+            "sac": dict(
+                her="future",
+                her_k=4,
+                gamma=0.95,
+                learning_rate=1e-3,
+                learning_starts=1000,
+                n_critics=1,
+            ),
+        },
+        env="FetchReach",
     ),
 )
 

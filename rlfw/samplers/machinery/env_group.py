@@ -96,7 +96,15 @@ class EnvGroup:
             r.truncated[i] = truncated and not terminated  # terminated wins: no bootstrap
             if "episode" in info:
                 ep = info["episode"]
-                r.episodes.append(EpisodeInfo(float(ep["r"]), int(ep["l"]), self.slots[i]))
+                success = info.get("is_success")
+                r.episodes.append(
+                    EpisodeInfo(
+                        float(ep["r"]),
+                        int(ep["l"]),
+                        self.slots[i],
+                        success=None if success is None else float(success),
+                    )
+                )
             if terminated or truncated:
                 if r.truncated[i]:
                     r.final_obs[i] = tree_copy(obs)

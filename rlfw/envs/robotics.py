@@ -1,0 +1,24 @@
+"""gymnasium-robotics' goal-conditioned envs (Fetch, Shadow hand, mazes) under their own
+ids (``FetchReach-v4``, ...), with extra ``[robotics]``. rlfw imports the package and
+registers its ids the first time such an id is named, in every process that makes one."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import gymnasium as gym
+
+PREFIXES = ("Fetch", "HandManipulate", "HandReach", "PointMaze_", "AntMaze_", "AdroitHand")
+
+
+def is_robotics(env_id: str) -> bool:
+    return env_id.startswith(PREFIXES)
+
+
+def register_robotics_envs() -> None:
+    """Register gymnasium-robotics' ids (idempotent; nothing without the package)."""
+    if importlib.util.find_spec("gymnasium_robotics") is None:
+        return
+    module = importlib.import_module("gymnasium_robotics")
+    gym.register_envs(module)
