@@ -421,6 +421,8 @@ def build_qpg_agent(config: Any, spaces: EnvSpaces) -> QpgAgent:
         config.activation,
         getattr(own, "action_noise", 0.0),
         config.device,
+        config.normalize_obs,
+        config.obs_clip,
     )
 
 

@@ -10,10 +10,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlfw.agents.actor_critic import normalized_leaves
 from rlfw.agents.base import AgentStep, ModelAgent
 from rlfw.buffers import PolicyInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.encoders import ObservationEncoder
+from rlfw.models.normalize import ObservationNormalizer, TreeNormalizer
 from rlfw.models.qpg import (
     ActorAndCritics,
     CriticEnsemble,
@@ -80,10 +82,14 @@ class QpgAgent(ModelAgent):
         activation: str = "relu",
         action_noise: float = 0.1,
         device: str = "cpu",
+        normalize_obs: bool = False,
+        obs_clip: float = 10.0,
     ) -> "QpgAgent":
         """``actor``: 'squashed_gaussian' (SAC) or 'deterministic' (TD3, DDPG, exploring
         with ``action_noise``); ``n_critics`` Q-functions of ``critic_hidden`` (default:
-        ``hidden``)."""
+        ``hidden``); ``normalize_obs``: standardize the float Box leaves by running
+        statistics the learner updates once per batch (SB3's VecNormalize for off-policy
+        algorithms, which also normalizes at sample time from raw stored observations)."""
         space = check_box_actions(spaces.action, algo)
         if actor not in ACTORS:
             raise ValueError(f"actor {actor!r} unknown; choose from {ACTORS}")
@@ -105,7 +111,14 @@ class QpgAgent(ModelAgent):
             n_critics,
             activation,
         )
-        return cls(ActorAndCritics(pi, critics), space, device)
+        normalizer: torch.nn.Module | None = None
+        if normalize_obs:
+            normalizer = (
+                ObservationNormalizer(obs.shape, obs_clip)
+                if isinstance(obs, gym.spaces.Box)
+                else TreeNormalizer(normalized_leaves(obs), obs_clip)
+            )
+        return cls(ActorAndCritics(pi, critics, normalizer), space, device)
 
     @property
     def actor(self) -> Any:  # SquashedGaussianActor or DeterministicActor
@@ -125,9 +138,14 @@ class QpgAgent(ModelAgent):
         """Uniform actions (the warm-up before learning starts) or the actor's."""
         self.model.warmup.fill_(on)
 
+    def update_normalization(self, observation: Any) -> None:
+        """Merge a batch's raw observation rows (``[N, ...]`` per leaf) into the
+        statistics (a no-op without ``normalize_obs``)."""
+        self.model.update_normalization(observation)
+
     @torch.no_grad()
     def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
-        obs = self._obs(obs)
+        obs = self.model.normalize(self._obs(obs))
         if self.greedy:
             action = self.actor.mean_action(obs)
         else:
@@ -143,7 +161,7 @@ class QpgAgent(ModelAgent):
         """min_i Q_i(obs, mean action): what bootstraps a batch's open end for statistics;
         truncated steps are bootstrapped by the learner from their stored final
         observation."""
-        obs = self._obs(obs)
+        obs = self.model.normalize(self._obs(obs))
         return self.critics(obs, self.actor.mean_action(obs)).min(0).values
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:

@@ -93,7 +93,7 @@ class RunConfig:
     device: Annotated[str, Flag("--device")] = "cpu"
     """The torch device of the learner's model ('cpu', 'cuda', 'cuda:1')."""
     normalize_obs: bool = False
-    """ppo/a2c: normalize observations by their running mean and std, inside the model."""
+    """ppo/a2c/sac/td3/ddpg: normalize observations by their running mean and std."""
     obs_clip: float = 10.0
     """Normalized observations are clipped to ±this."""
     obs_norm_update: str = "batch"
@@ -175,9 +175,11 @@ class RunConfig:
                 f"async_lead={self.async_lead} is for runner 'async' (the batches "
                 f"its sampler may run ahead); runner {self.runner!r} has none"
             )
-        if self.normalize_obs and algo.uses_replay:
+        if self.normalize_obs and not getattr(
+            algo.algo_cls, "accepts_normalize_obs", not algo.uses_replay
+        ):
             raise ValueError(
-                f"normalize_obs is for ppo and a2c (continuous control); "
+                f"normalize_obs is for ppo, a2c, sac, td3 and ddpg; "
                 f"{self.algo} learns from raw observations: set "
                 "normalize_obs=false"
             )

@@ -17,6 +17,7 @@ from torch import nn
 
 from rlfw.models.encoders import ObservationEncoder
 from rlfw.models.mlp import ACTIVATIONS
+from rlfw.models.normalize import ObservationNormalizer, TreeNormalizer
 
 # SB3's and CleanRL's bounds on the squashed Gaussian's log-std.
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -155,14 +156,30 @@ class DeterministicActor(nn.Module):
 
 class ActorAndCritics(nn.Module):
     """What a Q-function policy-gradient agent ships to sampler workers: the actor, the
-    critics (``Agent.value`` bootstraps with them) and whether actions are still the
-    warm-up's uniform ones (a buffer, so it travels with the weights)."""
+    critics (``Agent.value`` bootstraps with them), whether actions are still the warm-up's
+    uniform ones (a buffer, so it travels with the weights) and, with ``normalize_obs``, the
+    observation statistics every network's input is standardized by (one set, applied by
+    the agent and the learner before any network, so the target networks see the same)."""
 
     actor: nn.Module
     critics: CriticEnsemble
     warmup: torch.Tensor
 
-    def __init__(self, actor: nn.Module, critics: CriticEnsemble):
+    def __init__(
+        self, actor: nn.Module, critics: CriticEnsemble, normalizer: nn.Module | None = None
+    ):
         super().__init__()
         self.actor, self.critics = actor, critics
+        self.normalizer = normalizer
         self.register_buffer("warmup", torch.ones((), dtype=torch.bool))
+
+    def normalize(self, obs: Any) -> Any:
+        """``obs`` standardized by the running statistics (unchanged without them)."""
+        return obs if self.normalizer is None else self.normalizer(obs)
+
+    def update_normalization(self, rows: Any) -> None:
+        """Merge raw observation rows (``[N, ...]`` per leaf) into the statistics."""
+        if isinstance(self.normalizer, TreeNormalizer):
+            self.normalizer.update(rows)
+        elif isinstance(self.normalizer, ObservationNormalizer):
+            self.normalizer.stats.update(rows)

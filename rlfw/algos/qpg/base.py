@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -26,6 +27,7 @@ from rlfw.buffers import Samples
 from rlfw.buffers.replay import PrioritizedSampling, Replay, ReplayBatch, UniformSampling
 from rlfw.buffers.replay.her import HER_STRATEGIES, EnvGoalReward, HerReplay, check_goal_space
 from rlfw.buffers.replay.storage import replay_storage
+from rlfw.buffers.tree import tree_from_numpy
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -120,6 +122,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
     in ``_update``, returning its statistics as tensors."""
 
     config: QpgConfig
+    accepts_normalize_obs = True  # the replay keeps raw rows; the networks see them standardized
 
     def __init__(self, config: QpgConfig | None = None):
         self.config = config or self.default_config()
@@ -218,6 +221,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         c = self.config
         env_steps = (itr + 1) * self.steps_per_itr
         stats: dict[str, list[torch.Tensor]] = {}
+        self._update_statistics()
         if env_steps >= c.learning_starts:
             self.update_budget += c.replay_ratio * self.steps_per_itr
             if c.prioritized:
@@ -226,7 +230,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             self.agent.train_mode()
             while self.update_budget >= 1.0:
                 self.update_budget -= 1.0
-                batch = self.replay.sample(c.batch_size)
+                batch = self._normalized(self.replay.sample(c.batch_size))
                 for key, value in self._update(batch).items():
                     stats.setdefault(key, []).append(value)
                 self.updates += 1
@@ -238,6 +242,26 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
 
     def _update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         raise NotImplementedError
+
+    def _update_statistics(self) -> None:
+        """With ``normalize_obs``: merge the newest batch's raw observations (the replay's
+        newest rows the learner sees) into the statistics, once per batch."""
+        if self.agent.model.normalizer is None:
+            return
+        s = self.replay.storage
+        written = self.replay._seen()[0]
+        rows = (written - self.steps_per_itr // s.B + np.arange(self.steps_per_itr // s.B)) % s.T
+        obs = s.observations(np.repeat(rows, s.B), np.tile(np.arange(s.B), len(rows)))
+        self.agent.update_normalization(tree_from_numpy(obs))
+
+    def _normalized(self, batch: ReplayBatch) -> ReplayBatch:
+        """The batch's observations standardized by the current statistics (raw in the
+        replay, as SB3 keeps them, so old rows are read with today's statistics)."""
+        normalize = self.agent.model.normalize
+        return batch._replace(
+            observation=normalize(batch.observation),
+            next_observation=normalize(batch.next_observation),
+        )
 
     def _critic_step(self, batch: ReplayBatch, target: torch.Tensor) -> dict[str, torch.Tensor]:
         """One critic update towards ``target`` (every member at once: one forward, one

@@ -61,10 +61,11 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
     ),
     PresetEntry(
         ("robotics",),
-        "rl-baselines3-zoo sac.yml FetchReach (HER future k=4; its time feature and "
-        "observation normalization left out)",
+        "rl-baselines3-zoo sac.yml FetchReach (HER future k=4, normalized observations; "
+        "its time feature left out)",
         {
             "hidden": (64, 64),
+            "normalize_obs": True,
             "sac": dict(
                 her="future",
                 her_k=4,
