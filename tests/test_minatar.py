@@ -98,7 +98,7 @@ def test_every_sampler_equals_the_serial_one_on_a_minatar_game(kind):
 def test_the_presets_are_minatar_s(algo):
     config = RunConfig.for_env("MinAtar/Breakout-v1", algo)
     assert config.schedule.n_steps == 1_000_000
-    expected = {"ppo": (16, 128), "a2c": (16, 5), "dqn": (1, 32)}[algo]
+    expected = {"ppo": (64, 128), "a2c": (16, 5), "dqn": (1, 32)}[algo]
     assert (config.batch_B, config.batch_T) == expected
     if algo == "dqn":  # MinAtar's reference DQN
         d = config.dqn

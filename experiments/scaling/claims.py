@@ -42,7 +42,7 @@ from rlfw.bench.clock import quietly_timed, timed_under_load
 from rlfw.bench.report import SETTINGS_FIELD, binned, bootstrap_band, iqm_with_ci
 from rlfw.bench.run import Job, finished, run_job
 from rlfw.launch.backends import LocalBackend
-from rlfw.launch.config import RunConfig
+from rlfw.launch.config import RunConfig, set_field
 from rlfw.logging.plot import figure_and_axes
 from rlfw.runfolder.files import write_json, write_text
 
@@ -84,11 +84,21 @@ SCALES = {
 
 
 # Settings every run of an algorithm takes on top of its preset: the study ran PPO with
-# the value loss weighing 0.5 and clipped at 0.2 (pgx's larger-error form), the MinAtar
-# preset's until 2026-12-05 (now pgx's 0.25, unclipped); pinned, so a run added later is
-# the same experiment as the committed ones.
+# the MinAtar preset of its time (pgx's settings scaled to 16 envs x 128 steps, lr 3e-4, 3
+# epochs of minibatch 256; the preset until 2026-12-06, now the preset search's 64 x 128),
+# its value loss weighing 0.5 and clipped at 0.2 (pgx's larger-error form; the preset's
+# until 2026-12-05); pinned, so a run added later is the same experiment as the committed
+# ones, and the batch factors scale these.
 STUDY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "ppo": (("ppo.value_coef", "0.5"), ("ppo.value_clip", "0.2"))
+    "ppo": (
+        ("batch_B", "16"),
+        ("batch_T", "128"),
+        ("ppo.learning_rate", "0.0003"),
+        ("ppo.epochs", "3"),
+        ("ppo.minibatch_size", "256"),
+        ("ppo.value_coef", "0.5"),
+        ("ppo.value_clip", "0.2"),
+    )
 }
 
 
@@ -101,6 +111,8 @@ def batch_settings(algo: str, env: str, k: int) -> tuple[tuple[str, str], ...]:
     minibatches, each ``k`` times larger) or, for DQN, ``k`` times the minibatch at a
     ``k`` times lower replay ratio; the learning rate x sqrt(k)."""
     base = RunConfig.for_env(env, algo)
+    for key, value in STUDY_SETTINGS.get(algo, ()):
+        set_field(base, key, value)
     own = base.algo_config()
     out = [(f"{algo}.learning_rate", repr(own.learning_rate * math.sqrt(k)))]
     if algo == "dqn":
