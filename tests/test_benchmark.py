@@ -677,3 +677,30 @@ def test_a_suite_with_a_baseline_reads_the_other_suite_s_records_env_by_env(tmp_
     assert "## MinAtar/Breakout-v1, 250,000 env steps: against dqn" in readme
     assert "| dqn | 4.0, 6.0, 8.0 | 6.0 [4.0, 8.0] | 10 |" in readme
     assert (tmp_path / "minatar-qlearning" / breakout["curve_png"]).stat().st_size > 0
+
+
+def test_a_stopped_benchmark_run_leaves_no_result_to_count(tmp_path, monkeypatch):
+    """A job whose training was stopped (SIGTERM or Ctrl-C end a run cleanly, with an
+    ``interrupted`` result) writes no result file: a partial run's return must not be
+    recorded as the entry's, and a re-run of the suite starts it again."""
+    import rlfw.launch.build
+    from rlfw.bench import job as job_module
+    from rlfw.runners.schedule import TrainResult
+
+    class StoppedRunner:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def train(self):
+            return TrainResult(env_steps=512, iterations=4, interrupted=True)
+
+    monkeypatch.setattr(rlfw.launch.build, "build_runner", lambda *a, **k: StoppedRunner())
+    job = Job("rlfw", "ppo", "CartPole-v1", 4096, 0)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with pytest.raises(SystemExit, match=r"stopped at 512 of 4096 env steps; no result"):
+        job_module.main([json.dumps(job.__dict__), str(run_dir)])
+    assert not (run_dir / job_module.RESULT_FILE).exists()

@@ -54,6 +54,13 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
         with RunClock() as clock:
             result = runner.train()
+    if result.interrupted or result.env_steps < job.steps:
+        # A stopped run (Ctrl-C, SIGTERM) ends its training cleanly, but its numbers are
+        # a partial run's: no result, so a re-run of the suite starts it again.
+        raise SystemExit(
+            f"rlfw benchmark: {job.framework} {job.algo} {job.env} seed {job.seed} stopped "
+            f"at {result.env_steps} of {job.steps} env steps; no result written"
+        )
     returns = evaluate_checkpoint(
         run_dir, EVAL_EPISODES, greedy=True, seed=EVAL_SEED_OFFSET + job.seed
     )
