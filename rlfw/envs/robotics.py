@@ -4,8 +4,10 @@ registers its ids the first time such an id is named, in every process that make
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import io
 
 import gymnasium as gym
 
@@ -20,5 +22,8 @@ def register_robotics_envs() -> None:
     """Register gymnasium-robotics' ids (idempotent; nothing without the package)."""
     if importlib.util.find_spec("gymnasium_robotics") is None:
         return
-    module = importlib.import_module("gymnasium_robotics")
+    # 1.4.2 prints a notice about its Adroit envs' rewards to stderr at every import,
+    # into every run's and worker's output (errors still raise)
+    with contextlib.redirect_stderr(io.StringIO()):
+        module = importlib.import_module("gymnasium_robotics")
     gym.register_envs(module)
