@@ -63,12 +63,27 @@ SUITES: dict[str, Suite] = {
             Entry("ppo", "MountainCarContinuous-v0"),
             Entry("a2c", "CartPole-v1"),
             Entry("dqn", "CartPole-v1"),
+            Entry("sac", "Pendulum-v1"),
+            Entry("td3", "Pendulum-v1"),
+            Entry("ddpg", "Pendulum-v1"),
         ),
         about="classic control, each at its preset's budget",
     ),
     "mujoco": Suite(
         (Entry("ppo", "HalfCheetah-v5", 300_000), Entry("ppo", "Hopper-v5", 300_000)),
         about="MuJoCo at 300k steps (what fits a 2-core machine)",
+    ),
+    "mujoco-offpolicy": Suite(
+        (
+            Entry("sac", "HalfCheetah-v5", 100_000),
+            Entry("sac", "Hopper-v5", 100_000),
+            Entry("sac", "Walker2d-v5", 100_000),
+            Entry("td3", "HalfCheetah-v5", 100_000),
+            Entry("td3", "Hopper-v5", 100_000),
+        ),
+        time_goal=0.5,
+        about="SAC and TD3 on MuJoCo at 100k steps, one update per step (Tianshou's "
+        "small-budget table); long on 2 cores: about 20 minutes a run",
     ),
     "mujoco-1m": Suite(
         tuple(
@@ -142,6 +157,22 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("a2c", "HalfCheetah"): (f"3,041 ± 157 ({_ZOO}, HalfCheetah-v3, 1M steps)",),
     ("a2c", "Hopper"): (f"733 ± 377 ({_ZOO}, Hopper-v3, 1M steps)",),
     ("a2c", "Swimmer"): (f"200.6 ± 2.5 ({_ZOO}, Swimmer-v3, 1M steps)",),
+    ("sac", "Pendulum"): ("-157 (rl-baselines3-zoo's SAC, Pendulum-v1, 20k steps)",),
+    ("td3", "Pendulum"): ("-152 (rl-baselines3-zoo's TD3, Pendulum-v1, 20k steps)",),
+    ("sac", "HalfCheetah"): (
+        f"9,535 ({_ZOO}, HalfCheetah-v3, 1M steps)",
+        "6,515 ± 514 (Tianshou's SAC, 10 seeds, 100k steps)",
+    ),
+    ("sac", "Hopper"): (
+        f"2,326 ({_ZOO}, Hopper-v3, 1M steps)",
+        "2,613 ± 991 (Tianshou's SAC, 10 seeds, 100k steps)",
+    ),
+    ("sac", "Walker2d"): (
+        f"3,863 ({_ZOO}, Walker2d-v3, 1M steps)",
+        "1,305 ± 795 (Tianshou's SAC, 10 seeds, 100k steps)",
+    ),
+    ("td3", "HalfCheetah"): ("5,336 (Tianshou's TD3, 10 seeds, 100k steps)",),
+    ("td3", "Hopper"): ("597 (Tianshou's TD3, 10 seeds, 100k steps)",),
     ("ppo", "ALE/Pong"): (f"21.0 ± 0.1 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
     ("ppo", "ALE/Breakout"): (f"398 ± 33 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
     ("dqn", "ALE/Pong"): (f"20.6 ± 0.6 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
@@ -153,10 +184,17 @@ _MINATAR_PAPER = (
     "MinAtar paper (Young & Tian 2019), Fig. 2 and the MinAtar README's "
     "curves: DQN over 5M frames, mean over 30 seeds"
 )
-_GYMNAX_BLINES = "gymnax-blines' MinAtar PPO curves (20M+ steps, many envs)"
+# gymnax-blines' PPO (no sticky actions, episodes capped at 1,000 steps): its final at 10M
+# steps, and for Breakout its curve at this suite's 2M
+_GYMNAX_BLINES = {
+    "Breakout": "gymnax-blines' PPO: ~16 (lr 5e-4) to ~18-20 (lr 1e-3) at 2M steps, 28 at 10M",
+    "SpaceInvaders": "gymnax-blines' PPO: 131 at 10M steps",
+    "Asterix": "gymnax-blines' PPO: 15 at 10M steps",
+    "Freeway": "gymnax-blines' PPO: 58 at 10M steps",
+}
 for _game in MINATAR_GAMES:
     REFERENCES[("dqn", f"MinAtar/{_game}")] = (_MINATAR_PAPER,)
-    REFERENCES[("ppo", f"MinAtar/{_game}")] = (_GYMNAX_BLINES,)
+    REFERENCES[("ppo", f"MinAtar/{_game}")] = (_GYMNAX_BLINES[_game],)
 
 
 def references(entry: Entry) -> tuple[str, ...]:
