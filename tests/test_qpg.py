@@ -416,3 +416,23 @@ def test_sac_with_her_reaches_the_goals_of_fetch_reach():
 
     rates = map_in_processes(_fetch_reach_success, [(0, 6000), (1, 6000)])
     assert all(rate >= 0.9 for rate in rates), rates
+
+
+def test_prioritized_n_step_replay_feeds_the_critics_td_errors_back():
+    """SAC with 3-step returns and prioritized replay: priorities become the critics'
+    mean |TD error| of the sampled transitions, and the importance weights anneal."""
+    config = _pendulum_config("sac")
+    config.sac = dataclasses.replace(config.sac, n_step=3, prioritized=True)
+    spaces = EnvSpaces.of(config.env_factory())
+    agent, learner = build_agent(config, spaces), build_algo(config, spaces)
+    with SerialSampler(config.env_factory(), 8, 4, seed=0) as sampler:
+        sampler.initialize(agent)
+        learner.initialize(agent, 6, seed=0)
+        for itr in range(6):
+            stats = learner.optimize(sampler.obtain_samples(itr)[0], itr)
+    tree = learner.replay.sampling.tree
+    priorities = tree.get(np.arange(len(learner.replay.storage.reward.reshape(-1))))
+    assert learner.updates > 0 and stats["train/td_abs"] > 0
+    touched = priorities[(priorities > 0) & (priorities != priorities.max())]
+    assert len(np.unique(touched)) > 10  # set per transition, not left at the initial max
+    assert learner.replay.sampling.beta == pytest.approx(1.0)
