@@ -393,7 +393,7 @@ def test_normalize_obs_standardizes_what_every_network_sees_from_raw_replay_rows
     assert torch.allclose(stats.var, rows.var(0, unbiased=False), atol=1e-5)
     stored = learner.replay.storage.obs[:24].reshape(-1, 3)
     assert torch.equal(torch.as_tensor(stored), rows.float())  # raw in the replay
-    batch = learner._normalized(learner.replay.batch(np.arange(16)))
+    batch = learner._prepared(learner.replay.batch(np.arange(16)))
     raw = torch.as_tensor(learner.replay.storage.obs[:4].reshape(-1, 3))
     assert torch.allclose(batch.observation, agent.model.normalize(raw))
 

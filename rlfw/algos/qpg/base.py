@@ -27,7 +27,7 @@ from rlfw.buffers import Samples
 from rlfw.buffers.replay import PrioritizedSampling, Replay, ReplayBatch, UniformSampling
 from rlfw.buffers.replay.her import HER_STRATEGIES, EnvGoalReward, HerReplay, check_goal_space
 from rlfw.buffers.replay.storage import replay_storage
-from rlfw.buffers.tree import tree_from_numpy
+from rlfw.buffers.tree import tree_from_numpy, tree_to
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -230,7 +230,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             self.agent.train_mode()
             while self.update_budget >= 1.0:
                 self.update_budget -= 1.0
-                batch = self._normalized(self.replay.sample(c.batch_size))
+                batch = self._prepared(self.replay.sample(c.batch_size))
                 for key, value in self._update(batch).items():
                     stats.setdefault(key, []).append(value)
                 self.updates += 1
@@ -254,13 +254,18 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         obs = s.observations(np.repeat(rows, s.B), np.tile(np.arange(s.B), len(rows)))
         self.agent.update_normalization(tree_from_numpy(obs))
 
-    def _normalized(self, batch: ReplayBatch) -> ReplayBatch:
-        """The batch's observations standardized by the current statistics (raw in the
-        replay, as SB3 keeps them, so old rows are read with today's statistics)."""
-        normalize = self.agent.model.normalize
+    def _prepared(self, batch: ReplayBatch) -> ReplayBatch:
+        """The batch on the agent's device, its observations standardized by the current
+        statistics (raw in the replay, as SB3 keeps them, so old rows are read with
+        today's statistics)."""
+        device, normalize = self.agent.device, self.agent.model.normalize
         return batch._replace(
-            observation=normalize(batch.observation),
-            next_observation=normalize(batch.next_observation),
+            observation=normalize(tree_to(batch.observation, device)),
+            next_observation=normalize(tree_to(batch.next_observation, device)),
+            action=batch.action.to(device),
+            n_step_return=batch.n_step_return.to(device),
+            bootstrap_discount=batch.bootstrap_discount.to(device),
+            weight=batch.weight.to(device),
         )
 
     def _critic_step(self, batch: ReplayBatch, target: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -275,7 +280,8 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             loss = 0.5 * td.pow(2).mean(-1).sum()
         gradient_step(self.critic_optimizer, self.critic_flat, loss, None)
         td_abs = td.detach().abs().mean(0)
-        self.replay.update_priorities(batch.index, td_abs.numpy())
+        if self.config.prioritized:  # the only reader: no device-to-host copy otherwise
+            self.replay.update_priorities(batch.index, td_abs.cpu().numpy())
         return {"critic_loss": loss.detach(), "q": q.detach().mean(), "td_abs": td_abs.mean()}
 
     def _bootstrap(self, batch: ReplayBatch, next_value: torch.Tensor) -> torch.Tensor:
