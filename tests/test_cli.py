@@ -16,7 +16,7 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["train", "--algo", "sac"], f"algorithm 'sac' unknown; choose from {ALGOS.names()}"),
+        (["train", "--algo", "impala"], f"algorithm 'impala' unknown; choose from {ALGOS.names()}"),
         (["train", "--sampler", "warp"], "sampler 'warp' unknown; choose from"),
         (["train", "--env", "NoSuchEnv-v0"], "unknown env id 'NoSuchEnv-v0'"),
         (["train", "--n-envs", "0"], "batch_B must be a positive integer, got 0"),

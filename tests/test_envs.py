@@ -129,6 +129,11 @@ def test_mujoco_engine_warnings_print_once_and_leave_no_log_file(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.count("settotalmass") == 1, done.stderr
-    assert "MujocoWarning" in done.stderr
+    import mujoco
+
+    # MuJoCo 4 compiles these models with a notice about settotalmass; 3.3 (the version
+    # the [robotics] extra pins) with none: once per process, or not at all
+    notices = 1 if int(mujoco.__version__.split(".")[0]) >= 4 else 0
+    assert done.stderr.count("settotalmass") == notices, done.stderr
+    assert ("MujocoWarning" in done.stderr) == bool(notices)
     assert list(tmp_path.iterdir()) == []

@@ -191,9 +191,18 @@ def test_a_plugin_s_flag_is_on_the_command_line_it_names(tmp_path):
 def test_presets_are_tables_of_entries_each_with_a_one_line_source():
     from rlfw.algos.dqn.presets import DQN_PRESETS
     from rlfw.algos.pg.presets import A2C_PRESETS, PPO_PRESETS
+    from rlfw.algos.qpg.presets import DDPG_PRESETS, SAC_PRESETS, TD3_PRESETS
     from rlfw.launch.config import RunConfig, apply_overrides
 
-    for algo, table in (("ppo", PPO_PRESETS), ("a2c", A2C_PRESETS), ("dqn", DQN_PRESETS)):
+    tables = (
+        ("ppo", PPO_PRESETS),
+        ("a2c", A2C_PRESETS),
+        ("dqn", DQN_PRESETS),
+        ("sac", SAC_PRESETS),
+        ("td3", TD3_PRESETS),
+        ("ddpg", DDPG_PRESETS),
+    )
+    for algo, table in tables:
         for entry in table:
             assert entry.source and "\n" not in entry.source and len(entry.source) <= 100
             apply_overrides(RunConfig(algo=algo), entry.settings)  # every key exists, typed

@@ -255,8 +255,8 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
     ),
     PresetEntry(
         MINATAR,
-        "gymnax-blines' MinAtar PPO (64 x 128, 4 epochs x 8 minibatches), lr 2e-3 and "
-        "gamma 0.99 from the recorded search (docs/benchmarks/minatar/search)",
+        "gymnax-blines' MinAtar PPO (64x128, 4 epochs of 8), lr 2e-3, gamma 0.99: a recorded "
+        "search",
         {
             "batch_B": 64,
             "batch_T": 128,

@@ -46,7 +46,7 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
     ),
     PresetEntry(
         ("continuous",),
-        "rl-baselines3-zoo sac.yml LunarLanderContinuous-v3 (its lr schedule: constant)",
+        "rl-baselines3-zoo sac.yml LunarLanderContinuous-v3 (its lr schedule made constant)",
         {
             "hidden": (400, 300),
             "schedule": {"n_steps": 500_000},
@@ -61,8 +61,7 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
     ),
     PresetEntry(
         ("robotics",),
-        "rl-baselines3-zoo sac.yml FetchReach (HER future k=4, normalized observations; "
-        "its time feature left out)",
+        "rl-baselines3-zoo sac.yml FetchReach: HER future k=4, normalized (no time feature)",
         {
             "hidden": (64, 64),
             "normalize_obs": True,
@@ -79,25 +78,18 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
     ),
 )
 
-# TD3 and DDPG share the zoo's settings but for the algorithm's own switches.
-_TD3_LIKE = (
-    ("ALL", "SB3's TD3/DDPG defaults: one env, a 400x300 ReLU MLP, one update per step"),
-    ("Pendulum", "rl-baselines3-zoo {algo}.yml Pendulum-v1"),
-    ("mujoco", "rl-baselines3-zoo {algo}.yml HalfCheetah/Hopper/Walker2d/Ant-v4"),
-)
-
 
 def _td3_like(algo: str) -> tuple[PresetEntry, ...]:
-    base, pendulum, mujoco = _TD3_LIKE
+    """TD3's and DDPG's tables: the zoo gives both the same settings."""
     return (
         PresetEntry(
             ALL,
-            base[1],
+            "SB3's TD3/DDPG defaults: one env, a 400x300 ReLU MLP, one update per step",
             {"batch_B": 1, "batch_T": 1, "hidden": (400, 300), "activation": "relu"},
         ),
         PresetEntry(
             ("continuous",),
-            pendulum[1].format(algo=algo),
+            f"rl-baselines3-zoo {algo}.yml Pendulum-v1",
             {
                 "schedule": {"n_steps": 20_000},
                 algo: dict(gamma=0.98, replay_capacity=200_000, learning_starts=10_000),
@@ -106,7 +98,7 @@ def _td3_like(algo: str) -> tuple[PresetEntry, ...]:
         ),
         PresetEntry(
             ("mujoco",),
-            mujoco[1].format(algo=algo),
+            f"rl-baselines3-zoo {algo}.yml HalfCheetah/Hopper/Walker2d/Ant-v4",
             {algo: dict(learning_starts=10_000, batch_size=256)},
         ),
     )
