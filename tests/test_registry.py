@@ -90,7 +90,7 @@ def test_the_cli_loads_a_plugin_and_trains_its_sampler_and_algorithm(tmp_path):
 def test_unknown_names_are_refused_naming_what_is_registered():
     for kind, name, registry in (
         ("sampler", "warp", SAMPLERS),
-        ("algorithm", "sac", ALGOS),
+        ("algorithm", "impala", ALGOS),
         ("runner", "hyper", RUNNERS),
     ):
         with pytest.raises(
@@ -105,7 +105,15 @@ def test_unknown_names_are_refused_naming_what_is_registered():
 
 
 def test_what_a_spec_says_replaces_lists_of_names():
-    assert [a.name for a in ALGOS if a.uses_replay] == ["dqn", "c51", "rainbow", "r2d1"]
+    assert [a.name for a in ALGOS if a.uses_replay] == [
+        "dqn",
+        "c51",
+        "rainbow",
+        "r2d1",
+        "sac",
+        "td3",
+        "ddpg",
+    ]
     assert {s.name: s.worker_groups for s in SAMPLERS if s.worker_groups > 1} == {"alternating": 2}
     assert SAMPLERS.get("interleaved").has_workers
     # queue's constructor is (*args, max_batch, ..., **kwargs): n_workers is its base's
