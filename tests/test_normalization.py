@@ -283,7 +283,9 @@ def test_normalize_obs_with_dqn_is_refused(capsys, tmp_path):
             ]
         )
     assert exc.value.code == 2
-    assert "normalize_obs is for ppo and a2c" in capsys.readouterr().err
+    assert "normalize_obs is for ppo, a2c, sac, td3 and ddpg; dqn learns from raw" in (
+        capsys.readouterr().err
+    )
 
 
 def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch):
