@@ -57,6 +57,8 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
 
 
 def _iqm(stats: dict[str, Any]) -> str:
+    if "iqm" not in stats:  # the suite's runs of this entry are still to come
+        return "not run yet"
     return f"{iqm_cell(stats)}, {len(stats['finals'])} seeds"
 
 
