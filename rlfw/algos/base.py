@@ -9,6 +9,7 @@ appended to; the async runner appends from its sampler process and calls
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -63,9 +64,18 @@ class ReplayAlgorithm(Algorithm):
     def learn_from_replay(self, itr: int) -> dict[str, float]:
         """The gradient steps batch ``itr`` (already in the replay) pays for."""
 
-    @abstractmethod
+    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
+        """Append batch ``itr`` to the replay (made from the first batch), then learn."""
+        if self.replay is None:
+            self.make_replay(samples)
+        self.replay.append_samples(samples)
+        return self.learn_from_replay(itr)
+
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
-        """Gradient steps per env step since learning started, over batches 0..itr."""
+        """Gradient steps per env step since learning started (``config.learning_starts``),
+        over batches 0..itr."""
+        first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
+        return self.updates / max((itr + 1 - first) * steps_per_itr, 1)
 
     def check_shared_replay(self) -> None:
         """``ValueError`` if this configuration cannot learn from a replay another process

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -251,18 +250,7 @@ class DQN(ReplayAlgorithm):
         as ``frame_dedup`` says)."""
         return replay_storage(samples, rows, shared, self.config.frame_dedup)
 
-    def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
-        first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
-        return self.updates / max((itr + 1 - first) * steps_per_itr, 1)
-
     # -- learning ------------------------------------------------------------------------
-    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
-        """Append batch ``itr`` to replay, then learn from replay."""
-        if self.replay is None:
-            self.make_replay(samples)
-        self.replay.append_samples(samples)
-        return self.learn_from_replay(itr)
-
     def learn_from_replay(self, itr: int) -> dict[str, float]:
         """The ``replay_ratio x T x B`` updates that batch ``itr`` (already in replay) pays
         for, once ``learning_starts`` env steps are in; then the ε schedule moves on."""

@@ -13,7 +13,6 @@ too; ``train_freq=4, gradient_steps=1`` is 0.25. A batch of ``T x B`` env steps 
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -205,18 +204,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             self._pending_replay = None
         return self.replay
 
-    def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:
-        first = max(math.ceil(self.config.learning_starts / steps_per_itr) - 1, 0)
-        return self.updates / max((itr + 1 - first) * steps_per_itr, 1)
-
     # -- learning ------------------------------------------------------------------------
-    def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
-        """Append batch ``itr`` to replay, then learn from replay."""
-        if self.replay is None:
-            self.make_replay(samples)
-        self.replay.append_samples(samples)
-        return self.learn_from_replay(itr)
-
     def learn_from_replay(self, itr: int) -> dict[str, float]:
         c = self.config
         env_steps = (itr + 1) * self.steps_per_itr
