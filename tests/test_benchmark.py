@@ -705,3 +705,113 @@ def test_a_stopped_benchmark_run_leaves_no_result_to_count(tmp_path, monkeypatch
     with pytest.raises(SystemExit, match=r"stopped at 512 of 4096 env steps; no result"):
         job_module.main([json.dumps(job.__dict__), str(run_dir)])
     assert not (run_dir / job_module.RESULT_FILE).exists()
+
+
+def test_the_spaces_suite_plans_its_peers_and_its_mask_ablations():
+    """Every entry's rlfw seeds; SB3's where it has a counterpart (not masked DQN); the
+    masked entries' rlfw runs again without the mask, under their own label."""
+    jobs = plan(SUITES["spaces"], ("rlfw", "sb3"), [0, 1])
+    runs = {(j.framework, j.algo, j.env, j.label) for j in jobs}
+    assert len(jobs) == 2 * len(runs)
+    assert runs == {
+        ("rlfw", "ppo", "MiniGrid-DoorKey-5x5-v0", ""),
+        ("sb3", "ppo", "MiniGrid-DoorKey-5x5-v0", ""),
+        ("rlfw", "ppo", "Taxi-v4", ""),
+        ("sb3", "ppo", "Taxi-v4", ""),
+        ("rlfw", "ppo", "Taxi-v4", "no-mask"),
+        ("rlfw", "ppo", "rlfw/ConnectFour-v0", ""),
+        ("sb3", "ppo", "rlfw/ConnectFour-v0", ""),
+        ("rlfw", "ppo", "rlfw/ConnectFour-v0", "no-mask"),
+        ("rlfw", "dqn", "Taxi-v4", ""),
+    }
+    ablated = next(j for j in jobs if j.label == "no-mask")
+    assert ablated.settings == (("env_options.action_mask", "none"),)
+    assert {j.steps for j in jobs if j.env == "Taxi-v4"} == {200_000, 120_000}
+    assert not [j for j in plan(SUITES["spaces"], ("rlfw",), [0]) if j.framework == "sb3"]
+
+
+def test_a_report_gives_an_ablation_its_own_row_and_no_peer_row_where_there_is_none(tmp_path):
+    from rlfw.bench.report import write_report
+    from rlfw.bench.suites import Ablation, Suite
+
+    ablation = Ablation("no-mask", (("env_options.action_mask", "none"),), "without masks")
+    suite = Suite(
+        (
+            Entry("ppo", "Taxi-v4", 1000, ablation=ablation),
+            Entry("dqn", "Taxi-v4", 1000, peer=False),
+        ),
+        peer_settings="same",
+    )
+    base = {
+        "env": "Taxi-v4",
+        "steps": 1000,
+        "status": "done",
+        "wall_s": 2.0,
+        "steps_per_s": 500.0,
+        "settings": "preset",
+        "curve": [(500, 1.0), (1000, 2.0)],
+    }
+    results = [
+        {
+            **base,
+            "framework": fw,
+            "algo": algo,
+            "seed": seed,
+            "label": label,
+            "final_return": final + seed,
+        }
+        for fw, algo, label, final in [
+            ("rlfw", "ppo", "", 7.0),
+            ("sb3", "ppo", "", 6.0),
+            ("rlfw", "ppo", "no-mask", -200.0),
+            ("rlfw", "dqn", "", 5.0),
+        ]
+        for seed in (0, 1)
+    ]
+    data = write_report("spaces", suite, results, str(tmp_path))
+    ppo, dqn = data["entries"]
+    assert list(ppo["frameworks"]) == ["rlfw", "sb3", "rlfw no-mask"]
+    assert ppo["frameworks"]["rlfw"]["finals"] == [7.0, 8.0]  # the ablation's not mixed in
+    assert ppo["frameworks"]["rlfw no-mask"]["finals"] == [-200.0, -199.0]
+    assert ppo["goals"]["median_at_least_peer"]
+    assert list(dqn["frameworks"]) == ["rlfw"] and dqn["goals"] == {}
+    readme = (tmp_path / "README.md").read_text()
+    assert "| rlfw no-mask | preset | -200.0, -199.0 |" in readme
+    assert "rlfw no-mask: without masks." in readme
+
+
+@pytest.mark.parametrize("env", ["Taxi-v4", "rlfw/ConnectFour-v0", "MiniGrid-DoorKey-5x5-v0"])
+def test_the_sb3_peer_reads_a_structured_observation_with_rlfw_s_network(env):
+    """On a Dict observation the peer's features extractor is rlfw's per-leaf encoder:
+    the same parameters and, for the same observation, the same features (SB3's own
+    one-hot codes for Discrete leaves, rlfw's encoders for the rest); a masked env gets
+    MaskablePPO, acting over the mask of the observation it acts on."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.preprocessing import preprocess_obs
+    from stable_baselines3.common.utils import obs_as_tensor
+
+    import rlfw.envs  # noqa: F401  (registers rlfw/ConnectFour-v0)
+    from rlfw.bench.same_settings import sb3_env, sb3_model
+    from rlfw.envs.spaces import EnvSpaces
+    from rlfw.launch.build import build_agent
+    from rlfw.launch.config import RunConfig
+    from rlfw.buffers.tree import tree_map
+
+    config = RunConfig.for_env(env, "ppo")
+    factory = config.env_factory().resolved()
+    spaces = EnvSpaces.of(factory)
+    agent = build_agent(config, spaces)
+    envs = make_vec_env(lambda: sb3_env(config, factory, True), n_envs=2, seed=0)
+    model = sb3_model(config, envs, 0, spaces.observation)
+    assert type(model).__name__ == ("PPO" if env.startswith("MiniGrid") else "MaskablePPO")
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(model.policy) == count(agent.model)
+    obs = envs.reset()
+    if type(model).__name__ == "MaskablePPO":
+        assert np.array_equal(np.stack(envs.env_method("action_masks")), obs["action_mask"] > 0)
+    theirs = model.policy.features_extractor(
+        preprocess_obs(obs_as_tensor(obs, "cpu"), model.observation_space, False)
+    )
+    ours = agent.model.encoder(tree_map(torch.as_tensor, obs))
+    assert torch.equal(theirs, ours)
+    envs.close()

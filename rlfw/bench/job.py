@@ -175,22 +175,34 @@ def _monitor_curve(folder: str) -> list[tuple[int, float]]:
 
 def run_sb3_same(job: Job, run_dir: str) -> dict:
     """stable-baselines3 with rlfw's preset settings and network (``same_settings``), on
-    rlfw's envs, for suites the zoo has no settings for; evaluated like ``run_sb3``."""
+    rlfw's envs, for suites the zoo has no settings for; evaluated like ``run_sb3`` (with
+    the mask, where the env has one)."""
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
 
-    from rlfw.bench.same_settings import sb3_model
+    from rlfw.bench.same_settings import is_masked, sb3_env, sb3_model
 
     config = job_config(job)
-    factory = config.env_factory()
+    factory = config.env_factory().resolved()
+    probe = factory(True)
+    rlfw_space = probe.observation_space
+    probe.close()
     monitors = os.path.join(run_dir, "monitor")
     envs = make_vec_env(
-        lambda: factory(True), n_envs=config.batch_B, seed=job.seed, monitor_dir=monitors
+        lambda: sb3_env(config, factory, True),
+        n_envs=config.batch_B,
+        seed=job.seed,
+        monitor_dir=monitors,
     )
-    model = sb3_model(config, envs, job.seed)
+    model = sb3_model(config, envs, job.seed, rlfw_space)
     with RunClock() as clock:
         model.learn(total_timesteps=job.steps)
-    eval_env = make_vec_env(lambda: factory(False), n_envs=1, seed=EVAL_SEED_OFFSET + job.seed)
+    eval_env = make_vec_env(
+        lambda: sb3_env(config, factory, False), n_envs=1, seed=EVAL_SEED_OFFSET + job.seed
+    )
+    if is_masked(config, rlfw_space):
+        from sb3_contrib.common.maskable.evaluation import evaluate_policy
+    else:
+        from stable_baselines3.common.evaluation import evaluate_policy
     returns, _ = evaluate_policy(
         model,
         eval_env,

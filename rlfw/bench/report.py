@@ -92,12 +92,11 @@ def write_report(
     frameworks = list(dict.fromkeys(r["framework"] for r in results))
     entries = []
     for entry in suite.entries:
-        mine = [
-            r
-            for r in results
-            if (r["algo"], r["env"], r["steps"]) == (entry.algo, entry.env, entry.budget)
-        ]
-        summary = {fw: summarize([r for r in mine if r["framework"] == fw]) for fw in frameworks}
+        mine = entry_runs(entry, results)
+        names = [fw for fw in frameworks if fw == "rlfw" or entry.peer]
+        if entry.ablation is not None:
+            names.append(entry.ablation.framework)
+        summary = {fw: summarize([r for r in mine if r["framework"] == fw]) for fw in names}
         entries.append(
             {
                 "algo": entry.algo,
@@ -106,6 +105,9 @@ def write_report(
                 "references": list(references(entry)),
                 "frameworks": summary,
                 "goals": _goals(summary, suite.time_goal),
+                "ablation": None
+                if entry.ablation is None
+                else {"framework": entry.ablation.framework, "about": entry.ablation.about},
                 "curve_png": _plot_curves(entry, mine, out_dir),
                 "gif": _agent_gif(entry, mine, out_dir),
             }
@@ -125,6 +127,21 @@ def write_report(
     return data
 
 
+def entry_runs(entry: Entry, results: Sequence[dict]) -> list[dict]:
+    """The runs of ``entry`` among ``results``: its frameworks' and its ablation's, the
+    latter under the framework name ``Ablation.framework``."""
+    out = []
+    for r in results:
+        if (r["algo"], r["env"], r["steps"]) != (entry.algo, entry.env, entry.budget):
+            continue
+        label = r.get("label", "")
+        if not label:
+            out.append(r)
+        elif entry.ablation is not None and label == entry.ablation.label:
+            out.append({**r, "framework": entry.ablation.framework})
+    return out
+
+
 def _comparison(
     suite: Suite, results: list[dict], baseline: Sequence[dict], out_dir: str
 ) -> list[dict]:
@@ -137,7 +154,9 @@ def _comparison(
         runs = [
             r
             for r in [*baseline, *results]
-            if r["framework"] == "rlfw" and (r["env"], r["steps"]) == (env, budget)
+            if r["framework"] == "rlfw"
+            and not r.get("label")
+            and (r["env"], r["steps"]) == (env, budget)
         ]
         algos = dict.fromkeys([suite.baseline[1], *(r["algo"] for r in runs)])
         out.append(
@@ -181,6 +200,8 @@ def _peer_differences(suite: Suite) -> dict[str, list[str]]:
 
     out: dict[str, list[str]] = {}
     for e in suite.entries:
+        if not e.peer:
+            continue
         found = out.setdefault(e.algo, [])
         found += [
             d for d in differences(RunConfig.for_env(e.env, e.algo, e.budget)) if d not in found
@@ -418,6 +439,8 @@ def markdown(data: dict) -> str:
                     fail["log_tail"].rstrip(),
                     "```",
                 ]
+        if e.get("ablation"):
+            lines += ["", f"{e['ablation']['framework']}: {e['ablation']['about']}."]
         g = e["goals"]
         if g:
             time = (

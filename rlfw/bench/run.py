@@ -150,8 +150,8 @@ def plan(
     given more seeds than the suite's, to settle it, stays in its report)."""
     jobs = []
     for e in suite.entries:
-        for fw in frameworks:
-            job = Job(
+        runs = [
+            Job(
                 fw,
                 e.algo,
                 e.env,
@@ -160,6 +160,12 @@ def plan(
                 wandb_group if fw == "rlfw" else None,
                 suite.peer_settings,
             )
+            for fw in frameworks
+            if fw == "rlfw" or e.peer
+        ]
+        if e.ablation is not None and "rlfw" in frameworks:
+            runs.append(replace(runs[0], settings=e.ablation.settings, label=e.ablation.label))
+        for job in runs:
             more = recorded_seeds(job, recorded_in) if recorded_in else []
             jobs += [replace(job, seed=s) for s in sorted({*seeds, *more})]
     return jobs
@@ -389,10 +395,11 @@ def run_suite(
     jobs = plan(suite, frameworks, seeds, f"benchmark-{name}" if wandb else None, recorded_in)
     if peer is not None:
         check_peer_installed()
-    extra = len(jobs) - len(suite.entries) * len(frameworks) * len(seeds)
+    planned = len(plan(suite, frameworks, seeds))
+    extra = len(jobs) - planned
     say(
-        f"rlfw benchmark {name}: {len(suite.entries)} entries x {len(frameworks)} "
-        f"framework(s) x {len(seeds)} seeds"
+        f"rlfw benchmark {name}: {len(suite.entries)} entries, {len(frameworks)} "
+        f"framework(s), {len(seeds)} seeds: {planned} runs"
         + (f" + {extra} recorded runs of further seeds" if extra else "")
         + f" = {len(jobs)} runs -> {out_dir}"
     )

@@ -1,6 +1,8 @@
 """stable-baselines3 set up the way rlfw's preset sets up a run, for envs the zoo has no
-settings for (MinAtar): the same envs (rlfw's env factory), batch sizes, hyper-parameters
-and network (rlfw's CNN torso as SB3's features extractor, linear heads on it).
+settings for (MinAtar, MiniGrid, Taxi, board games): the same envs (rlfw's env factory),
+batch sizes, hyper-parameters and network (rlfw's CNN torso, or its per-leaf observation
+encoder under MLPs, as SB3's features extractor). An env whose observation carries an
+invalid-action mask gets sb3-contrib's MaskablePPO over that mask.
 
 What still differs, by construction of the two libraries, is listed by ``differences``."""
 
@@ -10,10 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
+from torch import nn
 
+from rlfw.envs.masks import MASK_KEY, masks_actions
+from rlfw.envs.spaces import space_leaves
 from rlfw.launch.config import RunConfig
-from rlfw.models.cnn import image_torso
+from rlfw.models.cnn import image_torso, model_kind
+from rlfw.models.encoders import ObservationEncoder, leaf_encoder
 
 DIFFERENCES = {
     "ppo": ("SB3 draws minibatches with numpy's generator, rlfw with torch's",),
@@ -68,8 +75,177 @@ def features_extractor_class() -> type:
     return RlfwTorso
 
 
-def sb3_model(config: RunConfig, vec_env: Any, seed: int) -> Any:
-    """An SB3 PPO or DQN model with ``config``'s settings (its preset) on ``vec_env``."""
+def _sb3_leaf(space: gym.Space) -> gym.Space:
+    """A leaf as SB3 can read it: SB3 one-hot encodes 1-d ``MultiDiscrete`` only, so a
+    ``MultiDiscrete`` of more dims (MiniGrid's ``[7, 7, 3]`` tile codes) becomes a Box of
+    the same codes, which ``RlfwEncoder`` one-hot encodes as rlfw does."""
+    if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim > 1:
+        low = np.asarray(space.start)
+        return gym.spaces.Box(low, low + space.nvec - 1, dtype=space.dtype)  # type: ignore[arg-type]
+    return space
+
+
+def sb3_observation_space(space: gym.Space) -> gym.Space:
+    """rlfw's observation space as SB3 takes it: one level of Dict, leaves by ``_sb3_leaf``;
+    a ``ValueError`` for what SB3 cannot read (a Tuple, a nested Dict)."""
+    if isinstance(space, gym.spaces.Dict):
+        nested = [
+            k for k, v in space.spaces.items() if isinstance(v, (gym.spaces.Dict, gym.spaces.Tuple))
+        ]
+        if nested:
+            raise ValueError(f"SB3 reads one level of Dict; keys {nested} are nested spaces")
+        return gym.spaces.Dict({k: _sb3_leaf(v) for k, v in space.spaces.items()})
+    if isinstance(space, gym.spaces.Tuple):
+        raise ValueError(f"SB3 reads no Tuple observations: {space}")
+    return _sb3_leaf(space)
+
+
+class Sb3Observations(gym.ObservationWrapper):
+    """rlfw's env with its observation space as SB3 reads it (``sb3_observation_space``);
+    the observations themselves unchanged."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.observation_space = sb3_observation_space(env.observation_space)
+
+    def observation(self, observation: Any) -> Any:
+        return observation
+
+
+class MaskOfLastObservation(gym.Wrapper):
+    """``action_masks()`` as sb3-contrib's MaskablePPO asks for it: the ``action_mask``
+    leaf of the observation the env returned last, the one the next action is for."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._mask: np.ndarray | None = None
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        self._mask = np.asarray(obs[MASK_KEY], bool)
+        return obs, info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._mask = np.asarray(obs[MASK_KEY], bool)
+        return obs, reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        if self._mask is None:
+            raise RuntimeError("action_masks() before the env's first reset")
+        return self._mask
+
+
+def is_masked(config: RunConfig, observation_space: gym.Space) -> bool:
+    """Whether rlfw acts over a mask on this env (its factory resolved): the peer then
+    runs MaskablePPO."""
+    return masks_actions(observation_space, config.env_options.action_mask)
+
+
+def sb3_env(config: RunConfig, factory: Any, train: bool) -> gym.Env:
+    """One env of ``factory`` (``config``'s, resolved) as the SB3 peer steps it."""
+    env = factory(train)
+    masked = is_masked(config, env.observation_space)
+    if not _is_image(config, env.observation_space):
+        env = Sb3Observations(env)
+    return MaskOfLastObservation(env) if masked else env
+
+
+def _is_image(config: RunConfig, space: gym.Space) -> bool:
+    """Whether rlfw's model reads this observation with its CNN torso alone."""
+    return isinstance(space, gym.spaces.Box) and "cnn" == model_kind(
+        config.model, tuple(space.shape), np.dtype(space.dtype)
+    )
+
+
+class _AsDtype(nn.Module):
+    """A leaf encoder fed SB3's float copy of the leaf in the leaf's own dtype (so uint8
+    values scale and integer codes index as rlfw's encoders expect)."""
+
+    def __init__(self, inner: nn.Module, dtype: torch.dtype):
+        super().__init__()
+        self.inner, self.dtype = inner, dtype
+        self.out_dim = int(getattr(inner, "out_dim"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x.to(self.dtype))
+
+
+class _Sb3OneHot(nn.Module):
+    """SB3's one-hot codes of a leaf as ``[batch, width]`` (its rollout buffer keeps a
+    ``Discrete`` leaf as ``[1]``, so they arrive as ``[batch, 1, n]`` in updates)."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.out_dim = width
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(len(x), self.out_dim)
+
+
+def rlfw_encoder_class() -> type:
+    """rlfw's per-leaf observation encoder (``ObservationEncoder`` of rlfw's space) as an
+    SB3 ``BaseFeaturesExtractor``. SB3 one-hot encodes ``Discrete`` and 1-d
+    ``MultiDiscrete`` leaves itself, as rlfw's encoder does, so those pass through; every
+    other leaf reaches rlfw's encoder for it in its own dtype."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    class RlfwEncoder(BaseFeaturesExtractor):
+        def __init__(self, observation_space: gym.Space, rlfw_space: gym.Space, model: str):
+            parts: dict[str, nn.Module] = {}
+            for path, leaf in space_leaves(rlfw_space):
+                sb3_leaf = _sb3_leaf(leaf)
+                if isinstance(sb3_leaf, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+                    width = int(np.sum(getattr(sb3_leaf, "nvec", getattr(sb3_leaf, "n", 0))))
+                    parts[path] = _Sb3OneHot(width)
+                else:
+                    dtype = torch.from_numpy(np.zeros(0, leaf.dtype)).dtype
+                    parts[path] = _AsDtype(leaf_encoder(leaf, model), dtype)
+            encoder = ObservationEncoder(rlfw_space, model, encoders=parts)
+            super().__init__(observation_space, encoder.out_dim)
+            self.encoder = encoder
+
+        def forward(self, observations: Any) -> torch.Tensor:
+            return self.encoder(observations)
+
+    return RlfwEncoder
+
+
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def _ppo_policy(
+    config: RunConfig, observation_space: gym.Space, rlfw_space: gym.Space
+) -> tuple[str, dict[str, Any]]:
+    """SB3's policy name and kwargs for rlfw's PPO network on this observation: the CNN
+    torso with linear heads for an image, else rlfw's encoder under separate policy and
+    value MLPs of ``config.hidden`` (rlfw's ``MlpActorCritic``)."""
+    if _is_image(config, observation_space):
+        return "CnnPolicy", {
+            "features_extractor_class": features_extractor_class(),
+            "normalize_images": False,
+            "net_arch": dict(pi=[], vf=[]),
+        }
+    if config.activation not in _ACTIVATIONS:
+        raise ValueError(
+            f"no SB3 activation for activation={config.activation!r}; one of {list(_ACTIVATIONS)}"
+        )
+    policy = "MultiInputPolicy" if isinstance(observation_space, gym.spaces.Dict) else "MlpPolicy"
+    return policy, {
+        "features_extractor_class": rlfw_encoder_class(),
+        "features_extractor_kwargs": {"rlfw_space": rlfw_space, "model": config.model},
+        "normalize_images": False,
+        "net_arch": dict(pi=list(config.hidden), vf=list(config.hidden)),
+        "activation_fn": _ACTIVATIONS[config.activation],
+    }
+
+
+def sb3_model(
+    config: RunConfig, vec_env: Any, seed: int, rlfw_space: gym.Space | None = None
+) -> Any:
+    """An SB3 PPO (MaskablePPO where rlfw acts over a mask) or DQN model with
+    ``config``'s settings (its preset) on ``vec_env`` (of ``sb3_env``); ``rlfw_space``:
+    the observation space rlfw's model reads (default: ``vec_env``'s)."""
     from stable_baselines3 import DQN, PPO
 
     policy_kwargs: dict[str, Any] = {
@@ -78,11 +254,18 @@ def sb3_model(config: RunConfig, vec_env: Any, seed: int) -> Any:
     }
     if config.algo == "ppo":
         c = config.ppo
+        space = vec_env.observation_space
+        policy, policy_kwargs = _ppo_policy(config, space, rlfw_space or space)
         policy_kwargs.update(
-            net_arch=dict(pi=[], vf=[]), ortho_init=True, optimizer_kwargs={"eps": c.optimizer_eps}
+            ortho_init=config.ortho_init, optimizer_kwargs={"eps": c.optimizer_eps}
         )
-        return PPO(
-            "CnnPolicy",
+        ppo: Any = PPO
+        if is_masked(config, space):
+            from sb3_contrib import MaskablePPO
+
+            ppo = MaskablePPO
+        return ppo(
+            policy,
             vec_env,
             learning_rate=c.learning_rate,
             n_steps=config.batch_T,
@@ -102,6 +285,11 @@ def sb3_model(config: RunConfig, vec_env: Any, seed: int) -> Any:
             verbose=0,
         )
     if config.algo == "dqn":
+        if not _is_image(config, vec_env.observation_space):
+            raise ValueError(
+                "the SB3 peer with rlfw's settings runs DQN on image observations only; "
+                f"this env observes {vec_env.observation_space}"
+            )
         c = config.dqn
         optimizer = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[c.optimizer]
         # rlfw's RMSprop is the A3C paper's (alpha 0.99); Adam takes its eps alone

@@ -9,13 +9,32 @@ from rlfw.launch.presets import preset
 
 
 @dataclass(frozen=True)
+class Ablation:
+    """An entry's rlfw runs again with ``settings`` (dotted config keys, values) on top of
+    the preset, reported beside it as the framework ``rlfw <label>``: what the preset's
+    values of those settings buy (``about`` says what changes)."""
+
+    label: str
+    settings: tuple[tuple[str, str], ...]
+    about: str
+
+    @property
+    def framework(self) -> str:
+        return f"rlfw {self.label}"
+
+
+@dataclass(frozen=True)
 class Entry:
     """One line of a suite: an algorithm on an env for ``steps`` env steps (None: the
-    preset's budget)."""
+    preset's budget). ``peer``: False where SB3 has no counterpart of this entry (rlfw's
+    runs only, with or without ``--peer``); ``ablation``: rlfw's runs again with some
+    settings changed."""
 
     algo: str
     env: str
     steps: int | None = None
+    peer: bool = True
+    ablation: Ablation | None = None
 
     @property
     def budget(self) -> int:
@@ -48,6 +67,12 @@ MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
 # (one update of 32 per step; 24 runs of 250k: ~1.7 h). DQN's 250k is 1/20 of the MinAtar
 # paper's 5M frames: it shows the early curve, not the final score.
 MINATAR_BUDGET = {"ppo": 2_000_000, "dqn": 250_000}
+NO_MASK = Ablation(
+    "no-mask",
+    (("env_options.action_mask", "none"),),
+    "the same runs with env_options.action_mask=none: the agent may choose an invalid "
+    "action (Taxi: -10 and nothing happens; connect four: an illegal move loses)",
+)
 
 SUITES: dict[str, Suite] = {
     "smoke": Suite(
@@ -122,6 +147,21 @@ SUITES: dict[str, Suite] = {
         peer_settings="same",
         about="the MinAtar pipeline with tiny budgets, in a minute",
     ),
+    "spaces": Suite(
+        (
+            Entry("ppo", "MiniGrid-DoorKey-5x5-v0"),
+            Entry("ppo", "Taxi-v4", ablation=NO_MASK),
+            Entry("ppo", "rlfw/ConnectFour-v0", ablation=NO_MASK),
+            Entry("dqn", "Taxi-v4", peer=False),
+        ),
+        peer_settings="same",
+        time_goal=0.6,
+        about="observations beyond a Box and invalid-action masks, each at its preset's "
+        "budget: MiniGrid's Dict of tile codes and direction, Taxi's mask in info, connect "
+        "four's in the observation (against a random player); the peer is SB3 with rlfw's "
+        "settings and observation encoder, sb3-contrib's MaskablePPO where the env has a "
+        "mask (SB3 has no masked DQN); about 40 minutes with its peer on 2 cores",
+    ),
     "atari": Suite(
         tuple(
             Entry(algo, env, 10_000_000)
@@ -173,6 +213,13 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("td3", "HalfCheetah"): ("5,336 (Tianshou's TD3, 10 seeds, 100k steps)",),
     ("td3", "Hopper"): ("597 (Tianshou's TD3, 10 seeds, 100k steps)",),
+    ("ppo", "MiniGrid-DoorKey-5x5"): (
+        f"0.964 ± 0.006 ({_ZOO}, MiniGrid-DoorKey-5x5-v0 through FlatObsWrapper, 100k steps)",
+    ),
+    ("ppo", "rlfw/ConnectFour"): (
+        "win rate 0.86 against a random player at 20,480 steps (PettingZoo's connect four "
+        "tutorial with sb3-contrib's MaskablePPO; a return here is wins minus losses)",
+    ),
     ("ppo", "ALE/Pong"): (f"21.0 ± 0.1 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
     ("ppo", "ALE/Breakout"): (f"398 ± 33 ({_ZOO}, BreakoutNoFrameskip-v4, 10M steps)",),
     ("dqn", "ALE/Pong"): (f"20.6 ± 0.6 ({_ZOO}, PongNoFrameskip-v4, 10M steps)",),
