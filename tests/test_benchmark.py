@@ -792,10 +792,10 @@ def test_the_sb3_peer_reads_a_structured_observation_with_rlfw_s_network(env):
 
     import rlfw.envs  # noqa: F401  (registers rlfw/ConnectFour-v0)
     from rlfw.bench.same_settings import sb3_env, sb3_model
+    from rlfw.buffers.tree import tree_map
     from rlfw.envs.spaces import EnvSpaces
     from rlfw.launch.build import build_agent
     from rlfw.launch.config import RunConfig
-    from rlfw.buffers.tree import tree_map
 
     config = RunConfig.for_env(env, "ppo")
     factory = config.env_factory().resolved()
