@@ -56,3 +56,11 @@ def test_generated_pages_come_from_the_code(site):
     assert first_row in results
     api = (site / "reference" / "api" / "index.html").read_text()
     assert "for_env" in api and "on_iteration" in api
+
+
+def test_the_benchmarks_page_lists_every_suite():
+    from rlfw.bench.suites import SUITES
+
+    page = (ROOT / "docs" / "benchmarks" / "README.md").read_text()
+    missing = [name for name in SUITES if f"| `{name}` |" not in page]
+    assert not missing, missing

@@ -400,8 +400,8 @@ def run_suite(
     say(
         f"rlfw benchmark {name}: {len(suite.entries)} entries, {len(frameworks)} "
         f"framework(s), {len(seeds)} seeds: {planned} runs"
-        + (f" + {extra} recorded runs of further seeds" if extra else "")
-        + f" = {len(jobs)} runs -> {out_dir}"
+        + (f" + {extra} recorded runs of further seeds = {len(jobs)}" if extra else "")
+        + f" -> {out_dir}"
     )
     done = [0]
 

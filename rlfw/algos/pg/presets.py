@@ -31,6 +31,13 @@ _SB3_PPO = dict(
 _SB3_DEFAULTS = {**_SB3_PPO, "normalize_reward": False, "anneal_clip": False}
 _ZOO_NET = {"hidden": (256, 256), "activation": "relu", "log_std_init": -2.0, "ortho_init": False}
 _SB3_NET = {"hidden": (64, 64), "activation": "tanh", "log_std_init": 0.0, "ortho_init": True}
+_SB3_DEFAULTS_8X256 = {
+    **_SB3_NET,
+    "batch_B": 8,
+    "batch_T": 256,
+    "schedule": {"n_steps": 200_000},
+    "ppo": dict(_SB3_DEFAULTS),
+}
 _NORMALIZED = {"normalize_obs": True, "hidden": (64, 64)}
 _NO_VELOCITY = PresetEntry(
     CLASSIC,
@@ -90,14 +97,14 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
     PresetEntry(
         CLASSIC,
         "SB3's PPO defaults (2,048 steps a batch, as 8 x 256), entropy 0.01: measured here",
-        {
-            **_SB3_NET,
-            "batch_B": 8,
-            "batch_T": 256,
-            "schedule": {"n_steps": 200_000},
-            "ppo": {**_SB3_DEFAULTS, "entropy_coef": 0.01},
-        },
+        {**_SB3_DEFAULTS_8X256, "ppo": {**_SB3_DEFAULTS, "entropy_coef": 0.01}},
         env="Taxi",
+    ),
+    PresetEntry(
+        CLASSIC,
+        "SB3's PPO defaults (2,048 steps a batch, as 8 x 256): measured here",
+        _SB3_DEFAULTS_8X256,
+        env="Blackjack",
     ),
     PresetEntry(
         CLASSIC,
