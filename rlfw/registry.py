@@ -423,19 +423,24 @@ def build_qpg_agent(config: Any, spaces: EnvSpaces) -> QpgAgent:
         config.device,
         config.normalize_obs,
         config.obs_clip,
+        config.sde_sample_freq,
+        config.log_std_init,
+        getattr(own, "sde_expln", False),
     )
 
 
 def qpg_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
     """The model settings ``build_qpg_agent`` ignores."""
-    return {
-        "log_std_init": f"{config.algo}'s policy has no state-independent log-std (SAC's "
-        "comes from a head of the network; TD3's and DDPG's is deterministic)",
-        "sde_sample_freq": f"{config.algo} explores with plain Gaussian noise here (gSDE "
-        "is ppo's and a2c's)",
+    unread = {
         "ortho_init": f"{config.algo}'s networks have PyTorch's default initialization, "
         "as SB3's; ortho_init is for ppo's and a2c's MLP",
     }
+    if not config.sde_sample_freq:
+        unread["log_std_init"] = (
+            f"{config.algo}'s policy has no state-independent log-std without gSDE (SAC's "
+            "comes from a head of the network; TD3's and DDPG's is deterministic)"
+        )
+    return unread
 
 
 _ATARI_ONLY = "ALE games only ('ALE/<Game>-v5')"

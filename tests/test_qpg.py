@@ -20,7 +20,7 @@ from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.launch.build import build_agent, build_algo, build_runner
 from rlfw.launch.config import RunConfig
 from rlfw.models.encoders import ObservationEncoder
-from rlfw.models.qpg import CriticEnsemble, SquashedGaussianActor
+from rlfw.models.qpg import CriticEnsemble, SdeSquashedGaussianActor, SquashedGaussianActor
 from rlfw.runners.schedule import RunSchedule
 from rlfw.samplers import SerialSampler
 from rlfw.testing import CountingAgent, CountingEnv, GoalCountingEnv
@@ -47,6 +47,53 @@ def test_the_squashed_gaussian_log_prob_is_torch_distributions_tanh_normal():
     ].log_abs_det_jacobian(pre, action).sum(-1)
     assert torch.allclose(logp, expected, atol=1e-5)
     assert torch.equal(actor.mean_action(obs), torch.tanh(mean))
+
+
+@pytest.mark.parametrize("expln", [False, True])
+def test_the_gsde_actor_is_a_gaussian_of_state_dependent_variance_squashed(expln):
+    """gSDE's pre-squash action is mean + latent @ (std * noise): per action a Gaussian of
+    variance latent^2 @ std^2 (+ SB3's 1e-6), with tanh's change of variables; one matrix
+    for a batch equals that matrix given to every row; expln's std is exp below 0 and
+    log1p + 1 above."""
+    torch.manual_seed(0)
+    space = gym.spaces.Box(-1, 1, (5,), np.float32)
+    actor = SdeSquashedGaussianActor(ObservationEncoder(space), 3, (16,), "relu", -1.0, expln)
+    with torch.no_grad():
+        actor.log_std.uniform_(-2.0, 1.0)  # both sides of 0 for expln
+    obs, matrix = torch.randn(64, 5), torch.randn(16, 3)
+    action, logp = actor.sample(obs, matrix)
+    latent = actor.trunk(actor.encoder(obs))
+    mean = actor.mu(latent).clamp(-2.0, 2.0)
+    log_std = actor.log_std
+    std = torch.where(log_std > 0, torch.log1p(log_std.clamp(min=0)) + 1, log_std.exp())
+    std = std if expln else log_std.exp()
+    pre = mean + latent @ (std * matrix)
+    gaussian = torch.distributions.Normal(mean, (latent.pow(2) @ std.pow(2) + 1e-6).sqrt())
+    tanh = torch.distributions.transforms.TanhTransform()
+    expected = gaussian.log_prob(pre).sum(-1) - tanh.log_abs_det_jacobian(pre, action).sum(-1)
+    assert torch.allclose(action, torch.tanh(pre), atol=1e-6)
+    assert torch.allclose(logp, expected, atol=1e-4)
+    per_row, per_row_logp = actor.sample(obs, matrix.expand(64, 16, 3))
+    assert torch.allclose(per_row, action, atol=1e-6)
+    assert torch.allclose(per_row_logp, logp, atol=1e-5)
+    assert torch.equal(actor.mean_action(obs), torch.tanh(mean))
+
+
+def test_sac_with_gsde_asks_the_sampler_for_a_held_noise_matrix_and_td3_refuses_it():
+    config = RunConfig.for_env("Pendulum-v1", "sac")
+    config.sde_sample_freq, config.hidden = 8, (32, 16)
+    spaces = EnvSpaces.of(config.env_factory())
+    agent = build_agent(config, spaces)
+    assert agent.noise_shape == (16, 1) and agent.noise_hold == 8
+    noise = torch.randn(4, 16, 1)
+    agent.set_warmup(True)  # uniform warm-up actions from each env's matrix's first row
+    assert torch.equal(
+        agent.step(torch.zeros(4, 3), noise).action, torch.erf(noise[:, 0] * (1 / 2**0.5))
+    )
+    config = RunConfig.for_env("Pendulum-v1", "td3")
+    config.sde_sample_freq = 8
+    with pytest.raises(ValueError, match="gSDE is for sac's squashed Gaussian"):
+        build_agent(config, spaces)
 
 
 def test_the_critic_ensemble_is_its_members_as_separate_mlps():
@@ -155,8 +202,12 @@ def _pendulum_config(algo: str, sampler: str = "serial", runner: str = "sync") -
     """A short SAC/TD3/DDPG run on Pendulum: 4 envs x 8 steps a batch, learning from
     batch 2, a checkpoint after batch 3, the replay saved in it."""
     workers = {} if sampler == "serial" else {"n_workers": 2}
+    sde = algo == "sac-sde"  # SAC exploring with gSDE, its noise held 3 steps
+    algo = "sac" if sde else algo
     config = RunConfig.for_env("Pendulum-v1", algo, sampler=sampler, runner=runner, **workers)
     config.batch_B, config.batch_T, config.hidden = 4, 8, (32, 32)
+    if sde:
+        config.sde_sample_freq, config.log_std_init = 3, -2.0
     setattr(
         config,
         algo,
@@ -179,7 +230,14 @@ def _pendulum_config(algo: str, sampler: str = "serial", runner: str = "sync") -
 @pytest.mark.integration
 @pytest.mark.parametrize(
     "algo,sampler",
-    [("sac", "serial"), ("sac", "cpu"), ("td3", "gpu"), ("ddpg", "queue"), ("sac", "alternating")],
+    [
+        ("sac", "serial"),
+        ("sac", "cpu"),
+        ("td3", "gpu"),
+        ("ddpg", "queue"),
+        ("sac", "alternating"),
+        ("sac-sde", "cpu"),
+    ],
 )
 def test_an_interrupted_run_resumes_bitwise(tmp_path, monkeypatch, algo, sampler):
     """Interrupted at batch 5 and resumed from the checkpoint after batch 3 (replay,
@@ -282,8 +340,13 @@ def test_docs_name_every_field_of_the_family_configs():
 def _pendulum_final_return(algo: str, seed: int, steps: int) -> float:
     """The end-of-run evaluation (10 episodes, the mean action) of ``rlfw train --algo
     ALGO --env Pendulum-v1 --steps STEPS`` with a 64x64 network and learning from step
-    1,000 (the presets' 256x256 / 400x300 take 5x longer per update on one core)."""
+    1,000 (the presets' 256x256 / 400x300 take 5x longer per update on one core);
+    ``sac-sde``: SAC exploring with gSDE (noise held 4 steps, log-std from -3, SB3's)."""
+    sde = algo == "sac-sde"
+    algo = "sac" if sde else algo
     config = RunConfig.for_env("Pendulum-v1", algo, steps=steps, seed=seed, hidden=(64, 64))
+    if sde:
+        config.sde_sample_freq, config.log_std_init = 4, -3.0
     config.algo_config().learning_starts = 1000
     config.schedule = RunSchedule(n_steps=steps, eval_every=10**9, log_every=10**9)
     with build_runner(config, None, progress=False, stdout=False) as runner:
@@ -295,10 +358,11 @@ def _pendulum_final_return(algo: str, seed: int, steps: int) -> float:
 @pytest.mark.slow
 def test_sac_td3_and_ddpg_learn_to_swing_the_pendulum_up():
     """Random actions score about -1,200 to -1,600; a policy that swings up and holds,
-    about -150 (the zoo's SAC: -157 at 20k steps). Here 6k steps, the last 5k learning."""
+    about -150 (the zoo's SAC: -157 at 20k steps). Here 6k steps, the last 5k learning;
+    SAC twice: with its Gaussian's own noise and with gSDE."""
     from conftest import map_in_processes
 
-    jobs = [("sac", 0, 6000), ("sac", 1, 6000), ("td3", 0, 9000), ("ddpg", 0, 6000)]
+    jobs = [("sac", 0, 6000), ("sac-sde", 1, 6000), ("td3", 0, 9000), ("ddpg", 0, 6000)]
     finals = map_in_processes(_pendulum_final_return, jobs)
     assert all(f >= -300 for f in finals), dict(zip(jobs, finals))
 

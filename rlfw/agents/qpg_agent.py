@@ -20,6 +20,7 @@ from rlfw.models.qpg import (
     ActorAndCritics,
     CriticEnsemble,
     DeterministicActor,
+    SdeSquashedGaussianActor,
     SquashedGaussianActor,
 )
 
@@ -52,6 +53,10 @@ class QpgAgent(ModelAgent):
     1]``, made from the same noise (``erf(z / sqrt 2)``). Buffer actions are in ``[-1,
     1]``; ``env_action`` maps them onto the Box's bounds.
 
+    With gSDE (SAC's ``SdeSquashedGaussianActor``) the noise is a ``[latent_dim,
+    action_dim]`` matrix per env that the sampler holds for ``noise_hold`` steps; warm-up
+    actions come from its first row, so they too hold for that many steps.
+
     ``keeps_final_observation``: samplers store a truncated step's true final observation
     in the batch, so the learner bootstraps from it with its current target networks."""
 
@@ -63,7 +68,9 @@ class QpgAgent(ModelAgent):
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.action_space = action_space
-        self.noise_shape = (int(np.prod(action_space.shape)),)
+        self.action_dim = int(np.prod(action_space.shape))
+        self.noise_shape = tuple(getattr(model.actor, "noise_shape", (self.action_dim,)))
+        self.sde = isinstance(model.actor, SdeSquashedGaussianActor)
         self.greedy = False
         low = action_space.low.astype(np.float64).reshape(-1)
         high = action_space.high.astype(np.float64).reshape(-1)
@@ -84,19 +91,42 @@ class QpgAgent(ModelAgent):
         device: str = "cpu",
         normalize_obs: bool = False,
         obs_clip: float = 10.0,
+        sde_sample_freq: int = 0,
+        log_std_init: float = -3.0,
+        sde_expln: bool = False,
     ) -> "QpgAgent":
         """``actor``: 'squashed_gaussian' (SAC) or 'deterministic' (TD3, DDPG, exploring
         with ``action_noise``); ``n_critics`` Q-functions of ``critic_hidden`` (default:
         ``hidden``); ``normalize_obs``: standardize the float Box leaves by running
         statistics the learner updates once per batch (SB3's VecNormalize for off-policy
-        algorithms, which also normalizes at sample time from raw stored observations)."""
+        algorithms, which also normalizes at sample time from raw stored observations);
+        ``sde_sample_freq`` > 0 (SAC): gSDE exploration from ``log_std_init``, its noise
+        matrix resampled every that many env steps (SB3's ``use_sde``, ``use_expln``:
+        ``sde_expln``)."""
         space = check_box_actions(spaces.action, algo)
         if actor not in ACTORS:
             raise ValueError(f"actor {actor!r} unknown; choose from {ACTORS}")
         action_dim = int(np.prod(space.shape))
         obs = spaces.observation
+        if isinstance(sde_sample_freq, bool) or not isinstance(sde_sample_freq, int):
+            raise ValueError(f"sde_sample_freq must be an int >= 0, got {sde_sample_freq!r}")
+        if sde_sample_freq < 0 or (sde_sample_freq and actor != "squashed_gaussian"):
+            raise ValueError(
+                f"sde_sample_freq={sde_sample_freq}: gSDE is for sac's squashed Gaussian "
+                f"(an int >= 1 there; 0: plain Gaussian noise); {algo} explores with "
+                "action_noise"
+            )
         pi: torch.nn.Module
-        if actor == "squashed_gaussian":
+        if sde_sample_freq:
+            pi = SdeSquashedGaussianActor(
+                ObservationEncoder(obs, model),
+                action_dim,
+                hidden,
+                activation,
+                log_std_init,
+                sde_expln,
+            )
+        elif actor == "squashed_gaussian":
             pi = SquashedGaussianActor(
                 ObservationEncoder(obs, model), action_dim, hidden, activation
             )
@@ -118,7 +148,9 @@ class QpgAgent(ModelAgent):
                 if isinstance(obs, gym.spaces.Box)
                 else TreeNormalizer(normalized_leaves(obs), obs_clip)
             )
-        return cls(ActorAndCritics(pi, critics, normalizer), space, device)
+        agent = cls(ActorAndCritics(pi, critics, normalizer), space, device)
+        agent.noise_hold = max(sde_sample_freq, 1)
+        return agent
 
     @property
     def actor(self) -> Any:  # SquashedGaussianActor or DeterministicActor
@@ -151,7 +183,8 @@ class QpgAgent(ModelAgent):
         else:
             normal = torch.as_tensor(noise, device=self.device, dtype=torch.float32)
             if bool(self.model.warmup):
-                action = torch.erf(normal * (1 / math.sqrt(2)))
+                uniform_from = normal[..., 0, :] if self.sde else normal
+                action = torch.erf(uniform_from * (1 / math.sqrt(2)))
             else:
                 action = self.actor.explore(obs, normal)
         return AgentStep(action.float().cpu(), PolicyInfo())

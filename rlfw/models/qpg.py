@@ -118,15 +118,85 @@ class SquashedGaussianActor(nn.Module):
         mean, log_std = self.distribution(obs)
         pre = mean + log_std.exp() * normal
         logp = (-0.5 * normal.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-        # log(1 - tanh(u)^2) in a form that stays finite for large |u|
-        logp = logp - (2 * (math.log(2) - pre - F.softplus(-2 * pre))).sum(-1)
-        return torch.tanh(pre), logp
+        return _squash(pre, logp)
 
     def mean_action(self, obs: Any) -> torch.Tensor:
         return torch.tanh(self.distribution(obs)[0])
 
     def explore(self, obs: Any, normal: torch.Tensor) -> torch.Tensor:
         return self.sample(obs, normal)[0]
+
+
+def _squash(pre: torch.Tensor, logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``tanh(pre)`` and the log-probability with tanh's change of variables, in a form of
+    log(1 - tanh(u)^2) that stays finite for large |u|."""
+    logp = logp - (2 * (math.log(2) - pre - F.softplus(-2 * pre))).sum(-1)
+    return torch.tanh(pre), logp
+
+
+class SdeSquashedGaussianActor(nn.Module):
+    """SAC's policy with gSDE exploration (SB3's ``use_sde`` for SAC): the pre-squash
+    action is ``mean + latent @ (std * noise)``, where ``latent`` is the trunk's output and
+    ``noise`` a standard-normal ``[latent_dim, action_dim]`` matrix the sampler holds for
+    ``sde_sample_freq`` steps, so exploration varies smoothly with the state. Per action it
+    is a Gaussian of variance ``latent^2 @ std^2``; ``std`` is a learned ``[latent_dim,
+    action_dim]`` parameter (``exp(log_std)``, or SB3's ``expln``, which grows linearly
+    above 0); the mean is clipped to ``[-clip_mean, clip_mean]`` as SB3's (2.0)."""
+
+    def __init__(
+        self,
+        encoder: ObservationEncoder,
+        action_dim: int,
+        hidden: Sequence[int],
+        activation: str = "relu",
+        log_std_init: float = -3.0,
+        expln: bool = False,
+        clip_mean: float = 2.0,
+    ):
+        super().__init__()
+        self.encoder = encoder
+        self.trunk = plain_mlp(encoder.out_dim, hidden, activation)
+        last = hidden[-1] if hidden else encoder.out_dim
+        self.mu = nn.Linear(last, action_dim)
+        self.log_std = nn.Parameter(torch.full((last, action_dim), float(log_std_init)))
+        self.expln, self.clip_mean = expln, clip_mean
+        self.noise_shape = (last, action_dim)
+
+    def std(self) -> torch.Tensor:
+        if not self.expln:
+            return self.log_std.exp()
+        # SB3's expln: exp below 0, log1p + 1 above (the two meet at 0 with value 1)
+        above = self.log_std > 0
+        return torch.where(above, torch.log1p(self.log_std.clamp(min=0)) + 1, self.log_std.exp())
+
+    def _mean_and_latent(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        latent = self.trunk(self.encoder(obs))
+        return self.mu(latent).clamp(-self.clip_mean, self.clip_mean), latent
+
+    def sample(self, obs: Any, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action, its log-probability) for the noise matrix ``noise``: one ``[latent,
+        A]`` for every row (an update's, as SB3 draws one per gradient step) or one per
+        row ``[..., latent, A]`` (the envs' held matrices). Reparameterized: gradients
+        reach the mean, the features and the std."""
+        mean, latent = self._mean_and_latent(obs)
+        std = self.std()
+        scaled = std * noise
+        if noise.dim() == 2:
+            offset = latent @ scaled
+        else:
+            offset = (latent.unsqueeze(-1) * scaled).sum(-2)
+        pre = mean + offset
+        # SB3's epsilon keeps the std finite where every feature is 0
+        action_std = (latent.pow(2) @ std.pow(2) + 1e-6).sqrt()
+        z = offset / action_std
+        logp = (-0.5 * z.pow(2) - action_std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return _squash(pre, logp)
+
+    def mean_action(self, obs: Any) -> torch.Tensor:
+        return torch.tanh(self._mean_and_latent(obs)[0])
+
+    def explore(self, obs: Any, noise: torch.Tensor) -> torch.Tensor:
+        return self.sample(obs, noise)[0]
 
 
 class DeterministicActor(nn.Module):

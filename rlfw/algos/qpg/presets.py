@@ -27,9 +27,12 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
     ),
     PresetEntry(
         ("continuous",),
-        "rl-baselines3-zoo sac.yml MountainCarContinuous-v0 (its gSDE left out)",
+        "rl-baselines3-zoo sac.yml MountainCarContinuous-v0: gSDE, 32 steps then 32 updates",
         {
             "hidden": (64, 64),
+            "batch_T": 32,
+            "sde_sample_freq": 32,
+            "log_std_init": -3.67,
             "schedule": {"n_steps": 50_000},
             "sac": dict(
                 learning_rate=3e-4,
@@ -40,6 +43,7 @@ SAC_PRESETS: tuple[PresetEntry, ...] = (
                 gamma=0.9999,
                 tau=0.01,
                 learning_starts=0,
+                sde_expln=True,
             ),
         },
         env="MountainCarContinuous",

@@ -28,6 +28,9 @@ class SACConfig(QpgConfig):
     """The entropy the learned α steers towards (none: -dim(A))."""
     target_update_interval: int = 1
     """Updates between Polyak steps of the critics' targets."""
+    sde_expln: bool = False
+    """gSDE (``sde_sample_freq`` > 0): the std grows as log1p(log_std) + 1 above log_std 0
+    instead of exponentially (SB3's ``use_expln``)."""
 
     def validate(self) -> None:
         super().validate()
@@ -60,7 +63,7 @@ class SAC(QFunctionPolicyGradient):
         c, agent = self.config, self.agent
         self.actor_flat, self.actor_optimizer = self._optimizer(agent.actor)
         self.target_entropy = (
-            -float(agent.noise_shape[0]) if c.target_entropy is None else c.target_entropy
+            -float(agent.action_dim) if c.target_entropy is None else c.target_entropy
         )
         # one element, not a scalar: the fused Adam step takes it as a flat parameter
         self.log_alpha = torch.full(
@@ -70,9 +73,11 @@ class SAC(QFunctionPolicyGradient):
 
     def _update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         c, agent = self.config, self.agent
-        n, dims = len(batch.action), agent.noise_shape[0]
-        # One draw for the policy's actions on obs and on next_obs: [2, N, A].
-        normal = self._normal(torch.Size((2, n, dims)))
+        if agent.sde:  # SB3's gSDE: one noise matrix per update, for obs and next_obs
+            matrix = self._normal(torch.Size(agent.noise_shape))
+            normal: tuple[torch.Tensor, ...] = (matrix, matrix)
+        else:  # one draw for the policy's actions on obs and on next_obs: [2, N, A]
+            normal = self._normal(torch.Size((2, len(batch.action), agent.action_dim))).unbind()
         action, logp = agent.actor.sample(batch.observation, normal[0])
         stats: dict[str, torch.Tensor] = {}
         if c.ent_coef is None:
