@@ -1,6 +1,7 @@
 """Models: actor-critic MLP structure, CNN input handling."""
 
 import numpy as np
+import pytest
 import torch
 
 from rlfw.models import CnnActorCritic, MlpActorCritic, NatureCNN
@@ -161,3 +162,29 @@ def test_multi_discrete_actions_reach_the_env_in_its_shape_and_offsets():
     assert actions.shape == (2, 2, 2)
     assert actions.tolist() == [[[2, 2], [3, 2]], [[1, 0], [0, -2]]]
     assert all(space.contains(a) for a in actions)
+
+
+def test_multi_discrete_codes_are_each_heads_one_hot_concatenated_and_bad_codes_refused():
+    import gymnasium as gym
+    import torch.nn.functional as F
+
+    from rlfw.models.encoders import leaf_encoder
+
+    nvec = np.broadcast_to(np.array([11, 6, 3]), (7, 7, 3)).copy()  # MiniGrid's view
+    space = gym.spaces.MultiDiscrete(nvec, dtype=np.uint8, seed=0)
+    codes = torch.as_tensor(np.stack([space.sample() for _ in range(5)]))
+    expected = torch.cat(
+        [F.one_hot(c.long(), int(n)).float() for c, n in zip(codes.reshape(5, -1).T, nvec.flat)],
+        dim=-1,
+    )
+    encoder = leaf_encoder(space)
+    assert torch.equal(encoder(codes), expected) and encoder.out_dim == 980
+    shifted = leaf_encoder(gym.spaces.MultiDiscrete([3, 4], start=[-1, 2]))
+    assert torch.equal(
+        shifted(torch.tensor([[-1, 5], [1, 2]])),
+        torch.tensor([[1.0, 0, 0, 0, 0, 0, 1], [0, 0, 1, 1, 0, 0, 0]]),
+    )
+    bad = codes.clone()
+    bad[0, 3, 3, 2] = 3  # a state index past the third head's 3
+    with pytest.raises(ValueError, match="outside MultiDiscrete"):
+        encoder(bad)

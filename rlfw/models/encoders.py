@@ -35,9 +35,12 @@ class FlattenLeaf(nn.Module):
 
 
 class OneHotLeaf(nn.Module):
-    """``Discrete(n, start)`` / ``MultiDiscrete(nvec)`` codes as concatenated one-hots."""
+    """``Discrete(n, start)`` / ``MultiDiscrete(nvec)`` codes as concatenated one-hots
+    (a code outside its ``[start, start + n)`` is a ``ValueError``)."""
 
     start: torch.Tensor
+    offsets: torch.Tensor
+    limits: torch.Tensor
 
     def __init__(self, nvec: list[int], start: list[int], shape: tuple[int, ...]):
         super().__init__()
@@ -46,6 +49,10 @@ class OneHotLeaf(nn.Module):
         self.register_buffer("start", torch.tensor(start, dtype=torch.int64), persistent=False)
         self.zero_start = not any(start)  # the usual case: codes index the one-hot as they are
         self.out_dim = sum(self.nvec)
+        # where each head's block begins in the concatenation, and each head's size
+        first = [0, *torch.tensor(self.nvec).cumsum(0)[:-1].tolist()]
+        self.register_buffer("offsets", torch.tensor(first, dtype=torch.int64), persistent=False)
+        self.register_buffer("limits", torch.tensor(self.nvec, dtype=torch.int64), persistent=False)
 
     def _codes(self, x: torch.Tensor) -> torch.Tensor:
         # one op fewer each where it can (a step of a small model is a few dozen ops)
@@ -57,9 +64,15 @@ class OneHotLeaf(nn.Module):
         if len(self.nvec) == 1:  # a Discrete leaf: one one-hot, no split and concatenation
             return F.one_hot(self._codes(x.reshape(*lead)), self.nvec[0]).float()
         codes = self._codes(x.reshape(*lead, len(self.nvec)))
-        return torch.cat(
-            [F.one_hot(codes[..., i], n).float() for i, n in enumerate(self.nvec)], dim=-1
-        )
+        # One scatter for every head (MiniGrid's view has 147): a one-hot per head and a
+        # concatenation cost a few hundred ops a forward pass.
+        if bool(((codes < 0) | (codes >= self.limits)).any()):
+            raise ValueError(
+                f"observation codes outside MultiDiscrete(nvec={self.nvec}, "
+                f"start={self.start.tolist()})"
+            )
+        out = torch.zeros(*lead, self.out_dim, device=codes.device)
+        return out.scatter_(-1, codes + self.offsets, 1.0)
 
 
 def leaf_encoder(space: gym.Space, model: str = "auto") -> nn.Module:
