@@ -188,3 +188,36 @@ def test_multi_discrete_codes_are_each_heads_one_hot_concatenated_and_bad_codes_
     bad[0, 3, 3, 2] = 3  # a state index past the third head's 3
     with pytest.raises(ValueError, match="outside MultiDiscrete"):
         encoder(bad)
+
+
+def test_modes_switch_only_a_model_whose_modules_compute_differently_in_them():
+    """A plain MLP actor-critic computes the same in train and eval mode: the agent skips
+    the walk over its modules; a dropout layer, a recurrent core or a module of the
+    user's (which may read ``self.training``) makes every switch real."""
+    import gymnasium as gym
+
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.agents.base import modes_matter
+    from rlfw.envs import EnvSpaces
+
+    spaces = EnvSpaces(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2))
+    agent = ActorCriticAgent.build(spaces)
+    assert not modes_matter(agent.model)
+    agent.sample_mode()
+    assert agent.model.training and not agent.greedy  # no walk: nothing to change
+    agent.eval_mode()
+    assert agent.greedy
+
+    class Users(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if self.training else x
+
+    for extra in (torch.nn.Dropout(0.1), torch.nn.LSTM(2, 2), Users()):
+        agent = ActorCriticAgent.build(spaces)
+        agent.model.extra = extra
+        assert modes_matter(agent.model)
+        agent.sample_mode()
+        assert not extra.training
+        agent.train_mode()
+        assert extra.training
+    assert modes_matter(ActorCriticAgent.build(spaces, recurrent="lstm").model)
