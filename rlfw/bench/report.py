@@ -115,6 +115,7 @@ def write_report(
     data = {
         "suite": name,
         "about": suite.about,
+        "decimals": suite.decimals,
         "machine": _machine(),
         "has_peer": suite.has_peer,
         "peer_differences": _peer_differences(suite),
@@ -303,13 +304,14 @@ def bootstrap_band(
     return np.nanpercentile(means, 2.5, axis=0), np.nanpercentile(means, 97.5, axis=0)
 
 
-def _num(x: float) -> str:
-    return f"{x:,.1f}"
+def _num(x: float, decimals: int = 1) -> str:
+    return f"{x:,.{decimals}f}"
 
 
-def iqm_cell(summary: dict) -> str:
+def iqm_cell(summary: dict, decimals: int = 1) -> str:
     """``IQM [low, high]`` of a framework's summary, as every report shows it."""
-    return f"{_num(summary['iqm'])} [{_num(summary['iqm_low'])}, {_num(summary['iqm_high'])}]"
+    low, high = _num(summary["iqm_low"], decimals), _num(summary["iqm_high"], decimals)
+    return f"{_num(summary['iqm'], decimals)} [{low}, {high}]"
 
 
 def _seconds(x: float | None, fmt: str) -> str:
@@ -398,12 +400,14 @@ def markdown(data: dict) -> str:
         lines += [
             "The SB3 peer runs with rlfw's preset settings and network "
             "(`rlfw/bench/same_settings.py`: the same envs, batch sizes, "
-            "hyper-parameters, CNN torso and linear heads). What still differs:",
+            "hyper-parameters and network: the CNN torso with linear heads, or rlfw's "
+            "observation encoder under MLPs). What still differs:",
             "",
         ]
         lines += [f"- {algo}: {d}" for algo, ds in data["peer_differences"].items() for d in ds]
         lines.append("")
     lines += _comparison_markdown(data.get("comparison", []))
+    digits = data.get("decimals", 1)
     for e in data["entries"]:
         lines += [
             f"## {e['algo']} {e['env']}, {e['steps']:,} env steps",
@@ -416,10 +420,11 @@ def markdown(data: dict) -> str:
             if "finals" not in s:
                 lines.append(f"| {fw} | | (no finished run yet) | | | | | |")
                 continue
-            per_seed = ", ".join(_num(x) for x in s["finals"])
+            per_seed = ", ".join(_num(x, digits) for x in s["finals"])
             lines.append(
-                f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'])} ± "
-                f"{_num(s['std'])} | {_num(s['median'])} | {iqm_cell(s)} | "
+                f"| {fw} | {s['settings']} | {per_seed} | {_num(s['mean'], digits)} ± "
+                f"{_num(s['std'], digits)} | {_num(s['median'], digits)} | "
+                f"{iqm_cell(s, digits)} | "
                 f"{_seconds(s['wall_s'], '.0f')} | "
                 f"{_seconds(s['steps_per_s'], ',.0f')} |"
             )

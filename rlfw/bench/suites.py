@@ -59,6 +59,7 @@ class Suite:
     # (suite, algo): that suite's rlfw runs of algo on this suite's envs, read alongside
     baseline: tuple[str, str] | None = None
     has_peer: bool = True  # False: SB3 has no implementation of these algorithms
+    decimals: int = 1  # of the returns in the report (2 where returns lie within [-1, 1])
 
 
 MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
@@ -156,6 +157,7 @@ SUITES: dict[str, Suite] = {
         ),
         peer_settings="same",
         time_goal=0.6,
+        decimals=2,
         about="observations beyond a Box and invalid-action masks, each at its preset's "
         "budget: MiniGrid's Dict of tile codes and direction, Taxi's mask in info, connect "
         "four's in the observation (against a random player); the peer is SB3 with rlfw's "
