@@ -51,6 +51,11 @@ def run_rlfw(job: Job, run_dir: str) -> dict:
     import_plugins(config.plugins)
     run_dir = os.path.join(run_dir, "run")
     fresh_run_folder(run_dir)
+    # A process's first torch optimizer imports torch._dynamo (about 1 s here). The SB3
+    # peer pays that building its model, before its clock starts; rlfw's runner builds
+    # its optimizer inside train(): the import is paid here, outside the clock, alike.
+    import torch._dynamo  # noqa: F401
+
     with build_runner(config, run_dir, progress=False, stdout=False) as runner:
         with RunClock() as clock:
             result = runner.train()
