@@ -49,6 +49,8 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
     SuiteRow("PPO, MinAtar Asterix, 2M steps", "minatar", "ppo", "MinAtar/Asterix-v1"),
     SuiteRow("PPO, MinAtar Freeway, 2M steps", "minatar", "ppo", "MinAtar/Freeway-v1"),
     SuiteRow("DQN, MinAtar Breakout, 250k steps", "minatar", "dqn", "MinAtar/Breakout-v1"),
+    SuiteRow("PPO, MiniGrid DoorKey-5x5 (Dict), 100k", "spaces", "ppo", "MiniGrid-DoorKey-5x5-v0"),
+    SuiteRow("PPO, Taxi-v4 (mask in info), 200k steps", "spaces", "ppo", "Taxi-v4"),
     PongRow(
         "PPO, Atari Pong, 10M frames, 2 cores",
         ("ppo-pong-10M-e8-bf16-seed0", "ppo-pong-10M-e8-bf16-seed1", "ppo-pong-10M-e8-bf16-seed2"),
@@ -56,10 +58,10 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
 )
 
 
-def _iqm(stats: dict[str, Any]) -> str:
+def _iqm(stats: dict[str, Any], decimals: int = 1) -> str:
     if "iqm" not in stats:  # the suite's runs of this entry are still to come
         return "not run yet"
-    return f"{iqm_cell(stats)}, {len(stats['finals'])} seeds"
+    return f"{iqm_cell(stats, decimals)}, {len(stats['finals'])} seeds"
 
 
 def suite_row(row: SuiteRow, root: Path = ROOT) -> list[str]:
@@ -68,10 +70,11 @@ def suite_row(row: SuiteRow, root: Path = ROOT) -> list[str]:
     (entry,) = [e for e in data["entries"] if (e["algo"], e["env"]) == (row.algo, row.env)]
     ours, peer = entry["frameworks"]["rlfw"], entry["frameworks"].get("sb3")
     ratio = (entry.get("goals") or {}).get("time_ratio")
+    decimals = data.get("decimals", 1)
     return [
         row.claim,
-        _iqm(ours),
-        "—" if peer is None else f"SB3 {_iqm(peer)}",
+        _iqm(ours, decimals),
+        "—" if peer is None else f"SB3 {_iqm(peer, decimals)}",
         "—" if ratio is None else f"{ratio:.2f}×",
         f"[{row.suite}](docs/benchmarks/{row.suite}/README.md)",
     ]
