@@ -50,7 +50,6 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
     SuiteRow("PPO, MinAtar Freeway, 2M steps", "minatar", "ppo", "MinAtar/Freeway-v1"),
     SuiteRow("DQN, MinAtar Breakout, 250k steps", "minatar", "dqn", "MinAtar/Breakout-v1"),
     SuiteRow("PPO, MiniGrid DoorKey-5x5 (Dict), 100k", "spaces", "ppo", "MiniGrid-DoorKey-5x5-v0"),
-    SuiteRow("PPO, Taxi-v4 (mask in info), 200k steps", "spaces", "ppo", "Taxi-v4"),
     PongRow(
         "PPO, Atari Pong, 10M frames, 2 cores",
         ("ppo-pong-10M-e8-bf16-seed0", "ppo-pong-10M-e8-bf16-seed1", "ppo-pong-10M-e8-bf16-seed2"),
