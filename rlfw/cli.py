@@ -347,6 +347,15 @@ def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run nothing: write the report from the runs finished so far",
     )
+    p.add_argument(
+        "--entries",
+        nargs="+",
+        default=None,
+        metavar="ENTRY",
+        help="run only these entries (as the report names them: a2c-CartPole-v1, "
+        "ppo-MinAtar_Breakout-v1); the report still covers the whole suite, the other "
+        "entries from their finished runs",
+    )
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -377,6 +386,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         report_only=args.report_only,
         wandb=args.wandb,
+        entries=args.entries,
     )
     failed = [r for r in data["runs"] if r.get("status", "").startswith("failed")]
     print(

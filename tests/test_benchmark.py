@@ -815,3 +815,35 @@ def test_the_sb3_peer_reads_a_structured_observation_with_rlfw_s_network(env):
     ours = agent.model.encoder(tree_map(torch.as_tensor, obs))
     assert torch.equal(theirs, ours)
     envs.close()
+
+
+def test_entries_runs_only_the_named_entries_and_reports_the_whole_suite(tmp_path, monkeypatch):
+    import rlfw.bench.run as bench_run
+    from rlfw.launch.backends import LocalBackend
+
+    ran = []
+
+    def fake_run(job, out_dir, cores=None):
+        ran.append((job.framework, job.algo, job.env, job.seed))
+        return {
+            **job.__dict__,
+            "status": "done",
+            "final_return": 9.0,
+            "returns": [9.0],
+            "wall_s": 1.0,
+            "wait_share": 0.0,
+            "steps_per_s": 2048.0,
+            "curve": [(2048, 9.0)],
+            "settings": "fake",
+        }
+
+    monkeypatch.setattr(bench_run, "run_job", fake_run)
+    data = bench_run.run_suite(
+        "smoke", str(tmp_path), LocalBackend(1), say=lambda _: None, entries=["a2c-CartPole-v1"]
+    )
+    assert sorted(ran) == [("rlfw", "a2c", "CartPole-v1", 0), ("rlfw", "a2c", "CartPole-v1", 1)]
+    ppo, a2c = data["entries"]
+    assert a2c["frameworks"]["rlfw"]["finals"] == [9.0, 9.0]
+    assert ppo["frameworks"]["rlfw"]["not_run"] == [0, 1]  # read, not run: none finished
+    with pytest.raises(ValueError, match=r"no entries \['ppo-Pong'\]; its entries: \['ppo-Cart"):
+        bench_run.run_suite("smoke", str(tmp_path), LocalBackend(1), entries=["ppo-Pong"])

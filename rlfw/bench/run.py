@@ -372,13 +372,19 @@ def run_suite(
     say: Callable[[str], None] = print,
     report_only: bool = False,
     wandb: bool = False,
+    entries: Sequence[str] | None = None,
 ) -> dict:
     """Run what is not finished of suite ``name`` on ``backend`` and write its report
     into ``out_dir``; returns the report's data. ``report_only``: run nothing, report the
     runs finished so far. ``wandb``: rlfw's runs log to W&B in the group
-    ``benchmark-<suite>``."""
+    ``benchmark-<suite>``. ``entries``: run only these (by ``Entry.name``); the report
+    reads the others' finished runs."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; one of {', '.join(SUITES)}")
+    names = [e.name for e in SUITES[name].entries]
+    unknown = sorted(set(entries or ()) - set(names))
+    if unknown:
+        raise ValueError(f"suite {name!r} has no entries {unknown}; its entries: {names}")
     if peer not in (None, "sb3"):
         raise ValueError(f"--peer {peer!r} is not supported; the one peer is 'sb3'")
     suite = SUITES[name]
@@ -419,13 +425,19 @@ def run_suite(
             f"{result['env']} seed {result['seed']}: {what}"
         )
 
-    task = finished if report_only else run_job
-    results = backend.map(functools.partial(task, out_dir=out_dir), [(j,) for j in jobs], report)
+    chosen = set(names if entries is None else entries)
+    todo = [(j, not report_only and Entry(j.algo, j.env).name in chosen) for j in jobs]
+    results = backend.map(functools.partial(_run_or_read, out_dir=out_dir), todo, report)
     if report_only and not any(r.get("final_return") is not None for r in results):
         check_no_report_lost(out_dir)
     return write_report(
         name, suite, reported(results), out_dir, baseline_runs(suite, seeds, out_dir)
     )
+
+
+def _run_or_read(job: Job, run: bool, out_dir: str, cores: Sequence[int] | None = None) -> dict:
+    """``run_job`` where the job is to run, else what is finished of it (``finished``)."""
+    return (run_job if run else finished)(job, out_dir, cores)
 
 
 def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict]:
