@@ -705,6 +705,14 @@ def test_a_stopped_benchmark_run_leaves_no_result_to_count(tmp_path, monkeypatch
     with pytest.raises(SystemExit, match=r"stopped at 512 of 4096 env steps; no result"):
         job_module.main([json.dumps(job.__dict__), str(run_dir)])
     assert not (run_dir / job_module.RESULT_FILE).exists()
+    # the zoo's peer returns from a stopped learn() as from a finished one (it catches
+    # KeyboardInterrupt to save the model): its short run is no result either
+    partial = {"env_steps": 8382, "returns": [-117.6], "wall_s": 1.0}
+    monkeypatch.setitem(job_module.RUNNERS, "sb3", lambda job, run_dir: partial)
+    job = Job("sb3", "sac", "Pendulum-v1", 20_000, 0)
+    with pytest.raises(SystemExit, match=r"sb3 sac Pendulum-v1 seed 0 stopped at 8382 of 20000"):
+        job_module.main([json.dumps(job.__dict__), str(run_dir)])
+    assert not (run_dir / job_module.RESULT_FILE).exists()
 
 
 def test_the_spaces_suite_plans_its_peers_and_its_mask_ablations():

@@ -238,6 +238,14 @@ def main(argv: list[str]) -> int:
         "sb3-same" if job.framework == "sb3" and job.peer_settings == "same" else job.framework
     ]
     out = runner(job, run_dir)
+    if out["env_steps"] < job.steps:
+        # Stopped early and still returned: rl-baselines3-zoo's learn() swallows Ctrl-C
+        # (and the SIGTERM that stops a suite) to save the model, so the zoo's peer comes
+        # back from a stopped run as from a finished one. A partial run is no result.
+        raise SystemExit(
+            f"rlfw benchmark: {job.framework} {job.algo} {job.env} seed {job.seed} stopped "
+            f"at {out['env_steps']} of {job.steps} env steps; no result written"
+        )
     returns = np.asarray(out["returns"], np.float64)
     result = {
         **job.__dict__,
