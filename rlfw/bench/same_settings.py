@@ -248,10 +248,6 @@ def sb3_model(
     the observation space rlfw's model reads (default: ``vec_env``'s)."""
     from stable_baselines3 import DQN, PPO
 
-    policy_kwargs: dict[str, Any] = {
-        "features_extractor_class": features_extractor_class(),
-        "normalize_images": False,
-    }
     if config.algo == "ppo":
         c = config.ppo
         space = vec_env.observation_space
@@ -294,11 +290,13 @@ def sb3_model(
         optimizer = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[c.optimizer]
         # rlfw's RMSprop is the A3C paper's (alpha 0.99); Adam takes its eps alone
         extra = {"alpha": 0.99} if c.optimizer == "rmsprop" else {}
-        policy_kwargs.update(
-            net_arch=[],
-            optimizer_class=optimizer,
-            optimizer_kwargs={"eps": c.optimizer_eps, **extra},
-        )
+        policy_kwargs = {
+            "features_extractor_class": features_extractor_class(),
+            "normalize_images": False,
+            "net_arch": [],
+            "optimizer_class": optimizer,
+            "optimizer_kwargs": {"eps": c.optimizer_eps, **extra},
+        }
         steps_per_update = round(1 / c.replay_ratio) if c.replay_ratio <= 1 else 1
         return DQN(
             "CnnPolicy",
