@@ -855,3 +855,22 @@ def test_entries_runs_only_the_named_entries_and_reports_the_whole_suite(tmp_pat
     assert ppo["frameworks"]["rlfw"]["not_run"] == [0, 1]  # read, not run: none finished
     with pytest.raises(ValueError, match=r"no entries \['ppo-Pong'\]; its entries: \['ppo-Cart"):
         bench_run.run_suite("smoke", str(tmp_path), LocalBackend(1), entries=["ppo-Pong"])
+
+
+def test_the_sb3_peer_refuses_what_sb3_cannot_read_or_run_naming_it():
+    import gymnasium as gym
+
+    from rlfw.bench.same_settings import sb3_model, sb3_observation_space
+    from rlfw.launch.config import RunConfig
+
+    box = gym.spaces.Box(-1, 1, (2,), np.float32)
+    with pytest.raises(ValueError, match=r"one level of Dict; keys \['inner'\] are nested"):
+        sb3_observation_space(gym.spaces.Dict({"inner": gym.spaces.Dict({"x": box})}))
+    with pytest.raises(ValueError, match="SB3 reads no Tuple observations"):
+        sb3_observation_space(gym.spaces.Tuple((box, box)))
+
+    class VecEnv:  # what sb3_model reads of a vector env before building anything
+        observation_space = gym.spaces.Dict({"x": box})
+
+    with pytest.raises(ValueError, match="runs DQN on image observations only"):
+        sb3_model(RunConfig.for_env("Taxi-v4", "dqn"), VecEnv(), 0)
