@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+from typing import Any
 
 import numpy as np
 import torch
@@ -178,27 +179,39 @@ def _monitor_curve(folder: str) -> list[tuple[int, float]]:
     return [(int(s), r) for s, (_, _, r) in zip(steps, episodes)]
 
 
-def run_sb3_same(job: Job, run_dir: str) -> dict:
-    """stable-baselines3 with rlfw's preset settings and network (``same_settings``), on
-    rlfw's envs, for suites the zoo has no settings for; evaluated like ``run_sb3`` (with
-    the mask, where the env has one)."""
+def sb3_same_model(job: Job, monitor_dir: str | None = None) -> tuple[Any, Any, Any]:
+    """(SB3's model on rlfw's preset settings and network, its training envs, rlfw's
+    observation space of the env) for ``job``, episodes logged to ``monitor_dir``."""
     from stable_baselines3.common.env_util import make_vec_env
 
-    from rlfw.bench.same_settings import is_masked, sb3_env, sb3_model
+    from rlfw.bench.same_settings import sb3_env, sb3_model
 
     config = job_config(job)
     factory = config.env_factory().resolved()
     probe = factory(True)
     rlfw_space = probe.observation_space
     probe.close()
-    monitors = os.path.join(run_dir, "monitor")
     envs = make_vec_env(
         lambda: sb3_env(config, factory, True),
         n_envs=config.batch_B,
         seed=job.seed,
-        monitor_dir=monitors,
+        monitor_dir=monitor_dir,
     )
-    model = sb3_model(config, envs, job.seed, rlfw_space)
+    return sb3_model(config, envs, job.seed, rlfw_space), envs, rlfw_space
+
+
+def run_sb3_same(job: Job, run_dir: str) -> dict:
+    """stable-baselines3 with rlfw's preset settings and network (``same_settings``), on
+    rlfw's envs, for suites the zoo has no settings for; evaluated like ``run_sb3`` (with
+    the mask, where the env has one)."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlfw.bench.same_settings import is_masked, sb3_env
+
+    config = job_config(job)
+    factory = config.env_factory().resolved()
+    monitors = os.path.join(run_dir, "monitor")
+    model, envs, rlfw_space = sb3_same_model(job, monitors)
     with RunClock() as clock:
         model.learn(total_timesteps=job.steps)
     eval_env = make_vec_env(
