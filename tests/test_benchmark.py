@@ -874,3 +874,50 @@ def test_the_sb3_peer_refuses_what_sb3_cannot_read_or_run_naming_it():
 
     with pytest.raises(ValueError, match="runs DQN on image observations only"):
         sb3_model(RunConfig.for_env("Taxi-v4", "dqn"), VecEnv(), 0)
+
+
+def test_the_sb3_peer_runs_rlfw_s_reward_scaling_and_schedules_or_refuses_the_setting():
+    """A setting the peer dropped would make "the same settings" false: it mirrors reward
+    normalization (VecNormalize with rlfw's clip and gamma) and the linear lr and clip
+    schedules, and refuses by name what it cannot run."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from rlfw.bench.same_settings import differences, sb3_model
+    from rlfw.launch.config import RunConfig
+
+    config = RunConfig.for_env("CartPole-v1", "ppo")
+    config.ppo.normalize_reward, config.ppo.reward_clip, config.ppo.gamma = True, 5.0, 0.9
+    config.ppo.anneal_lr, config.ppo.anneal_clip = True, True
+    envs = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = sb3_model(config, envs, seed=0)
+    scaled = model.get_env()
+    assert isinstance(scaled, VecNormalize)
+    assert (scaled.norm_obs, scaled.norm_reward) == (False, True)
+    assert (scaled.clip_reward, scaled.gamma) == (5.0, 0.9)
+    assert any("VecNormalize" in d for d in differences(config))  # when it updates differs
+    # rlfw's linear_schedule at a quarter of the run is 3/4 of the base value
+    assert model.lr_schedule(0.75) == pytest.approx(0.75 * config.ppo.learning_rate)
+    assert model.clip_range(0.75) == pytest.approx(0.75 * config.ppo.clip)
+    config.ppo.normalize_reward, config.ppo.anneal_lr, config.ppo.anneal_clip = False, False, False
+    plain = sb3_model(config, envs, seed=0)
+    assert not isinstance(plain.get_env(), VecNormalize)
+    assert plain.lr_schedule(0.25) == config.ppo.learning_rate
+    assert plain.clip_range(0.25) == config.ppo.clip
+    assert not any("VecNormalize" in d for d in differences(config))
+    envs.close()
+
+    refused = RunConfig.for_env("CartPole-v1", "ppo")
+    refused.normalize_obs, refused.ppo.amp = True, "bf16"
+    with pytest.raises(ValueError, match=r"normalize_obs=True .*; ppo.amp='bf16'"):
+        sb3_model(refused, envs, seed=0)
+    dqn = RunConfig.for_env("MinAtar/Breakout-v1", "dqn")
+    dqn.dqn.double_dqn, dqn.dqn.n_step = True, 3
+    probe = dqn.env_factory()(True)
+
+    class MinAtarVecEnv:  # what sb3_model reads of a vector env before building anything
+        observation_space = probe.observation_space
+
+    probe.close()
+    with pytest.raises(ValueError, match=r"dqn.double_dqn=True .*; dqn.n_step=3"):
+        sb3_model(dqn, MinAtarVecEnv(), seed=0)

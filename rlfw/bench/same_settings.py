@@ -53,7 +53,52 @@ def differences(config: RunConfig) -> list[str]:
             "takes the larger of the clipped and unclipped errors "
             f"(value_clip_form={config.ppo.value_clip_form!r})",
         )
+    if config.algo == "ppo" and config.ppo.normalize_reward:
+        out.append(
+            "SB3's VecNormalize adds each env step's discounted return to the reward "
+            "statistics as it steps, rlfw a batch's returns before its update (the same "
+            "rule: rewards over the return's running std, clipped at reward_clip)"
+        )
     return out
+
+
+# Settings the peer runs as rlfw does only at these values; any other is refused (a run
+# that silently dropped one would not be on "the same settings").
+_MIRRORED_ONLY_AT: dict[str, dict[str, Any]] = {
+    "": {"normalize_obs": False, "recurrent": None, "sde_sample_freq": 0},
+    "ppo": {"optimizer": "adam", "amp": None},
+    "dqn": {
+        "double_dqn": False,
+        "dueling": False,
+        "n_step": 1,
+        "prioritized": False,
+        "anneal_lr": False,
+        "huber_delta": 1.0,
+    },
+}
+
+
+def check_mirrored(config: RunConfig) -> None:
+    """Raise ``ValueError`` naming each of ``config``'s settings the SB3 peer cannot run
+    as rlfw does (``sb3_model`` mirrors every other one it reads)."""
+    bad = []
+    for group, values in _MIRRORED_ONLY_AT.items():
+        if group and group != config.algo:
+            continue
+        holder = getattr(config, group) if group else config
+        for name, allowed in values.items():
+            value = getattr(holder, name)
+            if value != allowed:
+                key = f"{group}.{name}" if group else name
+                bad.append(f"{key}={value!r} (the peer runs only {allowed!r})")
+    if bad:
+        raise ValueError("the SB3 peer cannot run rlfw's settings here: " + "; ".join(bad))
+
+
+def _schedule(value: float, anneal: bool) -> Any:
+    """SB3's form of rlfw's ``linear_schedule``: the value, or a function of the progress
+    remaining (1 at the start, 0 at the end) decaying it linearly to 0."""
+    return (lambda remaining: value * remaining) if anneal else value
 
 
 def features_extractor_class() -> type:
@@ -249,8 +294,15 @@ def sb3_model(
     from stable_baselines3 import DQN, PPO
 
     if config.algo == "ppo":
+        check_mirrored(config)
         c = config.ppo
         space = vec_env.observation_space
+        if c.normalize_reward:
+            from stable_baselines3.common.vec_env import VecNormalize
+
+            vec_env = VecNormalize(
+                vec_env, norm_obs=False, norm_reward=True, clip_reward=c.reward_clip, gamma=c.gamma
+            )
         policy, policy_kwargs = _ppo_policy(config, space, rlfw_space or space)
         policy_kwargs.update(
             ortho_init=config.ortho_init, optimizer_kwargs={"eps": c.optimizer_eps}
@@ -263,13 +315,13 @@ def sb3_model(
         return ppo(
             policy,
             vec_env,
-            learning_rate=c.learning_rate,
+            learning_rate=_schedule(c.learning_rate, c.anneal_lr),
             n_steps=config.batch_T,
             batch_size=c.minibatch_size,
             n_epochs=c.epochs,
             gamma=c.gamma,
             gae_lambda=c.gae_lambda,
-            clip_range=c.clip,
+            clip_range=_schedule(c.clip, c.anneal_clip),
             clip_range_vf=c.value_clip,
             normalize_advantage=c.normalize_advantage,
             ent_coef=c.entropy_coef,
@@ -286,6 +338,7 @@ def sb3_model(
                 "the SB3 peer with rlfw's settings runs DQN on image observations only; "
                 f"this env observes {vec_env.observation_space}"
             )
+        check_mirrored(config)
         c = config.dqn
         optimizer = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[c.optimizer]
         # rlfw's RMSprop is the A3C paper's (alpha 0.99); Adam takes its eps alone
