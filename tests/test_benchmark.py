@@ -889,6 +889,11 @@ def test_the_sb3_peer_runs_rlfw_s_reward_scaling_and_schedules_or_refuses_the_se
     config = RunConfig.for_env("CartPole-v1", "ppo")
     config.ppo.normalize_reward, config.ppo.reward_clip, config.ppo.gamma = True, 5.0, 0.9
     config.ppo.anneal_lr, config.ppo.anneal_clip = True, True
+    config.log_std_init = -1.0  # a Box action's Gaussian starts at rlfw's std too
+    pendulum = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    gaussian = sb3_model(config, pendulum, seed=0).policy
+    assert torch.equal(gaussian.log_std.detach(), torch.full((1,), -1.0))
+    pendulum.close()
     envs = make_vec_env("CartPole-v1", n_envs=2, seed=0)
     model = sb3_model(config, envs, seed=0)
     scaled = model.get_env()

@@ -305,7 +305,9 @@ def sb3_model(
             )
         policy, policy_kwargs = _ppo_policy(config, space, rlfw_space or space)
         policy_kwargs.update(
-            ortho_init=config.ortho_init, optimizer_kwargs={"eps": c.optimizer_eps}
+            ortho_init=config.ortho_init,
+            optimizer_kwargs={"eps": c.optimizer_eps},
+            log_std_init=config.log_std_init,  # read by Box actions' Gaussian only
         )
         ppo: Any = PPO
         if is_masked(config, space):
