@@ -55,9 +55,9 @@ def differences(config: RunConfig) -> list[str]:
         )
     if config.algo == "ppo" and config.ppo.normalize_reward:
         out.append(
-            "SB3's VecNormalize adds each env step's discounted return to the reward "
-            "statistics as it steps, rlfw a batch's returns before its update (the same "
-            "rule: rewards over the return's running std, clipped at reward_clip)"
+            "where the preset normalizes rewards, SB3's VecNormalize adds each env step's "
+            "discounted return to the statistics as it steps, rlfw a batch's returns before "
+            "its update (the same rule: rewards over the return's running std, clipped)"
         )
     return out
 
