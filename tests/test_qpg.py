@@ -122,6 +122,25 @@ def test_the_critic_ensemble_is_its_members_as_separate_mlps():
         assert torch.allclose(layers[0].weight.grad.T, critics.layers[0].weight.grad[i], atol=1e-5)
 
 
+def test_one_member_of_the_critic_ensemble_is_that_member_alone_with_its_action_gradient():
+    """TD3's actor reads the first critic only: ``member=0`` gives that critic's Q and the
+    same dQ/da as the whole ensemble's first row, without computing the others."""
+    torch.manual_seed(0)
+    space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    critics = CriticEnsemble(ObservationEncoder(space), 2, (8, 8), members=2)
+    obs = torch.randn(10, 4)
+    both_action = torch.randn(10, 2, requires_grad=True)
+    one_action = both_action.detach().clone().requires_grad_(True)
+    both = critics(obs, both_action)
+    one = critics(obs, one_action, member=0)
+    assert one.shape == (10,)
+    assert torch.allclose(one, both[0], atol=1e-6)
+    both[0].sum().backward()
+    one.sum().backward()
+    assert torch.allclose(one_action.grad, both_action.grad, atol=1e-6)
+    assert not torch.allclose(critics(obs, one_action, member=1), one)  # another member
+
+
 def test_a_truncated_step_bootstraps_from_its_true_final_observation_not_the_reset_one():
     """CountingEnv truncates odd episodes (and terminates even ones); the replay gives a
     truncated step the observation the env ended on, with the discount, while a

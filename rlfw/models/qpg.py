@@ -48,7 +48,10 @@ class EnsembleLinear(nn.Module):
         )
         self.bias = nn.Parameter(torch.empty(members, 1, out_features).uniform_(-bound, bound))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, member: int | None = None) -> torch.Tensor:
+        """Every member's output, or (``member``) that one member's ``[N, out]`` alone."""
+        if member is not None:
+            return torch.addmm(self.bias[member], x, self.weight[member])
         if x.dim() == 2:
             return torch.matmul(x, self.weight) + self.bias
         return torch.baddbmm(self.bias, x, self.weight)
@@ -79,10 +82,12 @@ class CriticEnsemble(nn.Module):
         )
         self.activation = ACTIVATIONS[activation]()
 
-    def forward(self, obs: Any, action: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: Any, action: torch.Tensor, member: int | None = None) -> torch.Tensor:
+        """Every member's Q ``[E, N]``, or (``member``) that member's ``[N]`` alone: TD3's
+        actor learns from the first critic only, so it need not pay for the others."""
         x = torch.cat([self.encoder(obs), action], dim=-1)
         for i, layer in enumerate(self.layers):
-            x = layer(x)
+            x = layer(x, member)
             if i < len(self.layers) - 1:
                 x = self.activation(x)
         return x.squeeze(-1)

@@ -89,7 +89,7 @@ class TD3(QFunctionPolicyGradient):
         if (self.updates + 1) % c.policy_delay == 0:
             agent.critics.requires_grad_(False)  # the actor's loss needs dQ/da only
             action = agent.actor.mean_action(batch.observation)
-            actor_loss = -agent.critics(batch.observation, action)[0].mean()
+            actor_loss = -agent.critics(batch.observation, action, member=0).mean()
             gradient_step(self.actor_optimizer, self.actor_flat, actor_loss, None)
             agent.critics.requires_grad_(True)
             polyak(self.critic_target, agent.critics, c.tau)
