@@ -305,10 +305,10 @@ def sb3_model(
             )
         policy, policy_kwargs = _ppo_policy(config, space, rlfw_space or space)
         policy_kwargs.update(
-            ortho_init=config.ortho_init,
-            optimizer_kwargs={"eps": c.optimizer_eps},
-            log_std_init=config.log_std_init,  # read by Box actions' Gaussian only
+            ortho_init=config.ortho_init, optimizer_kwargs={"eps": c.optimizer_eps}
         )
+        if isinstance(vec_env.action_space, gym.spaces.Box):  # the Gaussian's starting std
+            policy_kwargs["log_std_init"] = config.log_std_init  # (MaskablePPO takes none)
         ppo: Any = PPO
         if is_masked(config, space):
             from sb3_contrib import MaskablePPO
