@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from rlfw.envs.spaces import check_observation_space, leaf_keys, space_leaves
@@ -58,31 +59,26 @@ class OneHotLeaf(nn.Module):
         codes = x if x.dtype == torch.int64 else x.long()
         return codes if self.zero_start else codes - self.start
 
-    def hot_positions(self, x: torch.Tensor) -> torch.Tensor:
-        """``[..., heads]``: where each head's one is in this leaf's one-hot features (a
-        code outside its ``[start, start + n)`` is a ``ValueError``)."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[: x.dim() - self.ndim]
+        if len(self.nvec) == 1:  # a Discrete leaf: one one-hot, no split and concatenation
+            try:  # one_hot checks the range itself; its error is named here
+                return F.one_hot(self._codes(x.reshape(*lead)), self.nvec[0]).float()
+            except RuntimeError as err:
+                raise ValueError(
+                    f"observation codes outside Discrete(n={self.nvec[0]}, "
+                    f"start={int(self.start[0])}): {err}"
+                ) from None
         codes = self._codes(x.reshape(*lead, len(self.nvec)))
+        # One scatter for every head (MiniGrid's view has 147): a one-hot per head and a
+        # concatenation cost a few hundred ops a forward pass.
         if bool(((codes < 0) | (codes >= self.limits)).any()):
             raise ValueError(
                 f"observation codes outside MultiDiscrete(nvec={self.nvec}, "
                 f"start={self.start.tolist()})"
-                if self.ndim
-                else f"observation codes outside Discrete(n={self.nvec[0]}, "
-                f"start={int(self.start[0])})"
             )
-        return codes + self.offsets
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # One scatter for every head (MiniGrid's view has 147): a one-hot per head and a
-        # concatenation cost a few hundred ops a forward pass.
-        return one_hot_features(self.hot_positions(x), self.out_dim)
-
-
-def one_hot_features(positions: torch.Tensor, width: int) -> torch.Tensor:
-    """``[..., width]`` floats, 1 at each of ``positions [..., k]`` and 0 elsewhere."""
-    out = torch.zeros(*positions.shape[:-1], width, device=positions.device)
-    return out.scatter_(-1, positions, 1.0)
+        out = torch.zeros(*lead, self.out_dim, device=codes.device)
+        return out.scatter_(-1, codes + self.offsets, 1.0)
 
 
 def leaf_encoder(space: gym.Space, model: str = "auto") -> nn.Module:
@@ -131,32 +127,18 @@ class ObservationEncoder(nn.Module):
             if not isinstance(getattr(part, "out_dim", None), int):
                 raise ValueError(f"the encoder for {path!r} has no integer out_dim attribute")
         self.out_dim = sum(int(getattr(part, "out_dim")) for part in self.parts)
-        # Every leaf one-hot coded (MiniGrid's view and direction, Taxi, board games): the
-        # features are one scatter of all leaves' positions, each shifted to where its
-        # block starts, with no per-leaf tensors to concatenate (a [64, 984] cat took as
-        # long as the layer reading it).
-        self._one_hot_starts: list[int] | None = None
-        if len(self.parts) > 1 and all(type(part) is OneHotLeaf for part in self.parts):
-            widths = [int(getattr(part, "out_dim")) for part in self.parts]
-            self._one_hot_starts = [sum(widths[:i]) for i in range(len(widths))]
 
     def forward(self, obs: Any) -> torch.Tensor:
         if not isinstance(obs, (dict, tuple)):
             (only,) = self.parts
             return only(obs)
-        leaves = []
-        for keys in self._keys:
+        out = []
+        for part, keys in zip(self.parts, self._keys):
             leaf = obs
             for key in keys:
                 leaf = leaf[key]
-            leaves.append(leaf)
-        if self._one_hot_starts is not None:
-            positions = [
-                getattr(part, "hot_positions")(leaf) + start
-                for part, leaf, start in zip(self.parts, leaves, self._one_hot_starts)
-            ]
-            return one_hot_features(torch.cat(positions, dim=-1), self.out_dim)
-        return torch.cat([part(leaf) for part, leaf in zip(self.parts, leaves)], dim=-1)
+            out.append(part(leaf))
+        return torch.cat(out, dim=-1)
 
 
 class EncodedModel(nn.Module):
