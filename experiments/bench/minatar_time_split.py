@@ -35,25 +35,10 @@ from rlfw.bench.suites import MINATAR_BUDGET
 from rlfw.envs import EnvSpaces
 from rlfw.launch.build import build_agent, build_runner, build_sampler
 from rlfw.launch.config import RunConfig
-from rlfw.samplers.machinery.throughput import measure_steps_per_second, step_envs_bare
+from rlfw.samplers.machinery.throughput import bare_env_rate, measure_steps_per_second
 
 GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
 RECORDS = os.path.join("docs", "benchmarks", "minatar", "records")
-
-
-def bare_rate(config: RunConfig, seconds: float) -> float:
-    """Env steps/s of the preset's envs stepped in a loop, random actions, resets as due."""
-    factory = config.env_factory()
-    envs = [factory() for _ in range(config.batch_B)]
-    try:
-        for i, env in enumerate(envs):
-            env.reset(seed=i)
-        start = time.perf_counter()
-        steps = step_envs_bare(envs, seconds)
-        return steps / (time.perf_counter() - start)
-    finally:
-        for env in envs:
-            env.close()
 
 
 def sampler_rate(config: RunConfig, seconds: float, acting: bool) -> float:
@@ -100,7 +85,7 @@ def main() -> None:
     )
     for game in args.games:
         config = RunConfig.for_env(f"MinAtar/{game}-v1", "ppo", sampler="serial")
-        bare = bare_rate(config, args.seconds)
+        bare = bare_env_rate(config.env_factory(), config.batch_B, args.seconds)
         sampler = sampler_rate(config, args.seconds, acting=False)
         acting = sampler_rate(config, args.seconds, acting=True)
         training = training_rate(config, args.train_steps)

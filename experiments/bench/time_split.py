@@ -36,7 +36,7 @@ from rlfw.bench.suites import SUITES
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import RunConfig
 from rlfw.runners import RunSchedule
-from rlfw.samplers.machinery.throughput import step_envs_bare
+from rlfw.samplers.machinery.throughput import bare_env_rate
 
 CARTPOLE_STEPS = 114_688
 
@@ -118,21 +118,6 @@ def sb3_split(build: Callable[[], Any], steps: int) -> dict[str, float]:
     return totals
 
 
-def bare_env_seconds(config: RunConfig, steps: int) -> float:
-    """Seconds the preset's envs take to step ``steps`` times with no framework."""
-    factory = config.env_factory()
-    envs = [factory() for _ in range(config.batch_B)]
-    try:
-        for i, env in enumerate(envs):
-            env.reset(seed=i)
-        start = time.perf_counter()
-        taken = step_envs_bare(envs, 5.0)
-        return steps * (time.perf_counter() - start) / taken
-    finally:
-        for env in envs:
-            env.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setup", default="cartpole", help="cartpole, or SUITE:ENTRY")
@@ -143,7 +128,7 @@ def main() -> None:
     config, build_sb3, steps = setup(args.setup, args.steps, args.seed)
     ours = rlfw_split(config, steps)
     peer = sb3_split(build_sb3, steps)
-    bare = bare_env_seconds(config, steps)
+    bare = steps / bare_env_rate(config.env_factory(), config.batch_B, 5.0)
     for split in (ours, peer):
         split["acting"] = split["collect"] - bare
         split["other"] = split["total"] - split["collect"] - split["learn"]
