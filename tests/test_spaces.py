@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlfw.agents import ActorCriticAgent
+from rlfw.agents import ActorCriticAgent, actor_critic
 from rlfw.envs import CARTPOLE_DICT, EnvFactory, EnvOptions, EnvSpaces
 from rlfw.envs.spaces import example_observation, space_leaves
 from rlfw.launch.build import build_runner
@@ -110,6 +110,10 @@ def test_one_hot_leaves_concatenate_and_a_code_outside_its_space_is_named():
     bad_image[1, 1, 0, 0] = 4
     with pytest.raises(ValueError, match=r"outside MultiDiscrete\(nvec="):
         encoder({**obs, "image": bad_image})
+    # a compiled loss traces the encoder whole (the range check, a host read, is left to
+    # the eager pass that acted on the same observations)
+    compiled = torch.compile(encoder, fullgraph=True, backend="eager")
+    assert torch.equal(compiled(obs), features)
 
 
 def test_a_users_encoder_replaces_the_default_for_its_key():
@@ -202,3 +206,49 @@ def test_normalize_obs_standardizes_the_float_leaves_of_a_nested_observation():
     codes = EnvSpaces(gym.spaces.Dict({"a": gym.spaces.Discrete(3)}), gym.spaces.Discrete(2))
     with pytest.raises(ValueError, match="has none: set normalize_obs=false"):
         ActorCriticAgent.build(codes, normalize_obs=True)
+
+
+_TRAINING_OBSERVATIONS = ActorCriticAgent.training_observations
+
+
+def _train_weights(config: RunConfig, monkeypatch, encode_once: bool, seen: list) -> dict:
+    """The weights after a short run, with the batch encoded once or every minibatch."""
+    monkeypatch.setattr(actor_critic, "ENCODE_ONCE_BYTES", (256 << 20) if encode_once else 0)
+    real = _TRAINING_OBSERVATIONS
+
+    def spy(self, samples):
+        out = real(self, samples)
+        seen.append(isinstance(out, actor_critic.EncodedObservations))
+        return out
+
+    monkeypatch.setattr(ActorCriticAgent, "training_observations", spy)
+    config.schedule = RunSchedule(
+        n_steps=3 * 128, eval_every=None, log_every=10_000, checkpoint_every=10_000
+    )
+    with build_runner(config, None, progress=False, stdout=False) as runner:
+        runner.train()
+        return {k: v.clone() for k, v in runner.agent.state_dict().items()}
+
+
+@pytest.mark.parametrize(
+    "env,settings",
+    [
+        ("Taxi-v4", {}),  # one-hot codes, the action mask from info
+        (CARTPOLE_DICT, {"normalize_obs": True}),  # flattened leaves behind the normalizer
+        (CARTPOLE_DICT, {"recurrent": "gru"}),  # sequences of features
+    ],
+)
+def test_encoding_a_batch_once_trains_the_same_bits_as_every_minibatch(env, settings, monkeypatch):
+    """Where the leaf encoders hold no parameters, PPO encodes each batch once for all its
+    epochs; the run's weights are the same bits as encoding every minibatch."""
+
+    def config() -> RunConfig:
+        c = RunConfig(algo="ppo", env=env, batch_B=4, batch_T=32, seed=5, **settings)
+        c.ppo.epochs, c.ppo.minibatch_size = 3, 32
+        return c
+
+    once, each = [], []
+    a = _train_weights(config(), monkeypatch, True, once)
+    b = _train_weights(config(), monkeypatch, False, each)
+    assert once and all(once) and each and not any(each)
+    assert a.keys() == b.keys() and all(torch.equal(bits(a[k]), bits(b[k])) for k in a)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -24,7 +24,7 @@ from rlfw.envs.masks import MASK_KEY
 from rlfw.envs.spaces import EnvSpaces, leaf_keys, space_leaves
 from rlfw.models import CnnActorCritic, MlpActorCritic
 from rlfw.models.cnn import model_kind
-from rlfw.models.encoders import EncodedModel, ObservationEncoder
+from rlfw.models.encoders import EncodedModel, ObservationEncoder, is_fixed_encoder
 from rlfw.models.normalize import NormalizedModel
 from rlfw.models.recurrent import RecurrentActorCritic, check_core
 
@@ -44,6 +44,20 @@ def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
         f"action space {action_space} is not supported by {algo}: use Discrete, "
         "MultiDiscrete, MultiBinary or a 1-d Box"
     )
+
+
+# Encoding a batch once for all its minibatches keeps a float copy of it beside the raw
+# observations: done while that copy stays under this size (either way, the same bits).
+ENCODE_ONCE_BYTES = 256 << 20
+
+
+class EncodedObservations(NamedTuple):
+    """A batch's observations as the network body's input features, computed once per
+    batch by ``training_observations``; the action mask (if the agent uses one) beside
+    them."""
+
+    features: torch.Tensor
+    action_mask: torch.Tensor | None
 
 
 def normalized_leaves(space: gym.Space) -> list[tuple[list[Any], tuple[int, ...]]]:
@@ -271,12 +285,38 @@ class ActorCriticAgent(ModelAgent):
     def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None) -> torch.Tensor:
         return self._forward(obs, state)[1]
 
-    def training_observations(self, samples) -> torch.Tensor:
+    def training_observations(self, samples) -> Any:
         """What ``evaluate_actions`` takes for a batch: its observations, or, under per-step
-        statistics, the normalized observations the policy acted on."""
+        statistics, the normalized observations the policy acted on. Where everything
+        between the observation and the network's first weights is fixed within a batch
+        (rlfw's one-hot and flattening leaf encoders, per-batch normalization), the
+        ``EncodedObservations`` computed once here: PPO's epochs then re-encode nothing."""
         if self.per_step_statistics:
             return samples.agent_info.model_input
-        return samples.observation
+        observation = samples.observation
+        stages = self._fixed_input_stages()
+        if stages is None:
+            return observation
+        prefix, encoder, _ = stages
+        rows = samples.reward.numel()
+        if rows * encoder.out_dim * 4 > ENCODE_ONCE_BYTES:
+            return observation
+        with torch.no_grad():
+            features = encoder(prefix(observation) if prefix is not None else observation)
+        mask = observation[MASK_KEY] if self.masked else None
+        return EncodedObservations(features, mask)
+
+    def _fixed_input_stages(self) -> tuple[nn.Module | None, ObservationEncoder, nn.Module] | None:
+        """(the per-batch normalizer or None, the encoder, the body after it) when the
+        encoder holds nothing a gradient step changes; None otherwise."""
+        model, prefix = self.model, None
+        if isinstance(model, NormalizedModel):
+            if model.stats_update != "batch":
+                return None
+            model, prefix = model.model, model.normalizer
+        if not isinstance(model, EncodedModel) or not is_fixed_encoder(model.encoder):
+            return None
+        return prefix, model.encoder, model.model
 
     def evaluate_actions(
         self,
@@ -291,12 +331,19 @@ class ActorCriticAgent(ModelAgent):
         from zeros before steps where ``episode_start [T, n]`` is set."""
         # per-step statistics: obs are already normalized, so the network proper takes them
         model = self.model.model if self.per_step_statistics else self.model
+        mask = None
+        if isinstance(obs, EncodedObservations):  # encoded already: the body takes them
+            stages = self._fixed_input_stages()
+            assert stages is not None, "EncodedObservations come from training_observations"
+            model, (obs, mask) = stages[2], obs
+        elif self.masked:
+            mask = obs[MASK_KEY]
         if self.recurrent:
             params, value = model.forward_sequence(obs, state, episode_start)
         else:
             params, value = model(obs)
         if self.masked:
-            params = masked_logits(params, obs[MASK_KEY], self.mask_heads)
+            params = masked_logits(params, mask, self.mask_heads)
         logp, entropy = self.distribution.log_prob_and_entropy(params, action)
         return logp, entropy, value
 

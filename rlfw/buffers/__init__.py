@@ -1,7 +1,14 @@
 """Common buffer interface: trees of ``[T, B]`` tensors."""
 
 from rlfw.buffers.samples import AgentInfo, PolicyInfo, QInfo, Samples, StepInfo
-from rlfw.buffers.tree import allocate, tree_assign, tree_index, tree_leaves, tree_map
+from rlfw.buffers.tree import (
+    allocate,
+    tree_assign,
+    tree_index,
+    tree_leaves,
+    tree_map,
+    tree_take,
+)
 
 __all__ = [
     "AgentInfo",
@@ -14,4 +21,5 @@ __all__ = [
     "tree_index",
     "tree_leaves",
     "tree_map",
+    "tree_take",
 ]

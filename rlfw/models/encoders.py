@@ -13,7 +13,6 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from rlfw.envs.spaces import check_observation_space, leaf_keys, space_leaves
@@ -61,24 +60,29 @@ class OneHotLeaf(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[: x.dim() - self.ndim]
-        if len(self.nvec) == 1:  # a Discrete leaf: one one-hot, no split and concatenation
-            try:  # one_hot checks the range itself; its error is named here
-                return F.one_hot(self._codes(x.reshape(*lead)), self.nvec[0]).float()
-            except RuntimeError as err:
-                raise ValueError(
-                    f"observation codes outside Discrete(n={self.nvec[0]}, "
-                    f"start={int(self.start[0])}): {err}"
-                ) from None
         codes = self._codes(x.reshape(*lead, len(self.nvec)))
+        # The range check reads a flag back to the host, which a compiled graph cannot; a
+        # compiled loss trains on observations checked when the policy acted on them.
+        if not torch.compiler.is_compiling() and bool(((codes < 0) | (codes >= self.limits)).any()):
+            raise ValueError(f"observation codes outside {self._space_text()}")
+        if len(self.nvec) > 1:  # each head's codes index its own block
+            codes = codes + self.offsets
         # One scatter for every head (MiniGrid's view has 147): a one-hot per head and a
         # concatenation cost a few hundred ops a forward pass.
-        if bool(((codes < 0) | (codes >= self.limits)).any()):
-            raise ValueError(
-                f"observation codes outside MultiDiscrete(nvec={self.nvec}, "
-                f"start={self.start.tolist()})"
-            )
         out = torch.zeros(*lead, self.out_dim, device=codes.device)
-        return out.scatter_(-1, codes + self.offsets, 1.0)
+        return out.scatter_(-1, codes, 1.0)
+
+    def _space_text(self) -> str:
+        if self.ndim == 0:
+            return f"Discrete(n={self.nvec[0]}, start={int(self.start[0])})"
+        return f"MultiDiscrete(nvec={self.nvec}, start={self.start.tolist()})"
+
+
+def is_fixed_encoder(encoder: "ObservationEncoder") -> bool:
+    """Whether ``encoder`` is rlfw's own parameter-free leaf encoders only (one-hot codes,
+    flattened values): a function of the observation alone, which a learner may apply
+    once per batch rather than once per minibatch."""
+    return all(type(part) in (FlattenLeaf, OneHotLeaf) for part in encoder.parts)
 
 
 def leaf_encoder(space: gym.Space, model: str = "auto") -> nn.Module:

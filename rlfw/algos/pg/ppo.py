@@ -12,7 +12,7 @@ from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.common import advantages, common_checks, explained_variance
-from rlfw.buffers import Samples, tree_index, tree_map
+from rlfw.buffers import Samples, tree_index, tree_map, tree_take
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
 
@@ -166,11 +166,11 @@ class PPO(PolicyGradient):
             for start in range(0, n, mb):
                 if self.recurrent:
                     cols = order[start : start + mb]
-                    minibatch = [tree_index(x, (slice(None), cols)) for x in columns[:-1]]
+                    minibatch = [tree_take(x, cols, dim=1) for x in columns[:-1]]
                     sequence = (initial_state[cols], columns[-1][:, cols])
                 else:
                     if start == 0:  # one gather per tensor and epoch, then free slices
-                        shuffled = [tree_index(x, order) for x in columns]
+                        shuffled = [tree_take(x, order) for x in columns]
                     minibatch = [tree_index(x, slice(start, start + mb)) for x in shuffled]
                     sequence = ()
                 stats, grad_norm = self._minibatch_step(*minibatch, clip_t, *sequence)
