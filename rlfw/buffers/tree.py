@@ -140,12 +140,15 @@ def tree_index(tree: Tree, index: Any) -> Tree:
     return tree_map(lambda x: x[index], tree)
 
 
-def tree_take(tree: Tree, index: torch.Tensor, dim: int = 0) -> Tree:
+def tree_take(tree: Tree, index: torch.Tensor, dim: int = 0, out: Tree = None) -> Tree:
     """Every leaf's entries at the int64 ``index`` along ``dim`` (``index_select``): the
-    rows ``tree_index(tree, index)`` gives, as one copy per leaf. Advanced indexing
-    gathers element by element; a [1024, 7, 7, 3] uint8 leaf takes ~14x longer that way on
-    the reference machine."""
-    return tree_map(lambda x: x.index_select(dim, index), tree)
+    rows ``tree_index(tree, index)`` gives, as one copy per leaf, into ``out``'s leaves if
+    given (a tree of the result's structure and shapes). Advanced indexing gathers element
+    by element (a [1024, 7, 7, 3] uint8 leaf: ~14x longer on the reference machine); and
+    a fresh result of a few MB is fresh pages, whose first touch costs more than the copy."""
+    if out is None:
+        return tree_map(lambda x: x.index_select(dim, index), tree)
+    return tree_map(lambda x, o: torch.index_select(x, dim, index, out=o), tree, out)
 
 
 def tree_assign(dst: Tree, index: Any, src: Tree) -> None:

@@ -161,6 +161,7 @@ class PPO(PolicyGradient):
         totals = torch.zeros(len(STATS), dtype=torch.float64)
         grad_norms = 0.0
         n_updates = 0
+        shuffled = [None] * len(columns)  # each epoch's gather reuses the last one's memory
         for _ in range(c.epochs):
             order = torch.randperm(n, generator=self.generator)
             for start in range(0, n, mb):
@@ -170,7 +171,7 @@ class PPO(PolicyGradient):
                     sequence = (initial_state[cols], columns[-1][:, cols])
                 else:
                     if start == 0:  # one gather per tensor and epoch, then free slices
-                        shuffled = [tree_take(x, order) for x in columns]
+                        shuffled = [tree_take(x, order, out=o) for x, o in zip(columns, shuffled)]
                     minibatch = [tree_index(x, slice(start, start + mb)) for x in shuffled]
                     sequence = ()
                 stats, grad_norm = self._minibatch_step(*minibatch, clip_t, *sequence)
