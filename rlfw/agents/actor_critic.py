@@ -329,6 +329,18 @@ class ActorCriticAgent(ModelAgent):
         as ``training_observations`` gives them. A recurrent agent takes whole sequences:
         ``obs [T, n, ...]`` run from ``state [n, S]`` (the state before step 0), restarting
         from zeros before steps where ``episode_start [T, n]`` is set."""
+        params, value = self.evaluate_params(obs, state, episode_start)
+        logp, entropy = self.distribution.log_prob_and_entropy(params, action)
+        return logp, entropy, value
+
+    def evaluate_params(
+        self,
+        obs: Any,
+        state: AgentState = None,
+        episode_start: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the distribution's parameters, over the action mask if any; value), with grad,
+        as ``evaluate_actions`` computes them: for a loss that takes the parameters whole."""
         # per-step statistics: obs are already normalized, so the network proper takes them
         model = self.model.model if self.per_step_statistics else self.model
         mask = None
@@ -344,8 +356,7 @@ class ActorCriticAgent(ModelAgent):
             params, value = model(obs)
         if self.masked:
             params = masked_logits(params, mask, self.mask_heads)
-        logp, entropy = self.distribution.log_prob_and_entropy(params, action)
-        return logp, entropy, value
+        return params, value
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         """Buffer action -> what ``env.step`` accepts (Box actions clipped to bounds)."""
