@@ -21,9 +21,12 @@ Per row i of n, with p = softmax(z), a the action, r = exp(log p_a - old log p_a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:  # ppo.py imports this module
+    from rlfw.algos.pg.ppo import PPOConfig
 
 
 class _CategoricalPPOLoss(torch.autograd.Function):
@@ -38,7 +41,7 @@ class _CategoricalPPOLoss(torch.autograd.Function):
         adv: torch.Tensor,
         ret: torch.Tensor,
         clip: torch.Tensor,
-        config: Any,
+        config: PPOConfig,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         c = config
         n = logits.shape[0]
@@ -110,10 +113,10 @@ def categorical_ppo_loss(
     adv: torch.Tensor,
     ret: torch.Tensor,
     clip: torch.Tensor,
-    config: Any,
+    config: PPOConfig,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(PPO's loss, its ``STATS``) for ``logits [n, A]`` and ``value [n]`` (every other
-    tensor ``[n]``; ``config`` a ``PPOConfig``), as ``PPO._losses`` computes them from a
+    tensor ``[n]``), as ``PPO._losses`` computes them from a
     categorical distribution, with the gradient of the loss in closed form."""
     loss, stats = _CategoricalPPOLoss.apply(
         logits, value, action, old_logp, old_value, adv, ret, clip, config
