@@ -325,12 +325,12 @@ def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(tmp
     config = small_config(6)
     config.schedule.checkpoint_every = 256
     runner = build_runner(config, str(tmp_path), progress=False, stdout=False)
-    real = ActorCriticAgent.evaluate_actions
+    real = ActorCriticAgent.evaluate_params  # what every PPO loss evaluates through
     poisoned = {"on": False}
 
-    def evaluate_actions(self, obs, action):
-        logp, entropy, value = real(self, obs, action)
-        return logp, entropy, value * float("nan") if poisoned["on"] else value
+    def evaluate_params(self, obs, *sequence):
+        params, value = real(self, obs, *sequence)
+        return params, value * float("nan") if poisoned["on"] else value
 
     real_collect = type(runner.sampler)._collect
 
@@ -338,7 +338,7 @@ def test_nan_loss_stops_before_the_update_and_keeps_the_last_good_checkpoint(tmp
         poisoned["on"] = itr == 2
         return real_collect(self, itr)
 
-    monkeypatch.setattr(ActorCriticAgent, "evaluate_actions", evaluate_actions)
+    monkeypatch.setattr(ActorCriticAgent, "evaluate_params", evaluate_params)
     monkeypatch.setattr(type(runner.sampler), "_collect", collect)
     with runner, pytest.raises(NonFiniteError, match="iteration 2: non-finite loss"):
         runner.train()
