@@ -7,9 +7,11 @@ import dataclasses
 import pytest
 import torch
 
+from rlfw.agents import ActorCriticAgent
 from rlfw.agents.distributions import Categorical, masked_logits
 from rlfw.algos import PPOConfig
 from rlfw.algos.pg.ppo import PPO
+from rlfw.envs import EnvFactory, EnvSpaces
 
 N, A = 64, 5
 
@@ -125,3 +127,23 @@ def test_closed_form_gradient_passes_gradcheck_and_scales_with_the_upstream_grad
     (3 * loss(logits, value)).backward()
     once = torch.autograd.grad(loss(logits, value), logits)[0]
     assert torch.allclose(logits.grad, 3 * once, rtol=1e-12, atol=1e-15)
+
+
+def test_closed_form_is_taken_only_where_it_replaces_rlfws_own_evaluation():
+    """A categorical ActorCriticAgent gets the closed form; a subclass that overrides
+    ``evaluate_actions``, a Gaussian policy and bf16 autocast keep the generic path."""
+    class Overriding(ActorCriticAgent):
+        def evaluate_actions(self, obs, action, state=None, episode_start=None):
+            logp, entropy, value = super().evaluate_actions(obs, action, state, episode_start)
+            return logp, entropy, value + 1.0
+
+    def taken(agent, **settings) -> bool:
+        ppo = PPO(dataclasses.replace(PPOConfig(), **settings))
+        ppo.initialize(agent, n_itr=1)
+        return ppo._closed_form
+
+    discrete = EnvSpaces.of(EnvFactory("CartPole-v1"))
+    assert taken(ActorCriticAgent.build(discrete))
+    assert not taken(Overriding.build(discrete))
+    assert not taken(ActorCriticAgent.build(discrete), amp="bf16")
+    assert not taken(ActorCriticAgent.build(EnvSpaces.of(EnvFactory("Pendulum-v1"))))

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import torch
 
+from rlfw.agents.actor_critic import ActorCriticAgent
 from rlfw.agents.distributions import Categorical
 from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
@@ -124,9 +125,12 @@ class PPO(PolicyGradient):
         self.generator = torch.Generator().manual_seed(seed)
         self._loss = None  # chosen at the first batch, whose size the auto rule needs
         # A categorical policy's loss in float32 has its gradient in closed form (same
-        # loss, a fraction of the autograd graph's time on small minibatches).
+        # loss, a fraction of the autograd graph's time on small minibatches): for rlfw's
+        # own ``evaluate_actions`` only, so an agent that overrides it is still obeyed.
         self._closed_form = (
-            type(getattr(agent, "distribution", None)) is Categorical and self.config.amp is None
+            type(getattr(agent, "distribution", None)) is Categorical
+            and getattr(type(agent), "evaluate_actions", None) is ActorCriticAgent.evaluate_actions
+            and self.config.amp is None
         )
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
