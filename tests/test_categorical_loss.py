@@ -132,6 +132,7 @@ def test_closed_form_gradient_passes_gradcheck_and_scales_with_the_upstream_grad
 def test_closed_form_is_taken_only_where_it_replaces_rlfws_own_evaluation():
     """A categorical ActorCriticAgent gets the closed form; a subclass that overrides
     ``evaluate_actions``, a Gaussian policy and bf16 autocast keep the generic path."""
+
     class Overriding(ActorCriticAgent):
         def evaluate_actions(self, obs, action, state=None, episode_start=None):
             logp, entropy, value = super().evaluate_actions(obs, action, state, episode_start)
