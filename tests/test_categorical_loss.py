@@ -130,8 +130,9 @@ def test_closed_form_gradient_passes_gradcheck_and_scales_with_the_upstream_grad
 
 
 def test_closed_form_is_taken_only_where_it_replaces_rlfws_own_evaluation():
-    """A categorical ActorCriticAgent gets the closed form; a subclass that overrides
-    ``evaluate_actions``, a Gaussian policy and bf16 autocast keep the generic path."""
+    """A feed-forward categorical ActorCriticAgent gets the closed form; a subclass that
+    overrides ``evaluate_actions``, a recurrent core, a Gaussian policy and bf16 autocast
+    keep the generic path."""
 
     class Overriding(ActorCriticAgent):
         def evaluate_actions(self, obs, action, state=None, episode_start=None):
@@ -147,4 +148,5 @@ def test_closed_form_is_taken_only_where_it_replaces_rlfws_own_evaluation():
     assert taken(ActorCriticAgent.build(discrete))
     assert not taken(Overriding.build(discrete))
     assert not taken(ActorCriticAgent.build(discrete), amp="bf16")
+    assert not taken(ActorCriticAgent.build(discrete, recurrent="lstm"))
     assert not taken(ActorCriticAgent.build(EnvSpaces.of(EnvFactory("Pendulum-v1"))))

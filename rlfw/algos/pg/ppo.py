@@ -127,8 +127,11 @@ class PPO(PolicyGradient):
         # A categorical policy's loss in float32 has its gradient in closed form (same
         # loss, a fraction of the autograd graph's time on small minibatches): for rlfw's
         # own ``evaluate_actions`` only, so an agent that overrides it is still obeyed.
+        # Not for a recurrent core, whose sequences outweigh the loss (CartPoleNoVel's LSTM
+        # runs took the same time either way): its runs keep the bits they had.
         self._closed_form = (
-            type(getattr(agent, "distribution", None)) is Categorical
+            not self.recurrent
+            and type(getattr(agent, "distribution", None)) is Categorical
             and getattr(type(agent), "evaluate_actions", None) is ActorCriticAgent.evaluate_actions
             and self.config.amp is None
         )
