@@ -21,12 +21,19 @@ Per row i of n, with p = softmax(z), a the action, r = exp(log p_a - old log p_a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
-if TYPE_CHECKING:  # ppo.py imports this module
-    from rlfw.algos.pg.ppo import PPOConfig
+
+class LossSettings(Protocol):
+    """The ``PPOConfig`` fields the loss reads."""
+
+    normalize_advantage: bool
+    value_clip: float | None
+    value_clip_form: str
+    value_coef: float
+    entropy_coef: float
 
 
 class _CategoricalPPOLoss(torch.autograd.Function):
@@ -41,7 +48,7 @@ class _CategoricalPPOLoss(torch.autograd.Function):
         adv: torch.Tensor,
         ret: torch.Tensor,
         clip: torch.Tensor,
-        config: PPOConfig,
+        config: LossSettings,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         c = config
         n = logits.shape[0]
@@ -113,7 +120,7 @@ def categorical_ppo_loss(
     adv: torch.Tensor,
     ret: torch.Tensor,
     clip: torch.Tensor,
-    config: PPOConfig,
+    config: LossSettings,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(PPO's loss, its ``STATS``) for ``logits [n, A]`` and ``value [n]`` (every other
     tensor ``[n]``), as ``PPO._losses`` computes them from a
