@@ -61,23 +61,24 @@ class _CategoricalPPOLoss(torch.autograd.Function):
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         log_ratio = logp - old_logp
         ratio = log_ratio.exp()
-        clipped_ratio = ratio.clamp(1 - clip, 1 + clip)
+        low, high = 1 - clip, 1 + clip
+        clipped_ratio = ratio.clamp(low, high)
         unclipped, clipped = adv * ratio, adv * clipped_ratio
         policy_loss = -torch.min(unclipped, clipped).mean()
         error = value - ret
         if c.value_clip is not None:
             step = value - old_value
             clipped_error = old_value + step.clamp(-c.value_clip, c.value_clip) - ret
-            value_loss = clipped_error.pow(2)
+            clipped_loss = value_loss = clipped_error.pow(2)
             # the share of each error's gradient: all of the clipped one's ('clipped'), or
             # the larger's, halved at a tie as autograd's max does ('max')
             share = torch.ones_like(error)
             if c.value_clip_form == "max":
                 plain_loss = error.pow(2)
                 share = torch.where(
-                    clipped_error.pow(2) > plain_loss,
+                    clipped_loss > plain_loss,
                     share,
-                    torch.where(clipped_error.pow(2) == plain_loss, 0.5, 0.0),
+                    torch.where(clipped_loss == plain_loss, 0.5, 0.0),
                 )
                 value_loss = torch.max(plain_loss, value_loss)
             inside = (step >= -c.value_clip) & (step <= c.value_clip)
@@ -88,10 +89,11 @@ class _CategoricalPPOLoss(torch.autograd.Function):
             value_grad = 2 * error
         entropy_mean = entropy.mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy_mean
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_fraction = ((ratio - 1).abs() > clip).float().mean()
+        ratio_step = ratio - 1
+        approx_kl = (ratio_step - log_ratio).mean()
+        clip_fraction = (ratio_step.abs() > clip).float().mean()
         stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction])
-        in_range = (ratio >= 1 - clip) & (ratio <= 1 + clip)
+        in_range = (ratio >= low) & (ratio <= high)
         # d loss / d log p_a per row, before the upstream gradient's factor
         logp_grad = torch.where((unclipped < clipped) | in_range, adv * ratio, 0.0).mul_(-1 / n)
         ctx.save_for_backward(p, log_p, index, entropy, logp_grad, value_grad)
@@ -123,9 +125,8 @@ def categorical_ppo_loss(
     config: LossSettings,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(PPO's loss, its ``STATS``) for ``logits [n, A]`` and ``value [n]`` (every other
-    tensor ``[n]``), as ``PPO._losses`` computes them from a
-    categorical distribution, with the gradient of the loss in closed form."""
-    loss, stats = _CategoricalPPOLoss.apply(
+    tensor ``[n]``), as ``PPO._losses`` computes them from a categorical distribution,
+    with the gradient of the loss in closed form."""
+    return _CategoricalPPOLoss.apply(
         logits, value, action, old_logp, old_value, adv, ret, clip, config
     )
-    return loss, stats
