@@ -53,7 +53,9 @@ class EnsembleLinear(nn.Module):
         if member is not None:
             return torch.addmm(self.bias[member], x, self.weight[member])
         if x.dim() == 2:
-            return torch.matmul(x, self.weight) + self.bias
+            # a stride-0 view, not matmul's broadcast: that copies the [E, N, out] result
+            # out of a transposed layout and adds the bias in a second pass
+            x = x.expand(self.weight.shape[0], *x.shape)
         return torch.baddbmm(self.bias, x, self.weight)
 
 
