@@ -16,21 +16,43 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlfw.models.encoders import ObservationEncoder
-from rlfw.models.mlp import ACTIVATIONS
 from rlfw.models.normalize import ObservationNormalizer, TreeNormalizer
 
 # SB3's and CleanRL's bounds on the squashed Gaussian's log-std.
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
 
+class InplaceActivation(nn.Module):
+    """``relu`` or ``tanh`` written over a layer's fresh output: both backward passes read
+    the result only, so autograd allows it, and the next layer reads memory still in cache
+    instead of a second activation-sized buffer (an update at 256 x 256 is bound by that
+    traffic as much as by its matmuls)."""
+
+    _FUNCTIONS = {"relu": torch.relu_, "tanh": torch.tanh_}
+
+    def __init__(self, activation: str):
+        super().__init__()
+        if activation not in self._FUNCTIONS:
+            raise ValueError(
+                f"activation {activation!r} unknown; choose from {sorted(self._FUNCTIONS)}"
+            )
+        self.name = activation
+        self.function = self._FUNCTIONS[activation]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.function(x)
+
+    def extra_repr(self) -> str:
+        return self.name
+
+
 def plain_mlp(in_dim: int, hidden: Sequence[int], activation: str) -> nn.Sequential:
     """Hidden layers with PyTorch's default initialization, as SB3's off-policy networks
     have (the orthogonal init of ``MLP`` is the on-policy literature's)."""
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}")
+    InplaceActivation(activation)  # the name is checked even without hidden layers
     layers: list[nn.Module] = []
     for width in hidden:
-        layers += [nn.Linear(in_dim, width), ACTIVATIONS[activation]()]
+        layers += [nn.Linear(in_dim, width), InplaceActivation(activation)]
         in_dim = width
     return nn.Sequential(*layers)
 
@@ -73,16 +95,12 @@ class CriticEnsemble(nn.Module):
         activation: str = "relu",
     ):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(
-                f"activation {activation!r} unknown; choose from {sorted(ACTIVATIONS)}"
-            )
+        self.activation = InplaceActivation(activation)
         self.encoder, self.members = encoder, members
         widths = [encoder.out_dim + action_dim, *hidden, 1]
         self.layers = nn.ModuleList(
             EnsembleLinear(members, a, b) for a, b in zip(widths[:-1], widths[1:])
         )
-        self.activation = ACTIVATIONS[activation]()
 
     def forward(self, obs: Any, action: torch.Tensor, member: int | None = None) -> torch.Tensor:
         """Every member's Q ``[E, N]``, or (``member``) that member's ``[N]`` alone: TD3's
