@@ -3,7 +3,7 @@ observations hold positions only, so the policy must remember where things were 
 where they are going. The same run as
 ``python -m rlfw train --env rlfw/CartPoleNoVel-v1 --set recurrent=lstm``.
 
-    python experiments/recurrent.py                      # LSTM, 150k steps: reaches ~500
+    python experiments/recurrent.py                      # LSTM, 250k steps: reaches ~500
     python experiments/recurrent.py --recurrent none     # feed-forward: stays near 40
     python experiments/recurrent.py --recurrent gru --sampler cpu --seed 1
 """
@@ -20,7 +20,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--env", default=CARTPOLE_NO_VELOCITY)
     parser.add_argument("--recurrent", choices=("lstm", "gru", "none"), default="lstm")
-    parser.add_argument("--steps", type=int, help="env steps (default: the preset's, 150k)")
+    parser.add_argument("--steps", type=int, help="env steps (default: the preset's, 250k)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sampler", choices=SAMPLERS.names(), help="default serial")
     parser.add_argument("--log-dir", help="run folder (default: runs/<algo>-<env>-s<seed>-<time>)")
