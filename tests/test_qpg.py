@@ -376,6 +376,46 @@ def test_learning_starts_beyond_the_run_is_refused():
         config.validate()
 
 
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_matmul_precision_holds_for_the_updates_only(algo, monkeypatch):
+    """``matmul_precision=medium``: every update runs under it, acting and whatever else
+    the process does keep the caller's, which is restored after the updates; an unknown
+    value is refused naming the allowed ones."""
+    config = RunConfig.for_env("Pendulum-v1", algo, steps=60, seed=0, hidden=(16, 16))
+    own = config.algo_config()
+    own.learning_starts, own.batch_size, own.matmul_precision = 20, 8, "medium"
+    spaces = EnvSpaces.of(EnvFactory("Pendulum-v1"))
+    agent, learner = build_agent(config, spaces), build_algo(config, spaces)
+    seen: dict[str, list[str]] = {"update": [], "act": []}
+    update, step = learner._update, agent.step
+
+    def spied_update(batch):
+        seen["update"].append(torch.get_float32_matmul_precision())
+        return update(batch)
+
+    def spied_step(*args, **kwargs):
+        seen["act"].append(torch.get_float32_matmul_precision())
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(learner, "_update", spied_update)
+    monkeypatch.setattr(agent, "step", spied_step)
+    torch.set_float32_matmul_precision("highest")
+    with SerialSampler(EnvFactory("Pendulum-v1"), 1, 4, seed=0) as sampler:
+        sampler.initialize(agent)
+        learner.initialize(agent, 15, seed=0)
+        for itr in range(15):
+            learner.optimize(sampler.obtain_samples(itr)[0], itr)
+    # 11 batches of 4 from the one that reaches learning_starts, one update per step
+    assert len(seen["update"]) == 44 and set(seen["update"]) == {"medium"}
+    assert set(seen["act"]) == {"highest"}
+    assert torch.get_float32_matmul_precision() == "highest"
+    own.matmul_precision = "bf16"
+    with pytest.raises(
+        ValueError, match=r"precision = 'bf16' .* one of \('highest', 'high', 'medium'\)"
+    ):
+        own.validate()
+
+
 def test_docs_name_every_field_of_the_family_configs():
     """docs/qpg.md's options table is where a user looks a field up."""
     from pathlib import Path

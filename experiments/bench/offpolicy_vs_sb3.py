@@ -9,7 +9,12 @@ the same machine load. Prints each round's ms per env step and the ratio rlfw / 
 issue's goal: <= 0.5).
 
     python experiments/bench/offpolicy_vs_sb3.py [--env HalfCheetah-v5] [--algo sac td3]
-        [--steps 2000] [--rounds 2]
+        [--steps 2000] [--rounds 2] [--matmul-precision highest|high|medium]
+        [--peer-matmul-precision ...]
+
+``--matmul-precision`` is rlfw's ``matmul_precision`` setting (its updates only); SB3 has
+no such setting, so its whole ``learn`` runs under ``torch.set_float32_matmul_precision``
+of ``--peer-matmul-precision`` (default: the same value).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from rlfw.launch.config import RunConfig
 from rlfw.samplers import SerialSampler
 
 
-def rlfw_ms_per_step(algo: str, env_id: str, warmup: int, steps: int, seed: int) -> float:
+def rlfw_ms_per_step(
+    algo: str, env_id: str, warmup: int, steps: int, seed: int, precision: str = "highest"
+) -> float:
     config = RunConfig.for_env(env_id, algo, steps=warmup + steps + 1, seed=seed)
     own = config.algo_config()
-    own.learning_starts, own.batch_size = warmup, 256
+    own.learning_starts, own.batch_size, own.matmul_precision = warmup, 256, precision
     factory = EnvFactory(env_id)
     spaces = EnvSpaces.of(factory)
     agent, learner = build_agent(config, spaces), build_algo(config, spaces)
@@ -45,7 +52,9 @@ def rlfw_ms_per_step(algo: str, env_id: str, warmup: int, steps: int, seed: int)
         return 1000 * (time.perf_counter() - start) / steps
 
 
-def sb3_ms_per_step(algo: str, env_id: str, warmup: int, steps: int, seed: int) -> float:
+def sb3_ms_per_step(
+    algo: str, env_id: str, warmup: int, steps: int, seed: int, precision: str = "highest"
+) -> float:
     import numpy as np
     from stable_baselines3 import SAC, TD3
     from stable_baselines3.common.noise import NormalActionNoise
@@ -60,9 +69,14 @@ def sb3_ms_per_step(algo: str, env_id: str, warmup: int, steps: int, seed: int) 
             "MlpPolicy", env, learning_starts=warmup, batch_size=256, seed=seed, action_noise=noise
         )
     model.learn(warmup)  # the warm-up, untimed
-    start = time.perf_counter()
-    model.learn(steps, reset_num_timesteps=False)
-    return 1000 * (time.perf_counter() - start) / steps
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        start = time.perf_counter()
+        model.learn(steps, reset_num_timesteps=False)
+        return 1000 * (time.perf_counter() - start) / steps
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def main() -> None:
@@ -72,13 +86,23 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
+    precisions = ("highest", "high", "medium")
+    parser.add_argument("--matmul-precision", default="highest", choices=precisions)
+    parser.add_argument("--peer-matmul-precision", choices=precisions)
     args = parser.parse_args()
+    peer_precision = args.peer_matmul_precision or args.matmul_precision
     torch.set_num_threads(1)  # both alike: the learner process's one thread
     for algo in args.algo:
         ours, theirs = [], []
         for round_ in range(args.rounds):
-            ours.append(rlfw_ms_per_step(algo, args.env, args.warmup, args.steps, round_))
-            theirs.append(sb3_ms_per_step(algo, args.env, args.warmup, args.steps, round_))
+            ours.append(
+                rlfw_ms_per_step(
+                    algo, args.env, args.warmup, args.steps, round_, args.matmul_precision
+                )
+            )
+            theirs.append(
+                sb3_ms_per_step(algo, args.env, args.warmup, args.steps, round_, peer_precision)
+            )
             print(
                 f"{algo} round {round_}: rlfw {ours[-1]:.2f} ms/step, SB3 {theirs[-1]:.2f} "
                 f"ms/step, ratio {ours[-1] / theirs[-1]:.2f}",
@@ -86,7 +110,8 @@ def main() -> None:
             )
         ratio = statistics.median(ours) / statistics.median(theirs)
         print(
-            f"{algo} on {args.env}: rlfw {statistics.median(ours):.2f} ms/step, SB3 "
+            f"{algo} on {args.env} (matmul precision: rlfw {args.matmul_precision}, SB3 "
+            f"{peer_precision}): rlfw {statistics.median(ours):.2f} ms/step, SB3 "
             f"{statistics.median(theirs):.2f} ms/step (medians of {args.rounds}); rlfw/SB3 "
             f"{ratio:.2f}"
         )

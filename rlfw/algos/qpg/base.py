@@ -13,8 +13,9 @@ too; ``train_freq=4, gradient_steps=1`` is 0.25. A batch of ``T x B`` env steps 
 from __future__ import annotations
 
 import copy
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Iterator, TypeVar
 
 import numpy as np
 import torch
@@ -32,6 +33,20 @@ from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
 
 Module = TypeVar("Module", bound=nn.Module)
+MATMUL_PRECISIONS = ("highest", "high", "medium")
+
+
+@contextmanager
+def float32_matmul_precision(precision: str) -> Iterator[None]:
+    """torch's float32 matmul precision set for the block, the caller's restored after:
+    the setting is process-wide, and acting, evaluation and anything else in the process
+    keep theirs."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 @dataclass
@@ -70,6 +85,10 @@ class QpgConfig:
     """Hindsight experience replay for goal-conditioned envs: 'future' (none: off)."""
     her_k: int = 4
     """HER: relabelled goals per real one (SB3's n_sampled_goal): k / (k + 1) relabelled."""
+    matmul_precision: str = "highest"
+    """Float32 matmuls of the updates, as ``torch.set_float32_matmul_precision``: 'highest'
+    (float32), 'high' (TF32 on GPUs that have it), 'medium' (bfloat16 multiplicands with
+    float32 sums: AMX on recent Xeons, tensor cores on GPUs). Not 'highest': other bits."""
 
     def validate(self) -> None:
         name = type(self).__name__
@@ -103,6 +122,11 @@ class QpgConfig:
                 self.n_critics,
                 isinstance(self.n_critics, int) and self.n_critics >= 1,
                 "must be an int >= 1",
+            ),
+            matmul_precision=(
+                self.matmul_precision,
+                self.matmul_precision in MATMUL_PRECISIONS,
+                f"must be one of {MATMUL_PRECISIONS}",
             ),
         )
         if self.her is not None and (self.n_step != 1 or self.prioritized):
@@ -216,12 +240,13 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
                 progress = min(itr / max(self.n_itr - 1, 1), 1.0)
                 self.replay.sampling.beta = c.priority_beta + (1 - c.priority_beta) * progress
             self.agent.train_mode()
-            while self.update_budget >= 1.0:
-                self.update_budget -= 1.0
-                batch = self._prepared(self.replay.sample(c.batch_size))
-                for key, value in self._update(batch).items():
-                    stats.setdefault(key, []).append(value)
-                self.updates += 1
+            with float32_matmul_precision(c.matmul_precision):
+                while self.update_budget >= 1.0:
+                    self.update_budget -= 1.0
+                    batch = self._prepared(self.replay.sample(c.batch_size))
+                    for key, value in self._update(batch).items():
+                        stats.setdefault(key, []).append(value)
+                    self.updates += 1
         self.agent.set_warmup(env_steps < c.learning_starts)
         out = {f"train/{k}": float(torch.stack(v).float().mean()) for k, v in stats.items()}
         out["train/updates"] = float(self.updates)
