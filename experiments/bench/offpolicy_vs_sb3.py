@@ -26,6 +26,7 @@ import time
 import gymnasium as gym
 import torch
 
+from rlfw.algos.qpg.base import MATMUL_PRECISIONS, float32_matmul_precision
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.launch.build import build_agent, build_algo
 from rlfw.launch.config import RunConfig
@@ -69,14 +70,10 @@ def sb3_ms_per_step(
             "MlpPolicy", env, learning_starts=warmup, batch_size=256, seed=seed, action_noise=noise
         )
     model.learn(warmup)  # the warm-up, untimed
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision(precision)
-    try:
+    with float32_matmul_precision(precision):
         start = time.perf_counter()
         model.learn(steps, reset_num_timesteps=False)
         return 1000 * (time.perf_counter() - start) / steps
-    finally:
-        torch.set_float32_matmul_precision(before)
 
 
 def main() -> None:
@@ -86,9 +83,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
-    precisions = ("highest", "high", "medium")
-    parser.add_argument("--matmul-precision", default="highest", choices=precisions)
-    parser.add_argument("--peer-matmul-precision", choices=precisions)
+    parser.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS)
+    parser.add_argument("--peer-matmul-precision", choices=MATMUL_PRECISIONS)
     args = parser.parse_args()
     peer_precision = args.peer_matmul_precision or args.matmul_precision
     torch.set_num_threads(1)  # both alike: the learner process's one thread

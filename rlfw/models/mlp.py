@@ -10,6 +10,8 @@ from torch import nn
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 _ACTIVATION_FUNCTIONS = {"tanh": torch.tanh, "relu": torch.relu}
+# over their input; autograd allows it on a layer's fresh output (the backward reads the result)
+INPLACE_ACTIVATIONS = {"tanh": torch.tanh_, "relu": torch.relu_}
 
 
 def orthogonal_init(module: nn.Module, gain: float) -> nn.Module:

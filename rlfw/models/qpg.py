@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlfw.models.encoders import ObservationEncoder
+from rlfw.models.mlp import INPLACE_ACTIVATIONS
 from rlfw.models.normalize import ObservationNormalizer, TreeNormalizer
 
 # SB3's and CleanRL's bounds on the squashed Gaussian's log-std.
@@ -28,16 +29,14 @@ class InplaceActivation(nn.Module):
     instead of a second activation-sized buffer (an update at 256 x 256 is bound by that
     traffic as much as by its matmuls)."""
 
-    _FUNCTIONS = {"relu": torch.relu_, "tanh": torch.tanh_}
-
     def __init__(self, activation: str):
         super().__init__()
-        if activation not in self._FUNCTIONS:
+        if activation not in INPLACE_ACTIVATIONS:
             raise ValueError(
-                f"activation {activation!r} unknown; choose from {sorted(self._FUNCTIONS)}"
+                f"activation {activation!r} unknown; choose from {sorted(INPLACE_ACTIVATIONS)}"
             )
         self.name = activation
-        self.function = self._FUNCTIONS[activation]
+        self.function = INPLACE_ACTIVATIONS[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.function(x)
@@ -49,10 +48,10 @@ class InplaceActivation(nn.Module):
 def plain_mlp(in_dim: int, hidden: Sequence[int], activation: str) -> nn.Sequential:
     """Hidden layers with PyTorch's default initialization, as SB3's off-policy networks
     have (the orthogonal init of ``MLP`` is the on-policy literature's)."""
-    InplaceActivation(activation)  # the name is checked even without hidden layers
+    act = InplaceActivation(activation)  # stateless: one instance serves every layer
     layers: list[nn.Module] = []
     for width in hidden:
-        layers += [nn.Linear(in_dim, width), InplaceActivation(activation)]
+        layers += [nn.Linear(in_dim, width), act]
         in_dim = width
     return nn.Sequential(*layers)
 
