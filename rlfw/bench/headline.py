@@ -44,6 +44,7 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
     SuiteRow("PPO, CartPole-v1, 120k steps", "classic", "ppo", "CartPole-v1"),
     SuiteRow("DQN, CartPole-v1, 120k steps", "classic", "dqn", "CartPole-v1"),
     SuiteRow("PPO, HalfCheetah-v5, 300k steps", "mujoco", "ppo", "HalfCheetah-v5"),
+    SuiteRow("SAC, HalfCheetah-v5, 100k steps", "mujoco-offpolicy", "sac", "HalfCheetah-v5"),
     SuiteRow("PPO, MinAtar Breakout, 2M steps", "minatar", "ppo", "MinAtar/Breakout-v1"),
     SuiteRow("PPO, MinAtar SpaceInvaders, 2M steps", "minatar", "ppo", "MinAtar/SpaceInvaders-v1"),
     SuiteRow("PPO, MinAtar Asterix, 2M steps", "minatar", "ppo", "MinAtar/Asterix-v1"),
