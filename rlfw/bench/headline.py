@@ -48,7 +48,6 @@ ROWS: tuple[SuiteRow | PongRow, ...] = (
     SuiteRow("PPO, MinAtar Breakout, 2M steps", "minatar", "ppo", "MinAtar/Breakout-v1"),
     SuiteRow("PPO, MinAtar SpaceInvaders, 2M steps", "minatar", "ppo", "MinAtar/SpaceInvaders-v1"),
     SuiteRow("PPO, MinAtar Asterix, 2M steps", "minatar", "ppo", "MinAtar/Asterix-v1"),
-    SuiteRow("PPO, MinAtar Freeway, 2M steps", "minatar", "ppo", "MinAtar/Freeway-v1"),
     SuiteRow("DQN, MinAtar Breakout, 250k steps", "minatar", "dqn", "MinAtar/Breakout-v1"),
     SuiteRow("PPO, MiniGrid DoorKey-5x5 (Dict), 100k", "spaces", "ppo", "MiniGrid-DoorKey-5x5-v0"),
     PongRow(
