@@ -106,7 +106,7 @@ class RecurrentCore(nn.Module):
         bounds = torch.nonzero(starts).flatten().tolist() + [len(x)]
         keep = (~episode_start).unsqueeze(-1).to(state.dtype)  # [T, n, 1]
         # The state stays in the kernel's (h, c) between stretches: a flat [n, S] state
-        # split and joined around every call cost a fifth of an R2D1 update on CartPole,
+        # split and joined around every call cost a fifth of this pass on CartPole,
         # whose episode starts cut a sequence into stretches of one or two steps.
         hidden = self._unflat(state)
         outs = []
