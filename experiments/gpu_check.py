@@ -1,9 +1,12 @@
-"""Everything rlfw does on a GPU, checked in one command (<= 8 minutes on one GPU), with one
-table as the result; written to --out as README.md and results.json (default docs/gpu;
+"""Everything rlfw does on a GPU, checked in one command (sized for about 6 minutes on one
+GPU; not yet run on one), with one table as the result; written to --out as README.md and results.json (default docs/gpu;
 a smoke run writes to a fresh temp folder and never into docs/, where real results belong).
 
     python experiments/gpu_check.py                          # on the machine with CUDA
     python experiments/gpu_check.py --device cpu --smoke     # < 1 min: the test runs it
+
+On the device tool's machine (no network, its own torch): ``experiments/gpu_wheels.py``
+fetches the other dependencies as wheels and prints the command that runs this there.
 
 Rows:
   1. the gpu and alternating samplers with the agent on the device: env steps/s against the
@@ -15,7 +18,10 @@ Rows:
   3. DQN with the async runner (Atari replay in shared memory, learner on the device);
   4. torchrun: 1 rank (NCCL on a GPU) and 2 ranks on the one device (gloo: NCCL refuses two
      ranks on one GPU);
-  5. peak device memory of this process.
+  5. SAC and TD3 against stable-baselines3's, both on the device: ms per env step at one
+     update per step (experiments/bench/offpolicy_vs_sb3.py; issue 58's goal: <= 0.5x SB3),
+     and rlfw's SAC with TF32 matmuls (matmul_precision=high);
+  6. peak device memory of this process.
 A row that fails keeps its error in the table; the script exits 1 if any did.
 """
 
@@ -28,6 +34,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 
 import torch
 
@@ -37,20 +44,25 @@ from rlfw.launch.config import RunConfig
 from rlfw.runfolder.files import write_json, write_text
 from rlfw.samplers.machinery.throughput import measure_steps_per_second
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+from offpolicy_vs_sb3 import rlfw_ms_per_step, sb3_ms_per_step  # noqa: E402
+
 SAMPLE_FIELDS = ("observation", "action", "reward", "terminated", "truncated")
 
 
 class Size:
     """How big each check is: the real one, or the smoke one the test runs on CPU."""
 
-    def __init__(self, smoke: bool):
+    def __init__(self, smoke: bool, env: str | None = None):
         self.smoke = smoke
-        self.env = "CartPole-v1" if smoke else "ALE/Pong-v5"
+        self.env = env or ("CartPole-v1" if smoke else "ALE/Pong-v5")
         self.batch_B, self.batch_T = (4, 16) if smoke else (16, 128)
         self.sampler_seconds = 0.5 if smoke else 10.0
         self.ppo_itrs = 2 if smoke else 24
         self.dqn_itrs = 4 if smoke else 400
         self.rank_steps = 512 if smoke else 16_384
+        self.offpolicy_env = "Pendulum-v1" if smoke else "HalfCheetah-v5"
+        self.offpolicy_warmup, self.offpolicy_steps = (64, 32) if smoke else (1000, 1500)
 
 
 def config_for(size: Size, algo: str, device: str, **overrides) -> RunConfig:
@@ -116,6 +128,14 @@ def check_ppo_runners(size: Size, device: str) -> list[dict]:
         ("sync", {"ppo": {"amp": "bf16"}}),
         ("sync", {"ppo": {"compile": True}}),
     ]  # amp both ways: Atari's preset is bf16
+    # One iteration untimed first: the process's one-time costs (kernels loaded, thread
+    # pools, caches) would otherwise all land on the first timed run, sync, and inflate
+    # every ratio to it.
+    timed_run(
+        config_for(
+            size, "ppo", device, batch_T=size.batch_T, schedule={"n_steps": steps // size.ppo_itrs}
+        )
+    )
     for runner_kind, extra in variants:
         label = runner_kind + "".join(f" {k}={v}" for d in extra.values() for k, v in d.items())
         config = config_for(
@@ -215,13 +235,47 @@ def check_ranks(size: Size, device: str, work: str) -> list[dict]:
     return rows
 
 
-def run_checks(size: Size, device: str, work: str) -> list[dict]:
+def check_offpolicy(size: Size, device: str) -> list[dict]:
+    """One update per env step, both frameworks' networks on the device (the env on the
+    CPU for both); rlfw first, so its figure survives a missing or failing peer."""
+    rows = []
+    timing = (size.offpolicy_env, size.offpolicy_warmup, size.offpolicy_steps, 0)
+    for algo in ("sac", "td3"):
+        ours = rlfw_ms_per_step(algo, *timing, device=device)
+        rows.append({"check": f"{algo} rlfw", "ok": True, "result": f"{ours:.2f} ms/env step"})
+        try:
+            theirs = sb3_ms_per_step(algo, *timing, device=device)
+        except Exception as err:  # the peer's failure is its own row
+            rows.append({"check": f"{algo} sb3", "ok": False, "result": f"{err!r}"[:300]})
+            continue
+        ratio = ours / theirs
+        rows.append(
+            {
+                "check": f"{algo} sb3",
+                "ok": True,
+                "result": f"{theirs:.2f} ms/env step; rlfw/SB3 {ratio:.2f}x "
+                f"(goal <= 0.5x: {'met' if ratio <= 0.5 else 'not met'})",
+            }
+        )
+    tf32 = rlfw_ms_per_step("sac", *timing, precision="high", device=device)
+    rows.append(
+        {"check": "sac rlfw matmul_precision=high", "ok": True, "result": f"{tf32:.2f} ms/env step"}
+    )
+    return rows
+
+
+def run_checks(
+    size: Size, device: str, work: str, after_each: Callable[[list[dict]], None] | None = None
+) -> list[dict]:
+    """Every check's rows; ``after_each`` gets the rows so far after each check (the table
+    is written as it grows: a run stopped at the device's time limit keeps what it did)."""
     rows = []
     checks = [
         ("samplers", lambda: check_samplers(size, device)),
         ("ppo runners", lambda: check_ppo_runners(size, device)),
         ("dqn async", lambda: check_dqn_async(size, device)),
         ("torchrun", lambda: check_ranks(size, device, work)),
+        ("sac/td3 against sb3", lambda: check_offpolicy(size, device)),
     ]
     for name, check in checks:
         started = time.perf_counter()
@@ -245,6 +299,8 @@ def run_checks(size: Size, device: str, work: str) -> list[dict]:
             ),
             flush=True,
         )
+        if after_each is not None:
+            after_each(rows)
     if device.startswith("cuda"):
         peak = torch.cuda.max_memory_allocated() / 2**30
         rows.append(
@@ -268,9 +324,10 @@ def write(rows: list[dict], device: str, size: Size, out: str) -> None:
     lines = [
         f"# GPU check ({name}, torch {torch.__version__}, {meta['date']})",
         "",
-        f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''}"
+        f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''} --env {size.env}"
         f"{'' if device == 'cuda' else ' --device ' + device}`; env {size.env}, "
-        f"{size.batch_B} envs x {size.batch_T} steps.",
+        f"{size.batch_B} envs x {size.batch_T} steps; SAC and TD3 on {size.offpolicy_env}, "
+        f"{size.offpolicy_steps} timed steps after {size.offpolicy_warmup} of warm-up.",
         "",
         "| check | ok | result | s |",
         "|---|---|---|---:|",
@@ -288,6 +345,12 @@ def main() -> int:
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (CartPole)")
     parser.add_argument(
+        "--env",
+        default=None,
+        help="the env of rows 1-4 (default ALE/Pong-v5; with --smoke CartPole-v1); "
+        "MinAtar/Breakout-v1 where OpenCV, which Atari's frame resize needs, is missing",
+    )
+    parser.add_argument(
         "--out",
         default=None,
         help="README.md and results.json here (default docs/gpu; with --smoke a new temp folder)",
@@ -303,9 +366,11 @@ def main() -> int:
         args.out = tempfile.mkdtemp(prefix="rlfw-gpu-check-") if args.smoke else "docs/gpu"
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda but torch sees no GPU; on this machine use --device cpu")
-    size = Size(args.smoke)
+    size = Size(args.smoke, args.env)
     with tempfile.TemporaryDirectory() as work:
-        rows = run_checks(size, args.device, work)
+        rows = run_checks(
+            size, args.device, work, lambda so_far: write(so_far, args.device, size, args.out)
+        )
     write(rows, args.device, size, args.out)
     print(f"gpu_check: {sum(r['ok'] for r in rows)}/{len(rows)} ok -> {args.out}/README.md")
     return 0 if all(r["ok"] for r in rows) else 1

@@ -42,6 +42,11 @@ def test_gpu_check_smoke_on_cpu_passes_every_row_and_writes_its_table_outside_do
         "dqn async",
         "torchrun 1 rank(s), gloo",
         "torchrun 2 rank(s), gloo",
+        "sac rlfw",
+        "sac sb3",
+        "td3 rlfw",
+        "td3 sb3",
+        "sac rlfw matmul_precision=high",
     ):
         assert expected in checks, (expected, checks)
     assert all(r["ok"] for r in data["rows"]), data["rows"]

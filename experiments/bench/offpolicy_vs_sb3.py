@@ -10,11 +10,14 @@ issue's goal: <= 0.5).
 
     python experiments/bench/offpolicy_vs_sb3.py [--env HalfCheetah-v5] [--algo sac td3]
         [--steps 2000] [--rounds 2] [--matmul-precision highest|high|medium]
-        [--peer-matmul-precision ...]
+        [--peer-matmul-precision ...] [--device cpu|cuda]
 
 ``--matmul-precision`` is rlfw's ``matmul_precision`` setting (its updates only); SB3 has
 no such setting, so its whole ``learn`` runs under ``torch.set_float32_matmul_precision``
-of ``--peer-matmul-precision`` (default: the same value).
+of ``--peer-matmul-precision`` (default: the same value). ``--device cuda`` puts both
+sides' networks and updates on the GPU (the env stays on the CPU, as it does for both);
+there the update is launch-bound rather than compute-bound. ``experiments/gpu_check.py``
+calls these functions for its off-policy rows.
 """
 
 from __future__ import annotations
@@ -34,9 +37,15 @@ from rlfw.samplers import SerialSampler
 
 
 def rlfw_ms_per_step(
-    algo: str, env_id: str, warmup: int, steps: int, seed: int, precision: str = "highest"
+    algo: str,
+    env_id: str,
+    warmup: int,
+    steps: int,
+    seed: int,
+    precision: str = "highest",
+    device: str = "cpu",
 ) -> float:
-    config = RunConfig.for_env(env_id, algo, steps=warmup + steps + 1, seed=seed)
+    config = RunConfig.for_env(env_id, algo, steps=warmup + steps + 1, seed=seed, device=device)
     own = config.algo_config()
     own.learning_starts, own.batch_size, own.matmul_precision = warmup, 256, precision
     factory = EnvFactory(env_id)
@@ -54,7 +63,13 @@ def rlfw_ms_per_step(
 
 
 def sb3_ms_per_step(
-    algo: str, env_id: str, warmup: int, steps: int, seed: int, precision: str = "highest"
+    algo: str,
+    env_id: str,
+    warmup: int,
+    steps: int,
+    seed: int,
+    precision: str = "highest",
+    device: str = "cpu",
 ) -> float:
     import numpy as np
     from stable_baselines3 import SAC, TD3
@@ -62,12 +77,20 @@ def sb3_ms_per_step(
 
     env = gym.make(env_id)
     if algo == "sac":
-        model = SAC("MlpPolicy", env, learning_starts=warmup, batch_size=256, seed=seed)
+        model = SAC(
+            "MlpPolicy", env, learning_starts=warmup, batch_size=256, seed=seed, device=device
+        )
     else:
         dims = env.action_space.shape[0]
         noise = NormalActionNoise(np.zeros(dims), 0.1 * np.ones(dims))
         model = TD3(
-            "MlpPolicy", env, learning_starts=warmup, batch_size=256, seed=seed, action_noise=noise
+            "MlpPolicy",
+            env,
+            learning_starts=warmup,
+            batch_size=256,
+            seed=seed,
+            action_noise=noise,
+            device=device,
         )
     model.learn(warmup)  # the warm-up, untimed
     with float32_matmul_precision(precision):
@@ -85,6 +108,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS)
     parser.add_argument("--peer-matmul-precision", choices=MATMUL_PRECISIONS)
+    parser.add_argument("--device", default="cpu", help="both sides' networks: cpu or cuda")
     args = parser.parse_args()
     peer_precision = args.peer_matmul_precision or args.matmul_precision
     torch.set_num_threads(1)  # both alike: the learner process's one thread
@@ -93,23 +117,31 @@ def main() -> None:
         for round_ in range(args.rounds):
             ours.append(
                 rlfw_ms_per_step(
-                    algo, args.env, args.warmup, args.steps, round_, args.matmul_precision
+                    algo,
+                    args.env,
+                    args.warmup,
+                    args.steps,
+                    round_,
+                    args.matmul_precision,
+                    args.device,
                 )
             )
             theirs.append(
-                sb3_ms_per_step(algo, args.env, args.warmup, args.steps, round_, peer_precision)
+                sb3_ms_per_step(
+                    algo, args.env, args.warmup, args.steps, round_, peer_precision, args.device
+                )
             )
             print(
                 f"{algo} round {round_}: rlfw {ours[-1]:.2f} ms/step, SB3 {theirs[-1]:.2f} "
                 f"ms/step, ratio {ours[-1] / theirs[-1]:.2f}",
                 flush=True,
             )
-        ratio = statistics.median(ours) / statistics.median(theirs)
+        ours_ms, theirs_ms = statistics.median(ours), statistics.median(theirs)
         print(
-            f"{algo} on {args.env} (matmul precision: rlfw {args.matmul_precision}, SB3 "
-            f"{peer_precision}): rlfw {statistics.median(ours):.2f} ms/step, SB3 "
-            f"{statistics.median(theirs):.2f} ms/step (medians of {args.rounds}); rlfw/SB3 "
-            f"{ratio:.2f}"
+            f"{algo} on {args.env}, {args.device} (matmul precision: rlfw "
+            f"{args.matmul_precision}, SB3 {peer_precision}): rlfw {ours_ms:.2f} ms/step, "
+            f"SB3 {theirs_ms:.2f} ms/step (medians of {args.rounds}); rlfw/SB3 "
+            f"{ours_ms / theirs_ms:.2f}"
         )
 
 
