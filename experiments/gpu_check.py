@@ -1,6 +1,7 @@
 """Everything rlfw does on a GPU, checked in one command (sized for about 6 minutes on one
-GPU; not yet run on one), with one table as the result; written to --out as README.md and results.json (default docs/gpu;
-a smoke run writes to a fresh temp folder and never into docs/, where real results belong).
+GPU; not yet run on one), with one table as the result; written to --out as README.md and
+results.json (default docs/gpu; a smoke run writes to a fresh temp folder and never into
+docs/, where real results belong).
 
     python experiments/gpu_check.py                          # on the machine with CUDA
     python experiments/gpu_check.py --device cpu --smoke     # < 1 min: the test runs it
