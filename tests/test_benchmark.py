@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlfw.bench.report import binned, iqm_with_ci, markdown, summarize
+from rlfw.bench.report import _goals, binned, iqm_with_ci, markdown, summarize
 from rlfw.bench.run import Job, job_settings, plan
 from rlfw.bench.suites import SUITES, Entry
 from rlfw.bench.zoo import zoo_hyperparams_file, zoo_settings
@@ -782,6 +782,7 @@ def test_a_report_gives_an_ablation_its_own_row_and_no_peer_row_where_there_is_n
     assert ppo["frameworks"]["rlfw"]["finals"] == [7.0, 8.0]  # the ablation's not mixed in
     assert ppo["frameworks"]["rlfw no-mask"]["finals"] == [-200.0, -199.0]
     assert ppo["goals"]["median_at_least_peer"]
+    assert ppo["goals"]["iqm_not_below_peer_ci"]
     assert list(dqn["frameworks"]) == ["rlfw"] and dqn["goals"] == {}
     readme = (tmp_path / "README.md").read_text()
     assert "| rlfw no-mask | preset | -200.0, -199.0 |" in readme
@@ -926,3 +927,23 @@ def test_the_sb3_peer_runs_rlfw_s_reward_scaling_and_schedules_or_refuses_the_se
     probe.close()
     with pytest.raises(ValueError, match=r"dqn.double_dqn=True .*; dqn.n_step=3"):
         sb3_model(dqn, MinAtarVecEnv(), seed=0)
+
+
+@pytest.mark.parametrize(
+    "ours, peers, median_met, iqm_met",
+    [
+        ([5.0, 9.0, 10.0], [6.0, 7.0, 8.0], True, True),
+        # lower median, yet an IQM inside the peer's CI: three seeds cannot call it a loss
+        ([5.0, 6.0, 7.0], [4.0, 7.0, 9.0], False, True),
+        ([1.0, 2.0, 3.0], [10.0, 11.0, 12.0], False, False),
+    ],
+)
+def test_goals_read_the_median_and_the_iqm_against_the_peers_ci(ours, peers, median_met, iqm_met):
+    def runs(finals):
+        done = {"status": "done", "wall_s": 1.0, "steps_per_s": 1.0, "settings": "preset"}
+        return [{**done, "seed": s, "final_return": f} for s, f in enumerate(finals)]
+
+    summary = {"rlfw": summarize(runs(ours)), "sb3": summarize(runs(peers))}
+    goals = _goals(summary, time_goal=0.5)
+    assert goals["median_at_least_peer"] is median_met
+    assert goals["iqm_not_below_peer_ci"] is iqm_met

@@ -174,12 +174,14 @@ def _comparison(
 
 def _goals(summary: dict, time_goal: float) -> dict:
     """The goals for a suite with a peer: rlfw's median final return at least the peer's,
-    and its wall-clock at most ``time_goal`` x the peer's."""
+    its IQM not below the lower bound of the peer's IQM 95% CI (what a few seeds can
+    say: a tie is not a loss), and its wall-clock at most ``time_goal`` x the peer's."""
     ours, peer = summary.get("rlfw", {}), summary.get("sb3", {})
     if "median" not in ours or "median" not in peer:
         return {}
     out = {
         "median_at_least_peer": ours["median"] >= peer["median"],
+        "iqm_not_below_peer_ci": ours["iqm"] >= peer["iqm_low"],
         "time_goal": time_goal,
         "time_ratio": None,
         "time_goal_met": None,
@@ -457,7 +459,9 @@ def markdown(data: dict) -> str:
             lines += [
                 "",
                 f"rlfw / SB3 time: {time}; median final return rlfw >= SB3: "
-                f"{'met' if g['median_at_least_peer'] else 'not met'}.",
+                f"{'met' if g['median_at_least_peer'] else 'not met'}; rlfw's IQM not "
+                "below SB3's 95% CI: "
+                f"{'met' if g['iqm_not_below_peer_ci'] else 'not met'}.",
             ]
         if e["references"]:
             lines += ["", "Published: " + "; ".join(e["references"]) + "."]
