@@ -132,11 +132,8 @@ def check_ppo_runners(size: Size, device: str) -> list[dict]:
     # One iteration untimed first: the process's one-time costs (kernels loaded, thread
     # pools, caches) would otherwise all land on the first timed run, sync, and inflate
     # every ratio to it.
-    timed_run(
-        config_for(
-            size, "ppo", device, batch_T=size.batch_T, schedule={"n_steps": steps // size.ppo_itrs}
-        )
-    )
+    one_batch = {"n_steps": size.batch_B * size.batch_T}
+    timed_run(config_for(size, "ppo", device, batch_T=size.batch_T, schedule=one_batch))
     for runner_kind, extra in variants:
         label = runner_kind + "".join(f" {k}={v}" for d in extra.values() for k, v in d.items())
         config = config_for(
@@ -326,7 +323,7 @@ def write(rows: list[dict], device: str, size: Size, out: str) -> None:
         f"# GPU check ({name}, torch {torch.__version__}, {meta['date']})",
         "",
         f"`python experiments/gpu_check.py{' --smoke' if size.smoke else ''} --env {size.env}"
-        f"{'' if device == 'cuda' else ' --device ' + device}`; env {size.env}, "
+        f"{'' if device == 'cuda' else ' --device ' + device}`; "
         f"{size.batch_B} envs x {size.batch_T} steps; SAC and TD3 on {size.offpolicy_env}, "
         f"{size.offpolicy_steps} timed steps after {size.offpolicy_warmup} of warm-up.",
         "",
