@@ -591,3 +591,174 @@ def test_prioritized_n_step_replay_feeds_the_critics_td_errors_back():
     touched = priorities[(priorities > 0) & (priorities != priorities.max())]
     assert len(np.unique(touched)) > 10  # set per transition, not left at the initial max
     assert learner.replay.sampling.beta == pytest.approx(1.0)
+
+
+def _sb3_twin(algo: str, config: RunConfig, env: gym.Env):
+    """SB3's SAC, TD3 or DDPG given rlfw's preset settings (float64, learning at once)."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.logger import configure
+
+    own = config.algo_config()
+    settings: dict = dict(
+        learning_rate=own.learning_rate,
+        batch_size=own.batch_size,
+        tau=own.tau,
+        gamma=own.gamma,
+        learning_starts=0,
+        policy_kwargs=dict(net_arch=list(config.hidden)),
+        device="cpu",
+        seed=0,
+    )
+    if algo == "sac":
+        model = sb3.SAC("MlpPolicy", env, ent_coef="auto", **settings)
+        assert (model.target_entropy, model.target_update_interval) == (
+            -float(env.action_space.shape[0]),
+            own.target_update_interval,
+        )
+        model.log_ent_coef.data = model.log_ent_coef.data.double()
+    elif algo == "td3":
+        model = sb3.TD3(
+            "MlpPolicy",
+            env,
+            policy_delay=own.policy_delay,
+            target_policy_noise=own.target_policy_noise,
+            target_noise_clip=own.target_noise_clip,
+            **settings,
+        )
+    else:
+        model = sb3.DDPG("MlpPolicy", env, **settings)
+        # no target smoothing either side: SB3's DDPG clips its smoothing noise to 0
+        assert (model.policy_delay, model.target_noise_clip) == (own.policy_delay, 0.0)
+        assert own.target_policy_noise == 0.0
+    assert model.critic.n_critics == own.n_critics
+    model.policy.double()
+    model.set_logger(configure(None, []))
+    return model
+
+
+def _linears(modules) -> list[torch.nn.Linear]:
+    return [m for m in modules if isinstance(m, torch.nn.Linear)]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
+def test_rlfw_s_update_is_sb3_s_on_the_same_batches(algo, monkeypatch):
+    """From SB3's initial weights, four updates on the same four batches (terminations
+    among them) with the same noise leave rlfw's actor, critics and target networks (and
+    SAC's temperature) where SB3's are, SB3 given rlfw's preset settings.
+
+    In float64: Adam steps by g / (sqrt(v) + 1e-8), so a weight whose gradient is near
+    1e-8 moves ±lr on float32 rounding alone (measured: 1.5 lr apart after four updates,
+    the stacked critics' batched matmul against SB3's two). In float64 the two agree
+    within 1e-11 lr, where TD3's critic loss at half scale (rlfw's until this test) left
+    them 0.7 lr apart. SB3's SAC adds 1e-6 inside log(1 - tanh(u)^2) to keep float32
+    finite, where rlfw's form is exact (1.6 lr apart): the test sets it to 0, the same
+    function in float64."""
+    import stable_baselines3.common.policies as sb3_policies
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    import rlfw.models.encoders as encoders
+    from rlfw.buffers.replay import ReplayBatch
+
+    # neither side's observation preprocessing may cast the float64 batches to float32
+    monkeypatch.setattr(encoders, "flatten_obs", lambda x, ndim: x)
+    monkeypatch.setattr(sb3_policies, "preprocess_obs", lambda obs, *args, **kwargs: obs)
+    env_id, N_UPDATES = "Hopper-v5", 4
+    config = RunConfig.for_env(env_id, algo, seed=0)
+    own = config.algo_config()
+    spaces = EnvSpaces.of(EnvFactory(env_id))
+    agent, learner = build_agent(config, spaces), build_algo(config, spaces)
+    agent.model.double()
+    learner.initialize(agent, 10, seed=0)
+    model = _sb3_twin(algo, config, gym.make(env_id))
+    if algo == "sac":
+        learner.log_alpha.data = learner.log_alpha.data.double()
+        model.actor.action_dist.epsilon = 0.0
+        sb3_actor = [*_linears(model.actor.latent_pi), model.actor.mu, model.actor.log_std]
+        ours_actor = [*_linears(agent.actor.trunk), agent.actor.mu, agent.actor.log_std]
+    else:
+        sb3_actor, ours_actor = (
+            _linears(model.actor.mu),
+            [*_linears(agent.actor.trunk), agent.actor.mu],
+        )
+    sb3_critics = [_linears(q) for q in model.critic.q_networks]
+    with torch.no_grad():
+        for ours, theirs in zip(ours_actor, sb3_actor, strict=True):
+            ours.weight.copy_(theirs.weight)
+            ours.bias.copy_(theirs.bias)
+        for k, layer in enumerate(agent.critics.layers):
+            for i, member in enumerate(sb3_critics):
+                layer.weight[i].copy_(member[k].weight.T)
+                layer.bias[i, 0].copy_(member[k].bias)
+    learner.critic_target.load_state_dict(agent.critics.state_dict())
+    if algo != "sac":
+        learner.actor_target.load_state_dict(agent.actor.state_dict())
+    initial = sb3_actor[0].weight.detach().clone()
+
+    generator = torch.Generator().manual_seed(1)
+    N, obs_dim, action_dim = own.batch_size, spaces.observation.shape[0], spaces.action.shape[0]
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+    batches = [
+        (draw(N, obs_dim), draw(N, action_dim).tanh(), draw(N), draw(N) > 1.3, draw(N, obs_dim))
+        for _ in range(N_UPDATES)
+    ]
+    assert all(done.any() for *_, done, _ in batches)
+    feed = iter(batches)
+
+    def sb3_sample(batch_size, env=None):
+        obs, action, reward, done, next_obs = next(feed)
+        return ReplayBufferSamples(obs, action, next_obs, done[:, None].double(), reward[:, None])
+
+    model.replay_buffer.sample = sb3_sample
+    torch.manual_seed(2)  # SB3 draws its target smoothing and policy samples from here
+    model.train(gradient_steps=N_UPDATES, batch_size=N)
+    # rlfw draws the same: one [2, N, A] draw for SAC is SB3's two [N, A] draws in turn
+    monkeypatch.setattr(learner, "_normal", lambda shape: torch.randn(shape, dtype=torch.float64))
+    torch.manual_seed(2)
+    agent.train_mode()
+    for obs, action, reward, done, next_obs in batches:
+        zeros = torch.zeros(N, dtype=torch.float64)
+        learner._update(
+            ReplayBatch(
+                obs, action, reward, own.gamma * (~done).double(), next_obs,
+                torch.zeros(N, dtype=torch.bool), zeros, zeros + 1, np.arange(N),
+            )
+        )  # fmt: skip
+        learner.updates += 1
+
+    pairs = []
+    for k, (ours, theirs) in enumerate(zip(ours_actor, sb3_actor)):
+        pairs += [
+            (f"actor {k}", ours.weight, theirs.weight),
+            (f"actor {k} bias", ours.bias, theirs.bias),
+        ]
+    for k, (layer, target) in enumerate(zip(agent.critics.layers, learner.critic_target.layers)):
+        for i in range(len(sb3_critics)):
+            pairs.append((f"critic {i} layer {k}", layer.weight[i].T, sb3_critics[i][k].weight))
+            pairs.append((f"critic {i} layer {k} bias", layer.bias[i, 0], sb3_critics[i][k].bias))
+            theirs = _linears(model.critic_target.q_networks[i])[k]
+            pairs.append((f"target critic {i} layer {k}", target.weight[i].T, theirs.weight))
+    if algo == "sac":
+        pairs.append(("log alpha", learner.log_alpha, model.log_ent_coef))
+    else:
+        targets = zip(
+            _linears([*learner.actor_target.trunk, learner.actor_target.mu]),
+            _linears(model.actor_target.mu),
+        )
+        pairs += [
+            (f"target actor {k}", ours.weight, theirs.weight)
+            for k, (ours, theirs) in enumerate(targets)
+        ]
+    lr = own.learning_rate
+    assert (sb3_actor[0].weight - initial).abs().max() > 0.5 * lr  # the actor did learn
+    for name, ours, theirs in pairs:
+        torch.testing.assert_close(
+            ours,
+            theirs,
+            rtol=0,
+            atol=1e-9 * lr,
+            msg=lambda message, name=name: f"{name}: {message}",
+        )

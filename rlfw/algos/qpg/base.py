@@ -146,6 +146,10 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
 
     config: QpgConfig
     accepts_normalize_obs = True  # the replay keeps raw rows; the networks see them standardized
+    critic_loss_scale = 0.5
+    """The critics' loss is this times the sum of the members' mean squared TD errors: SAC's
+    J_Q has the 1/2 (as SB3's SAC), TD3's reference code (Fujimoto's, SB3's) has none. Adam
+    is blind to the scale except where a gradient is near its epsilon, and there it is not."""
 
     def __init__(self, config: QpgConfig | None = None):
         self.config = config or self.default_config()
@@ -288,9 +292,9 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         q = self.agent.critics(batch.observation, batch.action)  # [E, N]
         td = q - target
         if self.config.prioritized:
-            loss = 0.5 * (batch.weight * td.pow(2)).mean(-1).sum()
+            loss = self.critic_loss_scale * (batch.weight * td.pow(2)).mean(-1).sum()
         else:
-            loss = 0.5 * td.pow(2).mean(-1).sum()
+            loss = self.critic_loss_scale * td.pow(2).mean(-1).sum()
         gradient_step(self.critic_optimizer, self.critic_flat, loss, None)
         td_abs = td.detach().abs().mean(0)
         if self.config.prioritized:  # the only reader: no device-to-host copy otherwise

@@ -66,6 +66,7 @@ class TD3(QFunctionPolicyGradient):
     """TD3 on the common replay (see ``QFunctionPolicyGradient``); with ``DDPGConfig``, DDPG."""
 
     config: TD3Config
+    critic_loss_scale = 1.0  # the sum of the critics' MSE, as TD3's and SB3's code
 
     @staticmethod
     def default_config() -> TD3Config:
