@@ -87,6 +87,53 @@ def test_the_cli_loads_a_plugin_and_trains_its_sampler_and_algorithm(tmp_path):
     assert done.returncode == 0 and "return" in done.stdout, done.stderr
 
 
+# A user's module that registers an env under its own namespace with a class (not a
+# 'module:Class' string gymnasium would import by itself): only a process that imported the
+# module knows the id.
+_USER_ENV_PLUGIN = """
+import gymnasium as gym
+from gymnasium.envs.classic_control import CartPoleEnv
+
+
+class Mine(CartPoleEnv):
+    pass
+
+
+gym.register("mine/Mine-v0", entry_point=Mine, max_episode_steps=100)
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--sampler", "serial", "--set", "n_eval_workers=2"],  # evaluation workers
+        ["--sampler", "cpu"],
+        ["--sampler", "gpu"],
+        ["--sampler", "alternating"],
+        ["--sampler", "queue"],
+        ["--sampler", "cpu", "--runner", "concurrent"],
+        ["--sampler", "cpu", "--runner", "async"],
+    ],
+    ids=["eval-workers", "cpu", "gpu", "alternating", "queue", "concurrent", "async"],
+)
+def test_an_env_from_a_plugin_trains_in_every_process_the_run_starts(tmp_path, flags):
+    """Worker processes (and the async sampler process, and evaluation workers) import the
+    run's plugins before making an env, so an id only the plugin registers resolves there."""
+    (tmp_path / "mymod.py").write_text(_USER_ENV_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    run = tmp_path / "run"
+    workers = [] if "serial" in flags else ["--n-workers", "2"]
+    argv = ["--plugin", "mymod", "--env", "mine/Mine-v0", *workers, *flags]
+    train = [sys.executable, "-m", "rlfw", "train", *argv, "--steps", "1024", "--no-progress"]
+    done = subprocess.run(
+        [*train, "--log-dir", str(run)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "done after 1024 env steps" in done.stdout
+    assert json.loads((run / "config.json").read_text())["plugins"] == ["mymod"]
+
+
 def test_unknown_names_are_refused_naming_what_is_registered():
     for kind, name, registry in (
         ("sampler", "warp", SAMPLERS),

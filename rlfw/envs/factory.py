@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import importlib.util
 import sys
 import warnings
@@ -194,6 +195,11 @@ class EnvFactory:
     Any gymnasium id works; ``ALE/...`` ids get the Nature preprocessing in ``atari``.
     ``kwargs`` go to ``gymnasium.make`` for non-Atari ids. A custom ``entry`` callable
     (picklable, e.g. a class) replaces ``gymnasium.make`` entirely, for test envs.
+
+    ``plugins`` are the modules the run imported first (``--plugin``): what registered the
+    user's env id. The factory travels to every process that makes envs (sampler workers,
+    the async sampler process, evaluation workers), and each imports them before its first
+    env, so an id a plugin registered resolves everywhere it resolves in the main process.
     """
 
     env_id: str
@@ -202,8 +208,11 @@ class EnvFactory:
     entry: Any = None
     render_mode: str | None = None  # 'rgb_array' for videos
     options: EnvOptions = field(default_factory=EnvOptions)
+    plugins: tuple[str, ...] = ()
 
     def __call__(self, train: bool = True) -> gym.Env:
+        for module in self.plugins:  # a no-op where imported (sys.modules): the main process
+            importlib.import_module(module)
         if is_atari(self.env_id) and self.entry is None:
             return make_atari(self.env_id, self.atari, train, self.render_mode)
         if self.entry is None and is_mujoco(self.env_id):
@@ -242,6 +251,16 @@ class EnvFactory:
         return replace(self, options=replace(self.options, action_mask=mode))
 
     def validate(self) -> None:
+        """``ValueError`` naming a bad option, an unknown id, a missing extra, or a plugin
+        the main process has not imported (the factory imports its plugins in workers only
+        because the user's command line or script imported them here first)."""
+        not_imported = [m for m in self.plugins if m not in sys.modules]
+        if not_imported:
+            raise ValueError(
+                f"plugins {not_imported} are not imported in this process; rlfw imports "
+                "a run's plugins in its workers only after the user imported them (a "
+                "script's import, --plugin on the command line)"
+            )
         self.options.validate()
         if is_atari(self.env_id):
             self.atari.validate()

@@ -318,7 +318,9 @@ class RunConfig:
         return out
 
     def env_factory(self) -> EnvFactory:
-        return EnvFactory(self.env, atari=self.atari, options=self.env_options)
+        return EnvFactory(
+            self.env, atari=self.atari, options=self.env_options, plugins=self.plugins
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
