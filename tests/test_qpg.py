@@ -4,6 +4,7 @@ from the true final observation, every sampler and runner, resume, bad input."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -317,6 +318,31 @@ def test_an_interrupted_run_resumes_bitwise(tmp_path, monkeypatch, algo, sampler
     a, b = whole.agent.state_dict(), resumed.agent.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(bits(a[k]), bits(b[k])) for k in a)
     assert whole.algo.updates == resumed.algo.updates == 0.5 * (8 * 32 - 64 + 32)
+
+
+@pytest.mark.parametrize("save_replay", [False, True], ids=["no-replay", "replay"])
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
+def test_a_run_resumes_to_a_longer_budget_with_or_without_its_replay(tmp_path, algo, save_replay):
+    """Resumed past its end (256 env steps after 128), a run finishes. Without its replay
+    in the checkpoint the learner waits learning_starts (64) new steps, as at the start of a
+    run, before updating from the refilled replay: 0.5 x (128 - 64 + 32) updates before the
+    resume, as many after it; with the replay it never stops: 0.5 x (256 - 64 + 32)."""
+    config = _pendulum_config(algo)
+    setattr(config, algo, dataclasses.replace(config.algo_config(), save_replay=save_replay))
+    config.schedule = dataclasses.replace(config.schedule, n_steps=128, eval_every=None)
+    with build_runner(config, str(tmp_path / "run"), progress=False, stdout=False) as first:
+        first.train()
+    assert first.algo.updates == 48
+    config.schedule = dataclasses.replace(config.schedule, n_steps=256)
+    with build_runner(
+        config, str(tmp_path / "run"), resume=True, progress=False, stdout=False
+    ) as resumed:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = resumed.train()
+    assert result.env_steps == 256
+    assert resumed.algo.updates == (112 if save_replay else 96)
+    assert any("refills it from empty" in str(w.message) for w in caught) != save_replay
 
 
 @pytest.mark.integration

@@ -13,6 +13,7 @@ too; ``train_freq=4, gradient_steps=1`` is 0.25. A batch of ``T x B`` env steps 
 from __future__ import annotations
 
 import copy
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterator, TypeVar
@@ -157,6 +158,10 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         self.replay = None  # made from the first batch (``make_replay``)
         self.goal_reward: EnvGoalReward | None = None  # HER's (``bind_env``)
         self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
+        # Updates begin once this many env steps are in: learning_starts, or, after a resume
+        # whose checkpoint held no replay, learning_starts past the resume (the warm-up of
+        # a fresh run, refilling the empty replay). None: to be set at the next batch.
+        self.learning_from: int | None = self.config.learning_starts
 
     @staticmethod
     def default_config() -> QpgConfig:
@@ -236,9 +241,12 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
     def learn_from_replay(self, itr: int) -> dict[str, float]:
         c = self.config
         env_steps = (itr + 1) * self.steps_per_itr
+        if self.learning_from is None:  # the first batch into a replay refilled from empty
+            self.learning_from = itr * self.steps_per_itr + c.learning_starts
         stats: dict[str, list[torch.Tensor]] = {}
         self._update_statistics()
-        if env_steps >= c.learning_starts:
+        # len(): a replay can hold steps and none sampleable yet (each needs n_step after it)
+        if env_steps >= self.learning_from and len(self.replay) > 0:
             self.update_budget += c.replay_ratio * self.steps_per_itr
             if c.prioritized:
                 progress = min(itr / max(self.n_itr - 1, 1), 1.0)
@@ -323,6 +331,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             "updates": self.updates,
             "update_budget": self.update_budget,
             "steps_per_itr": self.steps_per_itr,
+            "learning_from": self.learning_from,
             "replay": None,
             **self._state(),
         }
@@ -336,17 +345,20 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         self.generator.set_state(state["generator"])
         self.updates, self.update_budget = state["updates"], state["update_budget"]
         self.steps_per_itr = state["steps_per_itr"]
+        # checkpoints written before learning_from was kept: learning_starts, as then
+        self.learning_from = state.get("learning_from", self.config.learning_starts)
         self._load_state(state)
         if self.replay is not None and state["replay"] is not None:
             self.replay.load_state_dict(state["replay"])
         else:
             self._pending_replay = state["replay"]
         if state["replay"] is None:
-            import warnings
-
+            self.learning_from = None  # set from the first batch after the resume
             warnings.warn(
-                "checkpoint holds no replay buffer (save_replay=False): the resumed "
-                "run refills replay from empty and is not bitwise identical",
+                "checkpoint holds no replay buffer (save_replay=False): the resumed run "
+                f"refills it from empty and updates again after learning_starts="
+                f"{self.config.learning_starts} new env steps; it is not bitwise identical "
+                "to an uninterrupted run (save_replay=True is)",
                 stacklevel=2,
             )
 
