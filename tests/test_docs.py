@@ -64,3 +64,60 @@ def test_the_benchmarks_page_lists_every_suite():
     page = (ROOT / "docs" / "benchmarks" / "README.md").read_text()
     missing = [name for name in SUITES if f"| `{name}` |" not in page]
     assert not missing, missing
+
+
+def _own_algos() -> list:
+    """rlfw's own algorithms (a test plugin's registrations are not the manual's)."""
+    from rlfw.registry import ALGOS
+
+    return [a for a in ALGOS if a.config_cls.__module__.startswith("rlfw.")]
+
+
+def test_every_algorithm_has_a_page_with_its_generated_settings():
+    import dataclasses
+
+    from rlfw.launch.reference import algo_settings_markdown
+
+    index = (ROOT / "docs" / "algorithms" / "index.md").read_text()
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for spec in _own_algos():
+        path = ROOT / "docs" / "algorithms" / f"{spec.name}.md"
+        assert path.is_file(), f"{spec.name} has no page: write docs/algorithms/{spec.name}.md"
+        page = path.read_text()
+        for part in ("algo-settings", "algo-presets", "algo-benchmarks"):
+            marker = f"<!-- generated: {part} {spec.name} -->"
+            assert marker in page, f"{path.name} lacks {marker}"
+        assert f"]({spec.name}.md)" in index, f"docs/algorithms/index.md does not link {spec.name}"
+        assert f"algorithms/{spec.name}.md" in nav, f"mkdocs.yml's nav lacks {spec.name}'s page"
+        table = algo_settings_markdown(spec.name)
+        missing = [
+            f.name
+            for f in dataclasses.fields(spec.config_cls)
+            if f"| `{spec.name}.{f.name}` |" not in table
+        ]
+        assert not missing, (spec.name, missing)
+
+
+@pytest.mark.integration
+def test_the_algorithm_pages_are_generated(site):
+    import dataclasses
+    import json
+
+    own = _own_algos()
+    results = [
+        json.loads(p.read_text()) for p in (ROOT / "docs" / "benchmarks").glob("*/results.json")
+    ]
+    rows = [e for r in results for e in r.get("entries", []) if isinstance(e, dict)]
+    for spec in own:
+        page = (site / "algorithms" / spec.name / "index.html").read_text()
+        assert "generated:" not in page, f"{spec.name}: a marker was left unfilled"
+        missing = [
+            f.name
+            for f in dataclasses.fields(spec.config_cls)
+            if f"<code>{spec.name}.{f.name}</code>" not in page
+        ]
+        assert not missing, (spec.name, missing)
+        envs = [e["env"] for e in rows if e.get("algo") == spec.name]
+        assert all(env in page for env in envs), (spec.name, envs)
+        if not envs:
+            assert "No benchmark report" in page, spec.name

@@ -101,10 +101,29 @@ def reference_markdown() -> str:
                 "| key | type | default | flag | help |",
                 "|---|---|---|---|---|",
             ]
-        flags = ", ".join(f"`{f}`" for f in doc.flags)
-        text = " ".join(doc.help.split()).replace("|", "\\|")
-        lines.append(f"| `{doc.key}` | `{doc.type}` | `{_shown(doc.default)}` | {flags} | {text} |")
+        lines.append(_table_row(doc))
     return "\n".join(lines) + "\n"
+
+
+def _table_row(doc: KeyDoc) -> str:
+    """``doc`` as a row of the reference's tables: key, type, default, flags, help."""
+    flags = ", ".join(f"`{f}`" for f in doc.flags)
+    text = " ".join(doc.help.split()).replace("|", "\\|")
+    return f"| `{doc.key}` | `{doc.type}` | `{_shown(doc.default)}` | {flags} | {text} |"
+
+
+def algo_key_docs(algo: str) -> list[KeyDoc]:
+    """The keys of one registered algorithm's own config (``<algo>.<field>``, every field
+    of its ``config_cls``, in declaration order)."""
+    return _group(algo, ALGOS.get(algo).config_cls)
+
+
+def algo_settings_markdown(algo: str) -> str:
+    """The settings table of ``algo``'s page in the manual (``docs/algorithms/<algo>.md``):
+    every key of its config with its type, default, flags and help."""
+    lines = ["| key | type | default | flag | help |", "|---|---|---|---|---|"]
+    lines += [_table_row(doc) for doc in algo_key_docs(algo)]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
