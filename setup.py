@@ -44,6 +44,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["rlfw", "rlfw.*"]),
+    package_data={"rlfw": ["py.typed"]},  # PEP 561: type checkers read rlfw's annotations
     python_requires=">=3.10",
     install_requires=[
         "torch>=2.1",
@@ -56,6 +57,8 @@ setup(
         "safetensors",
         # gymnasium's AtariPreprocessing resizes frames with OpenCV (headless: no GUI libs).
         "opencv-python-headless",
+        # TypeVar defaults (the generic DqnAgent) on Python < 3.13; torch requires it too
+        "typing-extensions>=4.10",
     ],
     extras_require=extras,
     entry_points={"console_scripts": ["rlfw=rlfw.cli:main"]},

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.base import AgentState, AgentStep, ModelAgent
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
 from rlfw.agents.distributions import (
     Bernoulli,
     Categorical,
     DiagGaussian,
+    Distribution,
     MultiCategorical,
     StateDependentGaussian,
     keep_valid,
     masked_logits,
 )
-from rlfw.buffers import AgentInfo
+from rlfw.buffers import AgentInfo, Samples
 from rlfw.envs.masks import MASK_KEY
 from rlfw.envs.spaces import EnvSpaces, leaf_keys, space_leaves
 from rlfw.models import CnnActorCritic, MlpActorCritic
@@ -29,7 +30,9 @@ from rlfw.models.normalize import NormalizedModel
 from rlfw.models.recurrent import RecurrentActorCritic, check_core
 
 
-def distribution_for(action_space: gym.Space, algo: str = "ppo/a2c"):
+def distribution_for(
+    action_space: gym.Space[Any], algo: str = "ppo/a2c"
+) -> Categorical | MultiCategorical | Bernoulli | DiagGaussian:
     """The action distribution of a space: categorical (Discrete), one categorical per
     head (MultiDiscrete), one Bernoulli per bit (MultiBinary), diagonal Gaussian (1-d Box)."""
     if isinstance(action_space, gym.spaces.Discrete):
@@ -60,7 +63,7 @@ class EncodedObservations(NamedTuple):
     action_mask: torch.Tensor | None
 
 
-def normalized_leaves(space: gym.Space) -> list[tuple[list[Any], tuple[int, ...]]]:
+def normalized_leaves(space: gym.Space[Any]) -> list[tuple[list[Any], tuple[int, ...]]]:
     """(keys, shape) of the float Box leaves of a nested observation space: the leaves
     ``normalize_obs`` standardizes (codes, images and masks are left as they are)."""
     out = []
@@ -83,8 +86,8 @@ class ActorCriticAgent(ModelAgent):
     def __init__(
         self,
         model: nn.Module,
-        distribution: Any,
-        action_space: gym.Space,
+        distribution: Distribution,
+        action_space: gym.Space[Any],
         device: str | torch.device = "cpu",
     ):
         self.model = model.to(device)
@@ -132,6 +135,7 @@ class ActorCriticAgent(ModelAgent):
         ``action_mask``: the observation's ``action_mask`` leaf limits every action choice,
         log-prob and entropy to the valid actions."""
         check_core(recurrent)
+        dist: Categorical | MultiCategorical | Bernoulli | DiagGaussian | StateDependentGaussian
         dist = distribution_for(spaces.action, algo)
         obs_space = spaces.observation
         encoder = None
@@ -190,8 +194,9 @@ class ActorCriticAgent(ModelAgent):
                 ortho_init,
                 sde=sde_sample_freq > 0,
             )
-            if sde_sample_freq:
-                dist = StateDependentGaussian(dist.dim, net.pi[-1].in_features)
+            if sde_sample_freq:  # so dist is a DiagGaussian, of gaussian_dim (checked above)
+                head = cast(nn.Linear, net.pi[-1])  # the MLP's output layer
+                dist = StateDependentGaussian(gaussian_dim, head.in_features)
         if sde_sample_freq and not isinstance(dist, StateDependentGaussian):
             # checked once the network is built: a CNN's own input errors come first
             raise ValueError(
@@ -221,7 +226,7 @@ class ActorCriticAgent(ModelAgent):
             agent.act_over_mask(spaces.action)
         return agent
 
-    def act_over_mask(self, action_space: gym.Space) -> None:
+    def act_over_mask(self, action_space: gym.Space[Any]) -> None:
         """Act, and compute log-probs and entropies, over the observation's
         ``action_mask`` leaf (Discrete: one entry per action; MultiDiscrete: per head)."""
         if not isinstance(self.distribution, (Categorical, MultiCategorical)):
@@ -245,23 +250,26 @@ class ActorCriticAgent(ModelAgent):
     def recurrent(self) -> bool:
         return self.state_size > 0
 
-    def _forward(self, obs, state: AgentState):
+    def _forward(
+        self, obs: Observation, state: AgentState
+    ) -> tuple[torch.Tensor, torch.Tensor, AgentState, torch.Tensor | None]:
         """(policy params, value, next state, the model's normalized input or None) of one
         step."""
         obs = self._obs(obs)
         model, model_input = self.model, None
         if self.per_step_statistics:  # keep what the network saw: the learner needs it
-            model_input = self.model.normalizer(obs)
-            model, obs = self.model.model, model_input
-        if self.recurrent:
-            return (*model(obs, state.to(self.device)), model_input)
+            normalized = cast(NormalizedModel, self.model)  # per-step statistics imply one
+            model_input = normalized.normalizer(obs)
+            model, obs = normalized.model, model_input
+        if self.recurrent:  # a recurrent agent steps from the slots' states
+            return (*model(obs, cast(torch.Tensor, state).to(self.device)), model_input)
         params, value = model(obs)
         return params, value, None, model_input
 
     @torch.no_grad()
     def step(
         self,
-        obs: np.ndarray | torch.Tensor,
+        obs: Observation,
         noise: np.ndarray | torch.Tensor,
         slots: Sequence[int] | None = None,
         state: AgentState = None,
@@ -269,8 +277,9 @@ class ActorCriticAgent(ModelAgent):
         """Actions for ``obs`` from the slots' ``noise``; ``slots`` (which env slots the rows
         are) matters only to agents with per-slot behaviour, such as Ape-X exploration."""
         params, value, next_state, model_input = self._forward(obs, state)
-        if self.masked:
-            params = masked_logits(params, obs[MASK_KEY], self.mask_heads, slots)
+        if self.masked:  # a masked agent's observations are dicts holding the mask
+            mask = cast("Mapping[str, np.ndarray | torch.Tensor]", obs)[MASK_KEY]
+            params = masked_logits(params, mask, self.mask_heads, slots)
         if self.greedy:
             action = self.distribution.greedy(params)
         else:
@@ -282,17 +291,17 @@ class ActorCriticAgent(ModelAgent):
         return AgentStep(action, AgentInfo(logp, value, model_input), next_state)
 
     @torch.no_grad()
-    def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         return self._forward(obs, state)[1]
 
-    def training_observations(self, samples) -> Any:
+    def training_observations(self, samples: Samples) -> Observation | EncodedObservations:
         """What ``evaluate_actions`` takes for a batch: its observations, or, under per-step
         statistics, the normalized observations the policy acted on. Where everything
         between the observation and the network's first weights is fixed within a batch
         (rlfw's one-hot and flattening leaf encoders, per-batch normalization), the
         ``EncodedObservations`` computed once here: PPO's epochs then re-encode nothing."""
-        if self.per_step_statistics:
-            return samples.agent_info.model_input
+        if self.per_step_statistics:  # ``step`` kept each step's normalized input
+            return cast(torch.Tensor, cast(AgentInfo, samples.agent_info).model_input)
         observation = samples.observation
         stages = self._fixed_input_stages()
         if stages is None:
@@ -303,7 +312,8 @@ class ActorCriticAgent(ModelAgent):
             return observation
         with torch.no_grad():
             features = encoder(prefix(observation) if prefix is not None else observation)
-        mask = observation[MASK_KEY] if self.masked else None
+        # a masked agent's observations are dicts holding the mask
+        mask = cast("Mapping[str, torch.Tensor]", observation)[MASK_KEY] if self.masked else None
         return EncodedObservations(features, mask)
 
     def _fixed_input_stages(self) -> tuple[nn.Module | None, ObservationEncoder, nn.Module] | None:
@@ -313,18 +323,18 @@ class ActorCriticAgent(ModelAgent):
         if isinstance(model, NormalizedModel):
             if model.stats_update != "batch":
                 return None
-            model, prefix = model.model, model.normalizer
+            prefix, model = model.normalizer, model.model
         if not isinstance(model, EncodedModel) or not is_fixed_encoder(model.encoder):
             return None
         return prefix, model.encoder, model.model
 
     def evaluate_actions(
         self,
-        obs: torch.Tensor,
+        obs: Observation | EncodedObservations,
         action: torch.Tensor,
         state: AgentState = None,
         episode_start: torch.Tensor | None = None,
-    ):
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log-prob of ``action``, entropy, value), with grad, for the loss, of ``obs``
         as ``training_observations`` gives them. A recurrent agent takes whole sequences:
         ``obs [T, n, ...]`` run from ``state [n, S]`` (the state before step 0), restarting
@@ -335,27 +345,27 @@ class ActorCriticAgent(ModelAgent):
 
     def evaluate_params(
         self,
-        obs: Any,
+        obs: Observation | EncodedObservations,
         state: AgentState = None,
         episode_start: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the distribution's parameters, over the action mask if any; value), with grad,
         as ``evaluate_actions`` computes them: for a loss that takes the parameters whole."""
         # per-step statistics: obs are already normalized, so the network proper takes them
-        model = self.model.model if self.per_step_statistics else self.model
+        model = cast(NormalizedModel, self.model).model if self.per_step_statistics else self.model
         mask = None
         if isinstance(obs, EncodedObservations):  # encoded already: the body takes them
             stages = self._fixed_input_stages()
             assert stages is not None, "EncodedObservations come from training_observations"
             model, (obs, mask) = stages[2], obs
-        elif self.masked:
-            mask = obs[MASK_KEY]
-        if self.recurrent:
-            params, value = model.forward_sequence(obs, state, episode_start)
+        elif self.masked:  # a masked agent's observations are dicts holding the mask
+            mask = cast("Mapping[str, torch.Tensor]", obs)[MASK_KEY]
+        if self.recurrent:  # a recurrent model has forward_sequence
+            params, value = getattr(model, "forward_sequence")(obs, state, episode_start)
         else:
             params, value = model(obs)
-        if self.masked:
-            params = masked_logits(params, mask, self.mask_heads)
+        if self.masked:  # so mask was read above
+            params = masked_logits(params, cast(torch.Tensor, mask), self.mask_heads)
         return params, value
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:

@@ -4,7 +4,18 @@ weight parts for any agent whose parameters live in ``self.model``."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple, Optional, Protocol, Sequence, runtime_checkable
+from typing import (
+    Any,
+    Iterator,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Sequence,
+    Union,
+    cast,
+    runtime_checkable,
+)
 
 import numpy as np
 import torch
@@ -24,6 +35,13 @@ class AgentStep(NamedTuple):
     info: StepInfo
     state: torch.Tensor | None = None
 
+
+Observation = Union[
+    np.ndarray, torch.Tensor, Mapping[str, "Observation"], tuple["Observation", ...]
+]
+"""What ``step`` and ``value`` take for ``n`` env slots: an array or tensor ``[n, *obs]``,
+or, for a ``Dict`` / ``Tuple`` observation space, a dict / tuple tree of them (a buffer's
+observation subtree, ``rlfw.buffers.tree``)."""
 
 AgentState = Optional[torch.Tensor]
 """A recurrent agent's state for ``n`` env slots: one flat ``[n, state_size]`` tensor (what
@@ -63,28 +81,40 @@ class Agent(Protocol):
     ``parameters`` is what the optimizer updates. Per-step observation statistics: an agent
     with ``per_step_statistics`` must be shown each training step's full ``[B]`` row, in
     slot order, through ``observe`` before ``step`` acts on it; samplers that never hold a
-    full row refuse such an agent.
+    full row refuse such an agent. Final observations: an agent with a true
+    ``keeps_final_observation`` attribute (optional, read with ``getattr``) gets truncated
+    steps' final observations stored in the batch instead of their bootstrap values.
     """
 
+    # set by samplers (evaluation acts greedily, then restores it)
     greedy: bool
-    noise_shape: tuple[int, ...]
-    noise_kind: str
-    noise_hold: int
-    per_step_statistics: bool
 
-    def observe(self, observation: torch.Tensor) -> None: ...
+    # read-only: an agent may compute these (properties) or hold them as attributes
+    @property
+    def noise_shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def noise_kind(self) -> str: ...
+
+    @property
+    def noise_hold(self) -> int: ...
+
+    @property
+    def per_step_statistics(self) -> bool: ...
+
+    def observe(self, observation: Observation) -> None: ...
 
     def initial_state(self, n: int) -> AgentState: ...
 
     def step(
         self,
-        obs: np.ndarray | torch.Tensor,
+        obs: Observation,
         noise: np.ndarray | torch.Tensor,
         slots: Sequence[int] | None = None,
         state: AgentState = None,
     ) -> AgentStep: ...
 
-    def value(self, obs: np.ndarray | torch.Tensor, state: AgentState = None) -> torch.Tensor: ...
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor: ...
 
     def env_action(self, action: torch.Tensor) -> np.ndarray: ...
 
@@ -148,7 +178,7 @@ class ModelAgent:
     noise_hold: int = 1
     device: torch.device = torch.device("cpu")
 
-    def _obs(self, obs: Any) -> Any:
+    def _obs(self, obs: Observation) -> Any:
         """Observations (an array, or a dict/tuple tree of them) as tensors on the device."""
         if isinstance(obs, (np.ndarray, torch.Tensor)):
             return torch.as_tensor(obs, device=self.device)
@@ -206,19 +236,19 @@ class ModelAgent:
         per batch (``update_normalization``)."""
         return isinstance(self.model, NormalizedModel) and not self.per_step_statistics
 
-    def observe(self, observation: torch.Tensor) -> None:
+    def observe(self, observation: Observation) -> None:
         """A training step's full row of raw observations (``[B, *obs]``, slot order),
         before ``step`` acts on it: merged into per-step statistics, ignored otherwise."""
-        if self.per_step_statistics:
-            self.model.update_normalization(torch.as_tensor(observation))
+        if self.per_step_statistics:  # so the model is a NormalizedModel
+            cast(NormalizedModel, self.model).update_normalization(torch.as_tensor(observation))
 
-    def update_normalization(self, observation: torch.Tensor) -> None:
+    def update_normalization(self, observation: Observation) -> None:
         """Add a batch's raw observations (``[T, B, *obs]``) to the model's observation
         statistics, if it normalizes its input per batch (a no-op otherwise: per-step
         statistics already saw every row through ``observe``)."""
-        if self.per_batch_statistics:
+        if self.per_batch_statistics:  # so the model is a NormalizedModel
             rows = tree_map(lambda x: x.reshape(-1, *x.shape[2:]), observation)
-            self.model.update_normalization(rows)
+            cast(NormalizedModel, self.model).update_normalization(rows)
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state)

@@ -7,9 +7,33 @@ Samplers draw the noise from one RNG stream per env slot, so an action depends o
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping, Protocol, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+
+class Distribution(Protocol):
+    """What ``ActorCriticAgent`` calls on its action distribution: ``params`` are the policy
+    head's output, ``noise`` a sampler's per-slot draw of ``noise_shape`` (``noise_kind``
+    'uniform' or 'normal')."""
+
+    @property
+    def noise_shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def noise_kind(self) -> str: ...
+
+    def sample(self, params: torch.Tensor, noise: torch.Tensor, /) -> torch.Tensor: ...
+
+    def greedy(self, params: torch.Tensor, /) -> torch.Tensor: ...
+
+    def log_prob(self, params: torch.Tensor, action: torch.Tensor, /) -> torch.Tensor: ...
+
+    def log_prob_and_entropy(
+        self, params: torch.Tensor, action: torch.Tensor, /
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
 class Categorical:
@@ -37,7 +61,9 @@ class Categorical:
         logp = F.log_softmax(logits, dim=-1)
         return -(logp.exp() * logp).sum(-1)
 
-    def log_prob_and_entropy(self, logits: torch.Tensor, action: torch.Tensor):
+    def log_prob_and_entropy(
+        self, logits: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         logp_all = F.log_softmax(logits, dim=-1)
         logp = logp_all.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
         return logp, -(logp_all.exp() * logp_all).sum(-1)
@@ -56,7 +82,7 @@ class MultiCategorical:
         self.noise_shape = (len(self.nvec),)
 
     def _heads(self, logits: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return logits.split(self.nvec, dim=-1)
+        return torch.split(logits, self.nvec, dim=-1)
 
     def sample(self, logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
         actions = []
@@ -115,7 +141,9 @@ class Bernoulli:
         p = torch.sigmoid(logits)
         return F.binary_cross_entropy_with_logits(logits, p, reduction="none").sum(-1)
 
-    def log_prob_and_entropy(self, logits: torch.Tensor, action: torch.Tensor):
+    def log_prob_and_entropy(
+        self, logits: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         return self.log_prob(logits, action), self.entropy(logits)
 
 
@@ -148,7 +176,9 @@ class DiagGaussian:
         _, log_std = self._split(params)
         return (log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
 
-    def log_prob_and_entropy(self, params: torch.Tensor, action: torch.Tensor):
+    def log_prob_and_entropy(
+        self, params: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         return self.log_prob(params, action), self.entropy(params)
 
 
@@ -168,11 +198,11 @@ class StateDependentGaussian:
         self.n_params = dim
         self.noise_shape = (latent_dim, dim)
 
-    def _split(self, params: torch.Tensor):
+    def _split(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mean = params[..., : self.dim]
         latent = params[..., self.dim : self.dim + self.latent_dim]
-        log_std = params[..., self.dim + self.latent_dim :].unflatten(
-            -1, (self.latent_dim, self.dim)
+        log_std = torch.unflatten(
+            params[..., self.dim + self.latent_dim :], -1, (self.latent_dim, self.dim)
         )
         return mean, latent, log_std
 
@@ -207,21 +237,26 @@ class StateDependentGaussian:
     def entropy(self, params: torch.Tensor) -> torch.Tensor:
         return self._entropy(self._mean_and_std(params)[1].log())
 
-    def log_prob_and_entropy(self, params: torch.Tensor, action: torch.Tensor):
+    def log_prob_and_entropy(
+        self, params: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         mean, std = self._mean_and_std(params)
         log_std = std.log()
         return self._log_prob(mean, std, log_std, action), self._entropy(log_std)
 
 
 def masked_logits(
-    logits: torch.Tensor, mask: torch.Tensor, heads: list[int] | None = None, slots=None
+    logits: torch.Tensor,
+    mask: np.ndarray | torch.Tensor,
+    heads: list[int] | None = None,
+    slots: Sequence[int] | None = None,
 ) -> torch.Tensor:
     """``logits`` with invalid actions (``mask`` 0) at the dtype's lowest value: their
     probability is exactly 0 and they add nothing to a log-prob or an entropy. ``heads``
     (a MultiDiscrete's ``nvec``) checks each head keeps a valid action; a row with none is
     a ``ValueError`` naming its env slot (``slots``: the rows' slots, if known)."""
     valid = torch.as_tensor(mask, device=logits.device).to(torch.bool).expand_as(logits)
-    blocks = valid.split(heads, dim=-1) if heads else (valid,)
+    blocks = torch.split(valid, heads, dim=-1) if heads else (valid,)
     empty = torch.stack([~block.any(-1) for block in blocks], dim=-1).any(-1)
     if bool(empty.any()):
         row = int(torch.nonzero(empty.reshape(-1))[0])
@@ -243,14 +278,14 @@ def keep_valid(logits: torch.Tensor, action: torch.Tensor, heads: list[int] | No
         picked = logits.gather(-1, action.unsqueeze(-1)).squeeze(-1)
         return torch.where(picked == lowest, logits.argmax(-1), action)
     out = []
-    for i, head in enumerate(logits.split(heads, dim=-1)):
+    for i, head in enumerate(torch.split(logits, heads, dim=-1)):
         a = action[..., i]
         picked = head.gather(-1, a.unsqueeze(-1)).squeeze(-1)
         out.append(torch.where(picked == lowest, head.argmax(-1), a))
     return torch.stack(out, dim=-1)
 
 
-def mask_values(values: torch.Tensor, observation) -> torch.Tensor:
+def mask_values(values: torch.Tensor, observation: Mapping[str, Any]) -> torch.Tensor:
     """Action values (or logits) of a learner's batch with invalid actions at the lowest
     value, read from ``observation['action_mask']``; rows without a valid action (a
     terminal state's, whose value is never used) stay as they are."""

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Generic, Mapping, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
+from typing_extensions import TypeVar
 
-from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
 from rlfw.agents.distributions import masked_logits
 from rlfw.buffers import QInfo
 from rlfw.envs.masks import MASK_KEY
@@ -17,13 +18,19 @@ from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.cnn import model_kind
 from rlfw.models.encoders import ObservationEncoder
 from rlfw.models.q_network import QNetwork
+from rlfw.models.recurrent_q import RecurrentQNetwork
+
+# The Q-network's class: ``QNetwork`` (DQN, C51) unless said otherwise (R2D1's recurrent one).
+QT = TypeVar("QT", bound=nn.Module, default=QNetwork)
 
 
-class EpsilonGreedyQ(nn.Module):
+class EpsilonGreedyQ(nn.Module, Generic[QT]):
     """The Q-network plus the per-slot ε as a buffer: ε then travels with the weights to
     parallel-sampler workers, which receive ``state_dict()`` copies."""
 
-    def __init__(self, q: nn.Module, batch_B: int):
+    epsilon: torch.Tensor
+
+    def __init__(self, q: QT, batch_B: int):
         super().__init__()
         self.q = q
         self.register_buffer("epsilon", torch.ones(batch_B))
@@ -33,8 +40,9 @@ class EpsilonGreedyQ(nn.Module):
         """The recurrent Q-network's state size (0: feed-forward)."""
         return int(getattr(self.q, "state_size", 0))
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.q(obs)
+    def forward(self, obs: Observation) -> torch.Tensor:
+        q: torch.Tensor = self.q(obs)
+        return q
 
 
 def apex_epsilons(batch_B: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
@@ -44,17 +52,18 @@ def apex_epsilons(batch_B: int, base: float = 0.4, alpha: float = 7.0) -> np.nda
     return base ** (1 + alpha * np.arange(batch_B) / (batch_B - 1))
 
 
-class DqnAgent(ModelAgent):
+class DqnAgent(ModelAgent, Generic[QT]):
     """``step`` is ε-greedy from the sampler's noise ``[u_explore, u_action]`` per slot,
     with each slot's training ε; in ``eval_mode`` (``greedy``) ε is ``eval_epsilon`` (0:
     the argmax; the Atari literature evaluates with 0.05)."""
 
     noise_shape = (2,)
     noise_kind = "uniform"
+    model: EpsilonGreedyQ[QT]
 
     def __init__(
         self,
-        q: QNetwork,
+        q: QT,
         n_actions: int,
         batch_B: int,
         device: str = "cpu",
@@ -85,13 +94,13 @@ class DqnAgent(ModelAgent):
     ) -> "DqnAgent":
         """ε-greedy over a Q-network; ``atoms > 1``: a C51 head on ``[v_min, v_max]``
         (actions greedy on the distributions' means)."""
-        check_discrete_actions(spaces.action, "dqn")
+        action_space = check_discrete_actions(spaces.action, "dqn")
         obs = spaces.observation
         encoder = None if isinstance(obs, gym.spaces.Box) else ObservationEncoder(obs, model)
         q = QNetwork(
             getattr(obs, "shape", ()),
             getattr(obs, "dtype", None),
-            int(spaces.action.n),
+            int(action_space.n),
             hidden,
             dueling,
             model,
@@ -100,12 +109,14 @@ class DqnAgent(ModelAgent):
             v_max,
             encoder,
         )
-        agent = cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
+        # a QNetwork's agent, whatever cls's Q-network (R2D1's agent has build_recurrent)
+        make = cast("type[DqnAgent[QNetwork]]", cls)
+        agent = make(q, int(action_space.n), batch_B, device, eval_epsilon)
         agent.masked = action_mask
         return agent
 
     @property
-    def q(self) -> QNetwork:
+    def q(self) -> QT:
         return self.model.q
 
     def set_epsilon(self, epsilon: float | np.ndarray) -> None:
@@ -115,23 +126,36 @@ class DqnAgent(ModelAgent):
 
     masked = False  # acts over the observation's action_mask (``build``)
 
-    def _q(self, obs, slots: Sequence[int] | None = None) -> tuple[torch.Tensor, Any]:
+    def _q(
+        self, obs: Observation, slots: Sequence[int] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(Q-values, the valid-action mask or None); invalid actions' values are the
         dtype's lowest, so a max or argmax never picks one."""
         obs = self._obs(obs)
-        q = self.model(obs)
+        q: torch.Tensor = self.model(obs)
         if not self.masked:
             return q, None
-        q = masked_logits(q, obs[MASK_KEY], None, slots)
-        return q, obs[MASK_KEY].to(torch.bool)
+        mask = cast("Mapping[str, torch.Tensor]", obs)[MASK_KEY]  # a masked agent's are dicts
+        q = masked_logits(q, mask, None, slots)
+        return q, mask.to(torch.bool)
 
     @torch.no_grad()
-    def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         q, valid = self._q(obs, slots)
         return AgentStep(self._epsilon_greedy(q, noise, slots, valid), QInfo(q.max(-1).values))
 
     def _epsilon_greedy(
-        self, q: torch.Tensor, noise, slots: Sequence[int] | None, valid=None
+        self,
+        q: torch.Tensor,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None,
+        valid: torch.Tensor | None = None,
     ) -> torch.Tensor:
         best = q.argmax(-1)
         if self.greedy and self.eval_epsilon == 0:
@@ -150,18 +174,18 @@ class DqnAgent(ModelAgent):
         return torch.where(u[:, 0] < eps[: len(u)], random, best)
 
     @torch.no_grad()
-    def value(self, obs, state=None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         return self._q(obs)[0].max(-1).values
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         return action.cpu().numpy()
 
 
-def check_discrete_actions(space: gym.Space, algo: str) -> None:
-    """The Q-learning family picks among the Discrete action space's values; anything else
-    is one line naming the way out."""
+def check_discrete_actions(space: gym.Space[Any], algo: str) -> gym.spaces.Discrete:
+    """The Q-learning family picks among the Discrete action space's values (the space, as
+    a Discrete); anything else is one line naming the way out."""
     if isinstance(space, gym.spaces.Discrete):
-        return
+        return space
     small = ""
     if isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
         size = (
@@ -179,7 +203,7 @@ def check_discrete_actions(space: gym.Space, algo: str) -> None:
     )
 
 
-class RecurrentDqnAgent(DqnAgent):
+class RecurrentDqnAgent(DqnAgent[RecurrentQNetwork]):
     """R2D1's agent: ε-greedy over a ``RecurrentQNetwork``, one recurrent state per env
     slot carried by the sampler (``initial_state``, ``step(..., state)``)."""
 
@@ -195,30 +219,35 @@ class RecurrentDqnAgent(DqnAgent):
         eval_epsilon: float = 0.0,
         model: str = "auto",
     ) -> "RecurrentDqnAgent":
-        from rlfw.models.recurrent_q import RecurrentQNetwork
-
-        check_discrete_actions(spaces.action, "r2d1")
+        action_space = check_discrete_actions(spaces.action, "r2d1")
         obs = spaces.observation
         if isinstance(obs, gym.spaces.Box):
             image = model_kind(model, obs.shape, obs.dtype) == "cnn"
-            q = RecurrentQNetwork(obs.shape, int(spaces.action.n), rnn_size, hidden, dueling, image)
+            q = RecurrentQNetwork(obs.shape, int(action_space.n), rnn_size, hidden, dueling, image)
         else:
             q = RecurrentQNetwork(
                 (),
-                int(spaces.action.n),
+                int(action_space.n),
                 rnn_size,
                 hidden,
                 dueling,
                 encoder=ObservationEncoder(obs, model),
             )
-        return cls(q, int(spaces.action.n), batch_B, device, eval_epsilon)
+        return cls(q, int(action_space.n), batch_B, device, eval_epsilon)
 
     @torch.no_grad()
-    def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         q, next_state = self.q(self._obs(obs), state)
         return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values), next_state)
 
     @torch.no_grad()
-    def value(self, obs, state=None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         q, _ = self.q(self._obs(obs), state)
-        return q.max(-1).values
+        best: torch.Tensor = q.max(-1).values
+        return best

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from rlfw.agents.actor_critic import normalized_leaves
-from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
 from rlfw.buffers import PolicyInfo
 from rlfw.envs.spaces import EnvSpaces
 from rlfw.models.encoders import ObservationEncoder
@@ -27,7 +27,7 @@ from rlfw.models.qpg import (
 ACTORS = ("squashed_gaussian", "deterministic")
 
 
-def check_box_actions(space: gym.Space, algo: str) -> gym.spaces.Box:
+def check_box_actions(space: gym.Space[Any], algo: str) -> gym.spaces.Box:
     """The action space as a bounded Box; else one line naming what is allowed."""
     if not isinstance(space, gym.spaces.Box):
         raise ValueError(
@@ -176,7 +176,13 @@ class QpgAgent(ModelAgent):
         self.model.update_normalization(observation)
 
     @torch.no_grad()
-    def step(self, obs, noise, slots: Sequence[int] | None = None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         obs = self.model.normalize(self._obs(obs))
         if self.greedy:
             action = self.actor.mean_action(obs)
@@ -190,12 +196,13 @@ class QpgAgent(ModelAgent):
         return AgentStep(action.float().cpu(), PolicyInfo())
 
     @torch.no_grad()
-    def value(self, obs, state=None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         """min_i Q_i(obs, mean action): what bootstraps a batch's open end for statistics;
         truncated steps are bootstrapped by the learner from their stored final
         observation."""
         obs = self.model.normalize(self._obs(obs))
-        return self.critics(obs, self.actor.mean_action(obs)).min(0).values
+        q: torch.Tensor = self.critics(obs, self.actor.mean_action(obs))
+        return q.min(0).values
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
         """``[-1, 1]`` buffer actions -> the Box's bounds and shape, in its dtype."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
 from rlfw.buffers import AgentInfo, tree_leaves
 
 
@@ -20,7 +21,7 @@ class RandomAgent(ModelAgent):
     noise_shape: tuple[int, ...] = ()
     noise_kind = "uniform"
 
-    def __init__(self, action_space: gym.Space):
+    def __init__(self, action_space: gym.Space[Any]):
         if not isinstance(action_space, gym.spaces.Discrete):
             raise ValueError(f"RandomAgent supports Discrete action spaces, got {action_space}")
         self.n = int(action_space.n)
@@ -28,7 +29,13 @@ class RandomAgent(ModelAgent):
         self.greedy = False
         self._logp = -math.log(self.n)
 
-    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         # In numpy: a handful of tiny torch ops would cost more than the rest of a sampler
         # step, and this agent stands for "no network" in throughput measurements.
         u = np.asarray(noise, dtype=np.float32)
@@ -41,7 +48,7 @@ class RandomAgent(ModelAgent):
             ),
         )
 
-    def value(self, obs, state=None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         return torch.zeros(len(tree_leaves(obs)[0]))  # any leaf's rows
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:

@@ -11,17 +11,33 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rlfw.agents.base import Agent
 from rlfw.algos.optim import Replicas
 from rlfw.buffers import Samples
+from rlfw.buffers.replay import ReplayBuffer
+
+
+class AlgoConfig(Protocol):
+    """What every algorithm's config (a dataclass of its own) offers."""
+
+    def validate(self) -> None:
+        """``ValueError`` naming the first bad setting."""
+
+
+class ReplayConfig(AlgoConfig, Protocol):
+    """What a replay algorithm's config offers besides."""
+
+    @property
+    def learning_starts(self) -> int:
+        """Env steps collected before the first update."""
 
 
 class Algorithm(ABC):
     """Turns sampled batches into gradient updates of an agent."""
 
-    config: Any  # the algorithm's typed config (a dataclass with ``validate()``)
+    config: AlgoConfig  # each algorithm's own dataclass (subclasses declare which)
 
     @abstractmethod
     def initialize(
@@ -35,11 +51,11 @@ class Algorithm(ABC):
         """Learn from batch ``itr``; returns statistics to log (``train/...``)."""
 
     @abstractmethod
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue bitwise (optimizer, streams...)."""
 
     @abstractmethod
-    def load_state_dict(self, state: dict) -> None: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 class ReplayAlgorithm(Algorithm):
@@ -49,13 +65,14 @@ class ReplayAlgorithm(Algorithm):
     process append to a shared replay (``make_replay(..., shared=True)``) and calls
     ``learn_from_replay`` for each batch that arrived."""
 
-    replay: Any  # the replay, or None until ``make_replay``
+    config: ReplayConfig
+    replay: ReplayBuffer | None  # the replay, or None until ``make_replay``
     updates: int  # gradient steps taken so far
 
     @abstractmethod
     def make_replay(
         self, samples: Samples, shared: bool = False, seed: int | None = None, reserve_rows: int = 0
-    ) -> Any:
+    ) -> ReplayBuffer:
         """Build the replay for batches shaped like ``samples`` (shared memory if
         ``shared``, with ``reserve_rows`` more rows than the capacity for a writer that
         runs ahead of what sampling sees)."""
@@ -68,7 +85,7 @@ class ReplayAlgorithm(Algorithm):
         """Append batch ``itr`` to the replay (made from the first batch), then learn."""
         if self.replay is None:
             self.make_replay(samples)
-        self.replay.append_samples(samples)
+        cast(ReplayBuffer, self.replay).append_samples(samples)  # made just now if it was None
         return self.learn_from_replay(itr)
 
     def replay_ratio_since_start(self, itr: int, steps_per_itr: int) -> float:

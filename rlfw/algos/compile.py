@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import torch
 from torch import nn
 
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 # The CLI's --compile choices and the config values they stand for.
@@ -32,7 +32,7 @@ def default_cache_dir() -> str:
 def compile_loss(fn: F, setting: bool | None, model: nn.Module, n_grad_steps: int) -> F:
     """``fn`` compiled (one graph, static shapes: a batch's smaller last minibatch costs
     one more compile) if ``resolve_compile`` says so, else ``fn`` itself."""
-    if setting and getattr(model, "state_size", 0):
+    if setting and bool(getattr(model, "state_size", 0)):
         raise ValueError(
             "compile=true is not supported with a recurrent core (its sequences "
             "are cut where episodes start, a different graph per batch); use "
@@ -42,7 +42,8 @@ def compile_loss(fn: F, setting: bool | None, model: nn.Module, n_grad_steps: in
         return fn
     # Inductor reads the variable when it first needs its cache; a user's choice wins.
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
-    return torch.compile(fn, dynamic=False, fullgraph=True)
+    # the compiled function takes and returns what ``fn`` does
+    return cast(F, torch.compile(fn, dynamic=False, fullgraph=True))
 
 
 def check_compile(value: object) -> tuple[object, bool, str]:

@@ -7,7 +7,7 @@ of a PPO minibatch step on CartPole-sized MLPs).
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 import torch
 from torch import nn
@@ -53,18 +53,23 @@ class FlatParameters:
             p.grad = _laid_out_like(self.flat.grad[offset : offset + n], p)
             offset += n
 
+    @property
+    def _grad(self) -> torch.Tensor:
+        # set in ``__init__`` and only ever changed in place, never to None
+        return cast(torch.Tensor, self.flat.grad)
+
     def zero_grad(self) -> None:
-        self.flat.grad.zero_()  # in place: the per-parameter grads are views of it
+        self._grad.zero_()  # in place: the per-parameter grads are views of it
 
     def sync_grad(self) -> None:
         """Replace the local gradient by the replicas' common one (no-op alone)."""
         if self.grad_sync is not None:
-            self.grad_sync(self.flat.grad)
+            self.grad_sync(self._grad)
 
     def clip_grad_norm(self, max_norm: float | None) -> torch.Tensor:
         """Scale the gradient to at most ``max_norm`` (None: no clip); returns the norm."""
-        grad = self.flat.grad
-        norm = torch.linalg.vector_norm(grad)
+        grad = self._grad
+        norm: torch.Tensor = torch.linalg.vector_norm(grad)
         if max_norm is not None:
             grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm

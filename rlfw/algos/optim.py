@@ -4,14 +4,17 @@ step with clipping, learning-rate setting and schedule."""
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Callable, Iterable, Protocol
 
 import torch
+from torch import nn
 
 from rlfw.algos.flat_params import FlatParameters
 from rlfw.utils.checks import NonFiniteError, check_finite
 
 OPTIMIZERS = ("adam", "rmsprop")
+
+GradSync = Callable[[torch.Tensor], None]  # in place: a gradient made the replicas' common one
 
 
 class Replicas(Protocol):
@@ -24,7 +27,20 @@ class Replicas(Protocol):
         """Every replica's ``rows`` concatenated in rank order (dim 0)."""
 
 
-def gradient_sync(replicas: Replicas | None):
+class OptimizerSettings(Protocol):
+    """The config fields ``flat_optimizer`` reads."""
+
+    @property
+    def optimizer(self) -> str: ...
+
+    @property
+    def learning_rate(self) -> float: ...
+
+    @property
+    def optimizer_eps(self) -> float: ...
+
+
+def gradient_sync(replicas: Replicas | None) -> GradSync | None:
     return None if replicas is None else replicas.average_gradient
 
 
@@ -39,7 +55,9 @@ def make_optimizer(flat: FlatParameters, name: str, lr: float, eps: float) -> to
 
 
 def flat_optimizer(
-    parameters, config, grad_sync=None
+    parameters: Iterable[nn.Parameter],
+    config: OptimizerSettings,
+    grad_sync: GradSync | None = None,
 ) -> tuple[FlatParameters, torch.optim.Optimizer]:
     """The flat parameter buffer and its optimizer, as every algorithm here sets them up;
     ``grad_sync`` averages gradients across replicas (see ``FlatParameters``)."""
@@ -72,7 +90,7 @@ def gradient_step(
     ``NonFiniteError`` before the step is applied (on every replica alike: they all see the
     same synced gradient)."""
     flat.zero_grad()
-    loss.backward()
+    loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
     flat.sync_grad()
     norm = flat.clip_grad_norm(max_grad_norm).item()
     if not math.isfinite(norm):  # a non-finite loss shows up here too, at no extra cost

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import time
+from typing import Any
 
 LOADED_WAIT_SHARE = 0.1  # above this, a run's seconds were taken under load
 
@@ -40,28 +41,29 @@ class RunClock:
     def __init__(self) -> None:
         self.wall_s = 0.0
         self.wait_share: float | None = None
-        self._start = self._wait0 = None
+        self._start = 0.0
+        self._wait0: float | None = None
 
     def __enter__(self) -> RunClock:
         self._wait0 = run_queue_wait_s()
         self._start = time.perf_counter()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.wall_s = time.perf_counter() - self._start
         wait1 = run_queue_wait_s()
         if self._wait0 is not None and wait1 is not None and self.wall_s > 0:
             self.wait_share = max(0.0, wait1 - self._wait0) / self.wall_s
 
 
-def timed_under_load(result: dict) -> bool | None:
+def timed_under_load(result: dict[str, Any]) -> bool | None:
     """Whether a finished run's seconds were taken under load (None: not recorded, as in
     records written before the clock existed)."""
     share = result.get("wait_share")
     return None if share is None else share > LOADED_WAIT_SHARE
 
 
-def quietly_timed(results: list[dict]) -> list[dict]:
+def quietly_timed(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The finished runs whose seconds are worth reading: those recorded as timed quietly;
     only where none was, those whose load was not recorded (records older than this
     clock), since their seconds may include another job's. Runs timed under load never."""

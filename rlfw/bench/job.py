@@ -11,12 +11,13 @@ import json
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 import torch
 
 from rlfw.bench.clock import RunClock
+from rlfw.bench.report import Record
 from rlfw.bench.run import (
     EVAL_EPISODES,
     EVAL_SEED_OFFSET,
@@ -30,6 +31,14 @@ from rlfw.bench.run import (
 from rlfw.bench.zoo import zoo_hyperparams_file
 from rlfw.runfolder.folder_lock import FolderLock
 
+if TYPE_CHECKING:  # optional (extra [bench]), imported where used
+    import gymnasium as gym
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
+# evaluate_policy's answer with return_episode_rewards=True: per-episode returns and lengths
+EpisodeRewards = tuple[list[float], list[int]]
+
 
 def fresh_run_folder(path: str) -> None:
     """Clear what an interrupted attempt left in ``path`` (a benchmark run is never resumed:
@@ -39,7 +48,7 @@ def fresh_run_folder(path: str) -> None:
             shutil.rmtree(path)
 
 
-def run_rlfw(job: Job, run_dir: str) -> dict:
+def run_rlfw(job: Job, run_dir: str) -> Record:
     """rlfw's preset, exactly as ``rlfw train --algo A --env E --steps N --seed S`` builds
     it, without evaluations during training (SB3 runs none either)."""
     from rlfw.launch.build import build_runner
@@ -112,7 +121,7 @@ def agent_gif(run_dir: str, seed: int) -> str | None:
     return found[0] if found else None
 
 
-def run_sb3(job: Job, run_dir: str) -> dict:
+def run_sb3(job: Job, run_dir: str) -> Record:
     """stable-baselines3 through rl-baselines3-zoo's ExperimentManager (its wrappers,
     normalization, schedules and policy settings for the env), without evaluations during
     training; the final policy with its normalization statistics frozen."""
@@ -137,7 +146,8 @@ def run_sb3(job: Job, run_dir: str) -> dict:
         config=config,
         log_interval=-2,
     )
-    model, _ = manager.setup_experiment()
+    # None only while optimizing hyper-parameters, which this manager is not asked to do
+    model, _ = cast("tuple[BaseAlgorithm, dict[str, Any]]", manager.setup_experiment())
     with RunClock() as clock:
         manager.learn(model)
     manager.save_trained_model(model)
@@ -147,12 +157,15 @@ def run_sb3(job: Job, run_dir: str) -> dict:
     if isinstance(eval_env, VecNormalize) and trained is not None:
         eval_env.obs_rms = trained.obs_rms  # the statistics training ended with, frozen
         eval_env.training, eval_env.norm_reward = False, False
-    returns, _ = evaluate_policy(
-        model,
-        eval_env,
-        n_eval_episodes=EVAL_EPISODES,
-        deterministic=True,
-        return_episode_rewards=True,
+    returns, _ = cast(
+        EpisodeRewards,
+        evaluate_policy(
+            model,
+            eval_env,
+            n_eval_episodes=EVAL_EPISODES,
+            deterministic=True,
+            return_episode_rewards=True,
+        ),
     )
     eval_env.close()
     return {
@@ -179,7 +192,9 @@ def _monitor_curve(folder: str) -> list[tuple[int, float]]:
     return [(int(s), r) for s, (_, _, r) in zip(steps, episodes)]
 
 
-def sb3_same_model(job: Job, monitor_dir: str | None = None) -> tuple[Any, Any, Any]:
+def sb3_same_model(
+    job: Job, monitor_dir: str | None = None
+) -> tuple[BaseAlgorithm, VecEnv, gym.Space[Any]]:
     """(SB3's model on rlfw's preset settings and network, its training envs, rlfw's
     observation space of the env) for ``job``, episodes logged to ``monitor_dir``."""
     from stable_baselines3.common.env_util import make_vec_env
@@ -200,7 +215,7 @@ def sb3_same_model(job: Job, monitor_dir: str | None = None) -> tuple[Any, Any, 
     return sb3_model(config, envs, job.seed, rlfw_space), envs, rlfw_space
 
 
-def run_sb3_same(job: Job, run_dir: str) -> dict:
+def run_sb3_same(job: Job, run_dir: str) -> Record:
     """stable-baselines3 with rlfw's preset settings and network (``same_settings``), on
     rlfw's envs, for suites the zoo has no settings for; evaluated like ``run_sb3`` (with
     the mask, where the env has one)."""
@@ -217,16 +232,21 @@ def run_sb3_same(job: Job, run_dir: str) -> dict:
     eval_env = make_vec_env(
         lambda: sb3_env(config, factory, False), n_envs=1, seed=EVAL_SEED_OFFSET + job.seed
     )
+    # either one's model argument: sb3_model made a MaskablePPO exactly where it is masked
+    evaluate_policy: Callable[..., tuple[float, float] | EpisodeRewards]
     if is_masked(config, rlfw_space):
         from sb3_contrib.common.maskable.evaluation import evaluate_policy
     else:
         from stable_baselines3.common.evaluation import evaluate_policy
-    returns, _ = evaluate_policy(
-        model,
-        eval_env,
-        n_eval_episodes=EVAL_EPISODES,
-        deterministic=True,
-        return_episode_rewards=True,
+    returns, _ = cast(
+        EpisodeRewards,
+        evaluate_policy(
+            model,
+            eval_env,
+            n_eval_episodes=EVAL_EPISODES,
+            deterministic=True,
+            return_episode_rewards=True,
+        ),
     )
     envs.close()
     eval_env.close()

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import platform
 import warnings
-from typing import Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from rlfw.bench.clock import LOADED_WAIT_SHARE, quietly_timed, timed_under_load
 from rlfw.bench.suites import Entry, Suite, references
@@ -18,8 +19,52 @@ from rlfw.runfolder.files import write_atomically, write_json, write_text
 CI_REPS = 2000  # bootstrap resamples
 SETTINGS_FIELD = "config"  # a record's settings: flat dotted keys (run.job_settings)
 
+# A run's record (``run.write_record``) or any other part of a report, as JSON holds it.
+Record = dict[str, Any]
 
-def iqm_with_ci(finals: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
+
+class Failure(TypedDict):
+    seed: int
+    status: str
+    log_tail: str
+
+
+class Summary(TypedDict, total=False):
+    """``summarize``'s: ``seeds``, ``failed`` and ``not_run`` always; the rest once a run is
+    done. Read back from ``results.json`` it is a plain dict, hence ``Mapping`` readers."""
+
+    seeds: list[int]
+    failed: list[Failure]
+    not_run: list[int]
+    finals: list[float]
+    mean: float
+    std: float
+    median: float
+    wall_s: float | None
+    steps_per_s: float | None
+    timed_under_load: list[int]
+    load_unrecorded: list[int]
+    unrecorded_timed: bool
+    settings_unrecorded: list[int]
+    settings: str
+    iqm: float
+    iqm_low: float
+    iqm_high: float
+
+
+class Goals(TypedDict, total=False):
+    """``_goals``': all of these for a suite with a peer, none otherwise."""
+
+    median_at_least_peer: bool
+    iqm_not_below_peer_ci: bool
+    time_goal: float
+    time_ratio: float | None
+    time_goal_met: bool | None
+
+
+def iqm_with_ci(
+    finals: Sequence[float] | npt.NDArray[np.float64], seed: int = 0
+) -> tuple[float, float, float]:
     """The interquartile mean of ``finals`` (one per seed) and its 95% stratified-bootstrap
     CI, by rliable: a function of ``finals`` and ``seed`` alone, the process's global
     numpy RNG left as it was."""
@@ -47,11 +92,11 @@ def iqm_with_ci(finals: Sequence[float], seed: int = 0) -> tuple[float, float, f
     return float(point["x"][0]), float(interval["x"][0][0]), float(interval["x"][1][0])
 
 
-def summarize(results: list[dict]) -> dict:
+def summarize(results: list[Record]) -> Summary:
     """Per-seed finals, mean ± std, median, IQM [CI], wall-clock and steps/s of one
     framework on one entry."""
     done = [r for r in results if r.get("final_return") is not None]
-    out: dict = {
+    out: Summary = {
         "seeds": [r["seed"] for r in done],
         "failed": [
             {"seed": r["seed"], "status": r["status"], "log_tail": r.get("log_tail", "")}
@@ -66,31 +111,33 @@ def summarize(results: list[dict]) -> dict:
     # seconds taken under load say nothing about speed: time from the other runs only
     timed = quietly_timed(done)
     out.update(
-        finals=finals.tolist(),
-        mean=float(finals.mean()),
-        std=float(finals.std()),
-        median=float(np.median(finals)),
-        wall_s=float(np.mean([r["wall_s"] for r in timed])) if timed else None,
-        steps_per_s=float(np.mean([r["steps_per_s"] for r in timed])) if timed else None,
-        timed_under_load=[r["seed"] for r in done if timed_under_load(r)],
-        load_unrecorded=[r["seed"] for r in done if timed_under_load(r) is None],
-        unrecorded_timed=any(timed_under_load(r) is None for r in timed),
-        settings_unrecorded=[r["seed"] for r in done if r.get(SETTINGS_FIELD) is None],
-        settings=done[0]["settings"],
+        {
+            "finals": finals.tolist(),
+            "mean": float(finals.mean()),
+            "std": float(finals.std()),
+            "median": float(np.median(finals)),
+            "wall_s": float(np.mean([r["wall_s"] for r in timed])) if timed else None,
+            "steps_per_s": float(np.mean([r["steps_per_s"] for r in timed])) if timed else None,
+            "timed_under_load": [r["seed"] for r in done if timed_under_load(r)],
+            "load_unrecorded": [r["seed"] for r in done if timed_under_load(r) is None],
+            "unrecorded_timed": any(timed_under_load(r) is None for r in timed),
+            "settings_unrecorded": [r["seed"] for r in done if r.get(SETTINGS_FIELD) is None],
+            "settings": done[0]["settings"],
+        }
     )
     out["iqm"], out["iqm_low"], out["iqm_high"] = iqm_with_ci(finals)
     return out
 
 
 def write_report(
-    name: str, suite: Suite, results: list[dict], out_dir: str, baseline: Sequence[dict] = ()
-) -> dict:
+    name: str, suite: Suite, results: list[Record], out_dir: str, baseline: Sequence[Record] = ()
+) -> Record:
     """Write README.md, results.json and the curves into ``out_dir``; returns the data.
     ``baseline``: another suite's finished rlfw runs on this suite's envs (its
     ``Suite.baseline``), read alongside this suite's algorithms env by env."""
     os.makedirs(out_dir, exist_ok=True)
     frameworks = list(dict.fromkeys(r["framework"] for r in results))
-    entries = []
+    entries: list[Record] = []
     for entry in suite.entries:
         mine = entry_runs(entry, results)
         names = [fw for fw in frameworks if fw == "rlfw" or entry.peer]
@@ -128,10 +175,10 @@ def write_report(
     return data
 
 
-def entry_runs(entry: Entry, results: Sequence[dict]) -> list[dict]:
+def entry_runs(entry: Entry, results: Sequence[Record]) -> list[Record]:
     """The runs of ``entry`` among ``results``: its frameworks' and its ablation's, the
     latter under the framework name ``Ablation.framework``."""
-    out = []
+    out: list[Record] = []
     for r in results:
         if (r["algo"], r["env"], r["steps"]) != (entry.algo, entry.env, entry.budget):
             continue
@@ -144,13 +191,13 @@ def entry_runs(entry: Entry, results: Sequence[dict]) -> list[dict]:
 
 
 def _comparison(
-    suite: Suite, results: list[dict], baseline: Sequence[dict], out_dir: str
-) -> list[dict]:
+    suite: Suite, results: list[Record], baseline: Sequence[Record], out_dir: str
+) -> list[Record]:
     """Per env of a suite with a baseline: each algorithm's rlfw runs summarized (the
     baseline's first) and their curves in one plot."""
     if suite.baseline is None:
         return []
-    out = []
+    out: list[Record] = []
     for env, budget in dict.fromkeys((e.env, e.budget) for e in suite.entries):
         runs = [
             r
@@ -172,14 +219,14 @@ def _comparison(
     return out
 
 
-def _goals(summary: dict, time_goal: float) -> dict:
+def _goals(summary: Mapping[str, Mapping[str, Any]], time_goal: float) -> Goals:
     """The goals for a suite with a peer: rlfw's median final return at least the peer's,
     its IQM not below the lower bound of the peer's IQM 95% CI (what a few seeds can
     say: a tie is not a loss), and its wall-clock at most ``time_goal`` x the peer's."""
     ours, peer = summary.get("rlfw", {}), summary.get("sb3", {})
     if "median" not in ours or "median" not in peer:
         return {}
-    out = {
+    out: Goals = {
         "median_at_least_peer": ours["median"] >= peer["median"],
         "iqm_not_below_peer_ci": ours["iqm"] >= peer["iqm_low"],
         "time_goal": time_goal,
@@ -188,8 +235,10 @@ def _goals(summary: dict, time_goal: float) -> dict:
     }
     if ours["wall_s"] is not None and peer["wall_s"] is not None:  # else: all under load
         out.update(
-            time_ratio=ours["wall_s"] / peer["wall_s"],
-            time_goal_met=ours["wall_s"] <= time_goal * peer["wall_s"],
+            {
+                "time_ratio": ours["wall_s"] / peer["wall_s"],
+                "time_goal_met": ours["wall_s"] <= time_goal * peer["wall_s"],
+            }
         )
     return out
 
@@ -222,7 +271,7 @@ def _machine() -> str:
 
 
 def _plot_curves(
-    entry: Entry, results: list[dict], out_dir: str, group: str = "framework"
+    entry: Entry, results: list[Record], out_dir: str, group: str = "framework"
 ) -> str | None:
     """Training-episode returns on a common grid of env steps (each run's episodes
     averaged within each grid cell), mean and 95% bootstrap CI over seeds, one line per
@@ -256,7 +305,7 @@ def _plot_curves(
     return name
 
 
-def _agent_gif(entry: Entry, results: list[dict], out_dir: str) -> dict | None:
+def _agent_gif(entry: Entry, results: list[Record], out_dir: str) -> dict[str, str] | None:
     """rlfw seed 0's GIF (one evaluation episode of its final policy), copied next to the
     report as ``agent_<entry>.gif`` (the copy is kept when the run folder is gone, as in a
     fresh clone); None when that run recorded none."""
@@ -283,7 +332,7 @@ def curve_grid(steps: int, points: int = 20) -> np.ndarray:
     return np.linspace(steps / points, steps, points)
 
 
-def binned(curve: list, grid: np.ndarray) -> np.ndarray:
+def binned(curve: Sequence[Sequence[float]], grid: np.ndarray) -> np.ndarray:
     """Mean return of the curve's points in each grid cell (carried forward when a cell
     has none)."""
     steps = np.array([s for s, _ in curve], np.float64)
@@ -310,7 +359,7 @@ def _num(x: float, decimals: int = 1) -> str:
     return f"{x:,.{decimals}f}"
 
 
-def iqm_cell(summary: dict, decimals: int = 1) -> str:
+def iqm_cell(summary: Mapping[str, Any], decimals: int = 1) -> str:
     """``IQM [low, high]`` of a framework's summary, as every report shows it."""
     low, high = _num(summary["iqm_low"], decimals), _num(summary["iqm_high"], decimals)
     return f"{_num(summary['iqm'], decimals)} [{low}, {high}]"
@@ -320,7 +369,7 @@ def _seconds(x: float | None, fmt: str) -> str:
     return "under load" if x is None else format(x, fmt)
 
 
-def _record_notes(framework: str, summary: dict) -> list[str]:
+def _record_notes(framework: str, summary: Mapping[str, Any]) -> list[str]:
     """Which seeds' seconds the table leaves out (timed under load) or cannot vouch for
     (their record predates the run-queue measure), and whose settings it cannot check."""
     notes = []
@@ -356,7 +405,7 @@ def _record_notes(framework: str, summary: dict) -> list[str]:
     return notes
 
 
-def _comparison_markdown(comparison: list[dict]) -> list[str]:
+def _comparison_markdown(comparison: list[Record]) -> list[str]:
     """One table per env: the baseline's rlfw runs and this suite's algorithms."""
     lines = []
     for c in comparison:
@@ -384,7 +433,7 @@ def _comparison_markdown(comparison: list[dict]) -> list[str]:
     return lines
 
 
-def markdown(data: dict) -> str:
+def markdown(data: Record) -> str:
     lines = [
         f"# Benchmark suite `{data['suite']}`",
         "",

@@ -20,9 +20,9 @@ import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar
 
-from rlfw.bench.report import SETTINGS_FIELD, write_report
+from rlfw.bench.report import SETTINGS_FIELD, Record, write_report
 from rlfw.bench.suites import SUITES, Entry, Suite
 from rlfw.launch.backends import job_process_setup
 from rlfw.runfolder.files import write_json
@@ -37,6 +37,16 @@ RESULT_FILE, LOG_FILE = "result.json", "job.log"
 RECORDS = "records"  # OUT/records/<entry>/<framework>-seed=<s>.json: committed
 RECORD_CURVE_POINTS = 400  # a record keeps at most this many curve points
 SKIPPED = "skipped"  # a result read from its record, not run now: never reported
+
+T = TypeVar("T")
+
+
+class Backend(Protocol):
+    """Where a suite's runs go (``rlfw.launch.backends``: ``LocalBackend``, ``RayBackend``)."""
+
+    def map(
+        self, task: Callable[..., T], jobs: Sequence[tuple[Any, ...]], report: Callable[[T], None]
+    ) -> list[T]: ...
 
 
 @dataclass(frozen=True)
@@ -179,7 +189,7 @@ def recorded_seeds(job: Job, out_dir: str) -> list[int]:
     return [int(m.group(1)) for m in map(pattern.fullmatch, names) if m]
 
 
-def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
+def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> Record:
     """Run ``job`` in a child process (on ``cores`` if given) unless its folder holds a
     result already; returns the result, or a ``failed`` record with the log's tail."""
     before = finished(job, out_dir)
@@ -211,7 +221,7 @@ def run_job(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
     return {**asdict(job), "status": f"failed (exit {code})", "log_tail": tail}
 
 
-def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> dict:
+def finished(job: Job, out_dir: str, cores: Sequence[int] | None = None) -> Record:
     """A job's record (written from its run folder's result first, for a run finished
     before records existed) marked ``skipped``, else a ``not run`` record (no training)."""
     record, result = job.record_path(out_dir), os.path.join(job.run_dir(out_dir), RESULT_FILE)
@@ -251,7 +261,7 @@ _OPTIONAL_RECORD_FIELDS = {
 }
 
 
-def read_record(path: str, job: Job) -> dict:
+def read_record(path: str, job: Job) -> Record:
     """The committed record of ``job``'s run, checked before a report counts it: records
     travel between machines and through git, so a broken, hand-edited or misplaced one
     is an error naming the file and the field, not a wrong table or a traceback."""
@@ -283,7 +293,7 @@ def read_record(path: str, job: Job) -> dict:
     return record
 
 
-def _check_recorded_settings(path: str, record: dict, job: Job) -> None:
+def _check_recorded_settings(path: str, record: Record, job: Job) -> None:
     """Refuse a record whose settings differ from what ``job`` runs today (a preset or a
     default changed since it ran): a report would give its numbers as today's settings.
     An rlfw key the record lacks was added since it ran: the record ran with its default,
@@ -339,7 +349,7 @@ def _default_settings(job: Job) -> dict[str, Any]:
     return config_settings(RunConfig(algo=job.algo, env=job.env))
 
 
-def write_record(job: Job, out_dir: str, result: dict) -> dict:
+def write_record(job: Job, out_dir: str, result: Record) -> Record:
     """Write and return the run's record: its settings, per-episode final returns,
     seconds, steps/s and the training curves (``thin_curve``)."""
     record = {**result, **{key: thin_curve(result.get(key) or []) for key in ("curve", "curve_s")}}
@@ -349,7 +359,9 @@ def write_record(job: Job, out_dir: str, result: dict) -> dict:
     return record
 
 
-def thin_curve(points: Sequence, most: int = RECORD_CURVE_POINTS) -> list:
+def thin_curve(
+    points: Sequence[Sequence[float]], most: int = RECORD_CURVE_POINTS
+) -> list[list[float]]:
     """``points`` ((step, return) pairs in step order) as at most ``most`` points, each
     the mean step and mean return of a block of consecutive points. Means, not every
     k-th point: a peer's curve of single episodes' returns, binned onto the report's
@@ -366,14 +378,14 @@ def thin_curve(points: Sequence, most: int = RECORD_CURVE_POINTS) -> list:
 def run_suite(
     name: str,
     out_dir: str,
-    backend,
+    backend: Backend,
     peer: str | None = None,
     seeds: Sequence[int] | None = None,
     say: Callable[[str], None] = print,
     report_only: bool = False,
     wandb: bool = False,
     entries: Sequence[str] | None = None,
-) -> dict:
+) -> Record:
     """Run what is not finished of suite ``name`` on ``backend`` and write its report
     into ``out_dir``; returns the report's data. ``report_only``: run nothing, report the
     runs finished so far. ``wandb``: rlfw's runs log to W&B in the group
@@ -411,7 +423,7 @@ def run_suite(
     )
     done = [0]
 
-    def report(result: dict) -> None:
+    def report(result: Record) -> None:
         done[0] += 1
         final = result.get("final_return")
         what = (
@@ -435,12 +447,12 @@ def run_suite(
     )
 
 
-def _run_or_read(job: Job, run: bool, out_dir: str, cores: Sequence[int] | None = None) -> dict:
+def _run_or_read(job: Job, run: bool, out_dir: str, cores: Sequence[int] | None = None) -> Record:
     """``run_job`` where the job is to run, else what is finished of it (``finished``)."""
     return (run_job if run else finished)(job, out_dir, cores)
 
 
-def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[dict]:
+def baseline_runs(suite: Suite, seeds: Sequence[int], out_dir: str) -> list[Record]:
     """The finished rlfw runs of ``suite.baseline`` (another suite's algorithm) on this
     suite's envs and budgets, from that suite's folder beside ``out_dir``."""
     if suite.baseline is None:
@@ -475,7 +487,7 @@ def check_no_report_lost(out_dir: str) -> None:
         )
 
 
-def reported(results: Sequence[dict]) -> list[dict]:
+def reported(results: Sequence[Record]) -> list[Record]:
     """``results`` as a report holds them: whether a run ran now or was read from its
     record is this invocation's news, so a rebuild writes the same report as the run that
     finished the suite."""

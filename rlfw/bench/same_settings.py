@@ -9,7 +9,7 @@ What still differs, by construction of the two libraries, is listed by ``differe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -21,6 +21,15 @@ from rlfw.envs.spaces import space_leaves
 from rlfw.launch.config import RunConfig
 from rlfw.models.cnn import image_torso, model_kind
 from rlfw.models.encoders import ObservationEncoder, leaf_encoder
+
+if TYPE_CHECKING:  # optional (extra [bench]), imported where used
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from rlfw.agents.base import ModelAgent
+    from rlfw.algos import DQNConfig, PPOConfig
 
 DIFFERENCES = {
     "ppo": ("SB3 draws minibatches with numpy's generator, rlfw with torch's",),
@@ -42,18 +51,15 @@ NOT_READ_BY_SB3 = ("ppo.value_clip_form",)
 def differences(config: RunConfig) -> list[str]:
     """What differs between rlfw and SB3 run with ``config``'s settings (``sb3_model``)."""
     out = list(DIFFERENCES.get(config.algo, ()))
-    if (
-        config.algo == "ppo"
-        and config.ppo.value_clip is not None
-        and config.ppo.value_clip_form != "clipped"
-    ):
+    ppo: PPOConfig | None = config.algo_config() if config.algo == "ppo" else None
+    if ppo is not None and ppo.value_clip is not None and ppo.value_clip_form != "clipped":
         out.insert(
             0,
             "SB3 clips the value prediction and takes its squared error; rlfw "
             "takes the larger of the clipped and unclipped errors "
-            f"(value_clip_form={config.ppo.value_clip_form!r})",
+            f"(value_clip_form={ppo.value_clip_form!r})",
         )
-    if config.algo == "ppo" and config.ppo.normalize_reward:
+    if ppo is not None and ppo.normalize_reward:
         out.append(
             "where the preset normalizes rewards, SB3's VecNormalize adds each env step's "
             "discounted return to the statistics as it steps, rlfw a batch's returns before "
@@ -115,22 +121,23 @@ def features_extractor_class() -> type:
             self.torso = torso
 
         def forward(self, observations: torch.Tensor) -> torch.Tensor:
-            return self.torso(observations)
+            features: torch.Tensor = self.torso(observations)
+            return features
 
     return RlfwTorso
 
 
-def _sb3_leaf(space: gym.Space) -> gym.Space:
+def _sb3_leaf(space: gym.Space[Any]) -> gym.Space[Any]:
     """A leaf as SB3 can read it: SB3 one-hot encodes 1-d ``MultiDiscrete`` only, so a
     ``MultiDiscrete`` of more dims (MiniGrid's ``[7, 7, 3]`` tile codes) becomes a Box of
     the same codes, which ``RlfwEncoder`` one-hot encodes as rlfw does."""
     if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim > 1:
         low = np.asarray(space.start)
-        return gym.spaces.Box(low, low + space.nvec - 1, dtype=space.dtype)  # type: ignore[arg-type]
+        return gym.spaces.Box(low, low + space.nvec - 1, dtype=space.dtype)
     return space
 
 
-def sb3_observation_space(space: gym.Space) -> gym.Space:
+def sb3_observation_space(space: gym.Space[Any]) -> gym.Space[Any]:
     """rlfw's observation space as SB3 takes it: one level of Dict, leaves by ``_sb3_leaf``;
     a ``ValueError`` for what SB3 cannot read (a Tuple, a nested Dict)."""
     if isinstance(space, gym.spaces.Dict):
@@ -165,12 +172,12 @@ class MaskOfLastObservation(gym.Wrapper):
         super().__init__(env)
         self._mask: np.ndarray | None = None
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         self._mask = np.asarray(obs[MASK_KEY], bool)
         return obs, info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._mask = np.asarray(obs[MASK_KEY], bool)
         return obs, reward, terminated, truncated, info
@@ -181,7 +188,7 @@ class MaskOfLastObservation(gym.Wrapper):
         return self._mask
 
 
-def is_masked(config: RunConfig, observation_space: gym.Space) -> bool:
+def is_masked(config: RunConfig, observation_space: gym.Space[Any]) -> bool:
     """Whether rlfw acts over a mask on this env (its factory resolved): the peer then
     runs MaskablePPO."""
     return masks_actions(observation_space, config.env_options.action_mask)
@@ -196,7 +203,7 @@ def sb3_env(config: RunConfig, factory: Any, train: bool) -> gym.Env:
     return MaskOfLastObservation(env) if masked else env
 
 
-def _is_image(config: RunConfig, space: gym.Space) -> bool:
+def _is_image(config: RunConfig, space: gym.Space[Any]) -> bool:
     """Whether rlfw's model reads this observation with its CNN torso alone."""
     return isinstance(space, gym.spaces.Box) and "cnn" == model_kind(
         config.model, tuple(space.shape), np.dtype(space.dtype)
@@ -213,7 +220,8 @@ class _AsDtype(nn.Module):
         self.out_dim = int(getattr(inner, "out_dim"))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x.to(self.dtype))
+        features: torch.Tensor = self.inner(x.to(self.dtype))
+        return features
 
 
 class _Sb3OneHot(nn.Module):
@@ -236,7 +244,9 @@ def rlfw_encoder_class() -> type:
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     class RlfwEncoder(BaseFeaturesExtractor):
-        def __init__(self, observation_space: gym.Space, rlfw_space: gym.Space, model: str):
+        def __init__(
+            self, observation_space: gym.Space[Any], rlfw_space: gym.Space[Any], model: str
+        ):
             parts: dict[str, nn.Module] = {}
             for path, leaf in space_leaves(rlfw_space):
                 sb3_leaf = _sb3_leaf(leaf)
@@ -251,7 +261,8 @@ def rlfw_encoder_class() -> type:
             self.encoder = encoder
 
         def forward(self, observations: Any) -> torch.Tensor:
-            return self.encoder(observations)
+            features: torch.Tensor = self.encoder(observations)
+            return features
 
     return RlfwEncoder
 
@@ -260,7 +271,7 @@ _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
 
 def _ppo_policy(
-    config: RunConfig, observation_space: gym.Space, rlfw_space: gym.Space
+    config: RunConfig, observation_space: gym.Space[Any], rlfw_space: gym.Space[Any]
 ) -> tuple[str, dict[str, Any]]:
     """SB3's policy name and kwargs for rlfw's PPO network on this observation: the CNN
     torso with linear heads for an image, else rlfw's encoder under separate policy and
@@ -286,8 +297,8 @@ def _ppo_policy(
 
 
 def sb3_model(
-    config: RunConfig, vec_env: Any, seed: int, rlfw_space: gym.Space | None = None
-) -> Any:
+    config: RunConfig, vec_env: VecEnv, seed: int, rlfw_space: gym.Space[Any] | None = None
+) -> BaseAlgorithm:
     """An SB3 PPO (MaskablePPO where rlfw acts over a mask) or DQN model with
     ``config``'s settings (its preset) on ``vec_env`` (of ``sb3_env``); ``rlfw_space``:
     the observation space rlfw's model reads (default: ``vec_env``'s)."""
@@ -295,7 +306,7 @@ def sb3_model(
 
     if config.algo == "ppo":
         check_mirrored(config)
-        c = config.ppo
+        c: PPOConfig = config.algo_config()
         space = vec_env.observation_space
         if c.normalize_reward:
             from stable_baselines3.common.vec_env import VecNormalize
@@ -309,7 +320,7 @@ def sb3_model(
         )
         if isinstance(vec_env.action_space, gym.spaces.Box):  # the Gaussian's starting std
             policy_kwargs["log_std_init"] = config.log_std_init  # (MaskablePPO takes none)
-        ppo: Any = PPO
+        ppo: type[PPO] | type[MaskablePPO] = PPO
         if is_masked(config, space):
             from sb3_contrib import MaskablePPO
 
@@ -328,7 +339,7 @@ def sb3_model(
             normalize_advantage=c.normalize_advantage,
             ent_coef=c.entropy_coef,
             vf_coef=c.value_coef,
-            max_grad_norm=c.max_grad_norm,
+            max_grad_norm=c.max_grad_norm or 1e10,  # None: no clipping, as in rlfw
             policy_kwargs=policy_kwargs,
             seed=seed,
             device="cpu",
@@ -341,34 +352,34 @@ def sb3_model(
                 f"this env observes {vec_env.observation_space}"
             )
         check_mirrored(config)
-        c = config.dqn
-        optimizer = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[c.optimizer]
+        d: DQNConfig = config.algo_config()
+        optimizer = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[d.optimizer]
         # rlfw's RMSprop is the A3C paper's (alpha 0.99); Adam takes its eps alone
-        extra = {"alpha": 0.99} if c.optimizer == "rmsprop" else {}
+        extra = {"alpha": 0.99} if d.optimizer == "rmsprop" else {}
         policy_kwargs = {
             "features_extractor_class": features_extractor_class(),
             "normalize_images": False,
             "net_arch": [],
             "optimizer_class": optimizer,
-            "optimizer_kwargs": {"eps": c.optimizer_eps, **extra},
+            "optimizer_kwargs": {"eps": d.optimizer_eps, **extra},
         }
-        steps_per_update = round(1 / c.replay_ratio) if c.replay_ratio <= 1 else 1
+        steps_per_update = round(1 / d.replay_ratio) if d.replay_ratio <= 1 else 1
         return DQN(
             "CnnPolicy",
             vec_env,
-            learning_rate=c.learning_rate,
-            buffer_size=c.replay_capacity,
-            learning_starts=c.learning_starts,
-            batch_size=c.batch_size,
-            tau=c.tau,
-            gamma=c.gamma,
+            learning_rate=d.learning_rate,
+            buffer_size=d.replay_capacity,
+            learning_starts=d.learning_starts,
+            batch_size=d.batch_size,
+            tau=d.tau,
+            gamma=d.gamma,
             train_freq=steps_per_update,
-            gradient_steps=max(1, round(c.replay_ratio)),
-            target_update_interval=c.target_update_interval,
-            exploration_fraction=c.exploration_fraction,
-            exploration_initial_eps=c.epsilon_start,
-            exploration_final_eps=c.epsilon_final,
-            max_grad_norm=c.max_grad_norm or 1e10,
+            gradient_steps=max(1, round(d.replay_ratio)),
+            target_update_interval=d.target_update_interval,
+            exploration_fraction=d.exploration_fraction,
+            exploration_initial_eps=d.epsilon_start,
+            exploration_final_eps=d.epsilon_final,
+            max_grad_norm=d.max_grad_norm or 1e10,
             policy_kwargs=policy_kwargs,
             seed=seed,
             device="cpu",
@@ -414,7 +425,8 @@ def paired_ppo(config: RunConfig, seed: int, n_itr: int) -> PairedPPO:
     model = sb3_model(config, envs, seed)
     spaces = EnvSpaces.of(factory)
     agent = build_agent(config, spaces)
-    layers = shared_layers(agent.model, model.policy)
+    # PPO's agent has a model (a ModelAgent); the Agent protocol does not promise one
+    layers = shared_layers(cast("ModelAgent", agent).model, model.policy)
     for ours, theirs in layers:
         ours.load_state_dict(theirs.state_dict())
     ppo = build_algo(config, spaces)

@@ -17,7 +17,8 @@ def zoo_table(algo: str) -> dict[str, Any]:
 
     path = os.path.join(os.path.dirname(rl_zoo3.__file__), "hyperparams", f"{algo}.yml")
     with open(path) as f:
-        return yaml.safe_load(f)
+        table: dict[str, Any] = yaml.safe_load(f)
+    return table
 
 
 def _v4_of(env_id: str) -> str | None:
@@ -31,7 +32,8 @@ def zoo_settings(algo: str, env_id: str) -> dict[str, Any] | None:
     table = zoo_table(algo)
     for key in (env_id, _v4_of(env_id), "atari" if is_atari(env_id) else None):
         if key in table:
-            return table[key]
+            block: dict[str, Any] = table[key]
+            return block
     return None
 
 

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple, Optional, Union
 
 import torch
 
-from rlfw.buffers.tree import LeafIndexing
+from rlfw.buffers.tree import Tree, tree_assign, tree_index
 
 
 class AgentInfo(NamedTuple):
@@ -17,16 +17,26 @@ class AgentInfo(NamedTuple):
     logp: torch.Tensor
     value: torch.Tensor
     model_input: Optional[torch.Tensor] = None
-    __getitem__ = LeafIndexing.getitem
-    __setitem__ = LeafIndexing.setitem
+
+    # ``buf[t, b]`` indexes every leaf rather than picking a field (methods, not
+    # ``LeafIndexing``'s assigned: mypy reads any assignment in a NamedTuple body as a field).
+    def __getitem__(self, index: Any) -> Tree:
+        return tree_index(self, index)
+
+    def __setitem__(self, index: Any, value: Tree) -> None:
+        tree_assign(self, index, value)
 
 
 class QInfo(NamedTuple):
     """What a Q-agent adds to each step: max_a Q(obs, a) at sampling time."""
 
     value: torch.Tensor
-    __getitem__ = LeafIndexing.getitem
-    __setitem__ = LeafIndexing.setitem
+
+    def __getitem__(self, index: Any) -> Tree:
+        return tree_index(self, index)
+
+    def __setitem__(self, index: Any, value: Tree) -> None:
+        tree_assign(self, index, value)
 
 
 class PolicyInfo(NamedTuple):
@@ -71,8 +81,12 @@ class Samples(NamedTuple):
     policy_version: torch.Tensor | None = None
     agent_state: torch.Tensor | None = None
     final_observation: Any = None
-    __getitem__ = LeafIndexing.getitem
-    __setitem__ = LeafIndexing.setitem
+
+    def __getitem__(self, index: Any) -> Tree:
+        return tree_index(self, index)
+
+    def __setitem__(self, index: Any, value: Tree) -> None:
+        tree_assign(self, index, value)
 
     @property
     def done(self) -> torch.Tensor:

@@ -119,7 +119,7 @@ def allocate(
         if debug_fill:
             out.fill_(_marker(leaf.dtype))
         if shared:
-            out.share_memory_()
+            out.share_memory_()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         return out
 
     return tree_map(alloc, example)

@@ -7,13 +7,18 @@ rest (no-op starts, frame-skip with max-pool, 84x84 gray, frame stack) is gymnas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
 
 from rlfw.utils.checks import check_positive
 from rlfw.utils.settings import Flag
+
+if TYPE_CHECKING:
+    from ale_py import AtariEnv
+
+_Step = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]  # what ``env.step`` returns
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,11 @@ class AtariOptions:
             )
 
 
+def _ale_env(env: gym.Env) -> AtariEnv:
+    """The ALE env under ``env``'s wrappers (every env ``make_atari`` wraps is one)."""
+    return cast("AtariEnv", env.unwrapped)
+
+
 class EpisodicLife(gym.Wrapper):
     """Ends the training episode when a life is lost; reset only restarts the game after a
     real game over, otherwise it takes one no-op step from where play stopped."""
@@ -69,23 +79,23 @@ class EpisodicLife(gym.Wrapper):
         self._lives = 0
         self._game_over = True
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> _Step:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._game_over = terminated or truncated
-        lives = self.env.unwrapped.ale.lives()
+        lives = _ale_env(self.env).ale.lives()
         if 0 < lives < self._lives:
             terminated = True
         self._lives = lives
         return obs, reward, terminated, truncated, info
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         if self._game_over:
             obs, info = self.env.reset(**kwargs)
         else:
             obs, _, terminated, truncated, info = self.env.step(0)
             if terminated or truncated:  # the no-op itself ended the game
                 obs, info = self.env.reset(**kwargs)
-        self._lives = self.env.unwrapped.ale.lives()
+        self._lives = _ale_env(self.env).ale.lives()
         self._game_over = False
         return obs, info
 
@@ -95,12 +105,12 @@ class FireReset(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        meanings = env.unwrapped.get_action_meanings()
+        meanings = _ale_env(env).get_action_meanings()
         self._fire = meanings.index("FIRE")
         # Breakout-style games need a second, different action before play starts.
         self._second = 2 if len(meanings) >= 3 else 0
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         for action in (self._fire, self._second):
             obs, _, terminated, truncated, info = self.env.step(action)
@@ -117,35 +127,35 @@ class FireAfterLifeLoss(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        meanings = env.unwrapped.get_action_meanings()
+        meanings = _ale_env(env).get_action_meanings()
         self._restart = (0, meanings.index("FIRE"), 2 if len(meanings) >= 3 else 0)
         self._lives = 0
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
-        self._lives = self.env.unwrapped.ale.lives()
+        self._lives = _ale_env(self.env).ale.lives()
         return obs, info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> _Step:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        lives = self.env.unwrapped.ale.lives()
+        lives = _ale_env(self.env).ale.lives()
         if lives < self._lives and not (terminated or truncated):
             for restart_action in self._restart:
                 obs, more, terminated, truncated, info = self.env.step(restart_action)
-                reward += more
+                reward = float(reward) + float(more)  # AtariPreprocessing's: floats already
                 if terminated or truncated:
                     break
-        self._lives = self.env.unwrapped.ale.lives()
+        self._lives = _ale_env(self.env).ale.lives()
         return obs, reward, terminated, truncated, info
 
 
-def sign_reward(reward: float) -> float:
+def sign_reward(reward: SupportsFloat) -> float:
     """Module-level (not a lambda) so wrapped envs pickle into checkpoints."""
-    return float(np.sign(reward))
+    return float(np.sign(float(reward)))
 
 
 def needs_fire(env: gym.Env) -> bool:
-    return "FIRE" in env.unwrapped.get_action_meanings()
+    return "FIRE" in _ale_env(env).get_action_meanings()
 
 
 def make_atari(

@@ -57,13 +57,15 @@ class BoardGameVsOpponent(gym.Env):
             reward += float(self.game.rewards[self.learner])
         return reward
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         self.game.reset(seed=None if seed is None else int(seed))
         self._opponent_moves()  # the opponent opens when the learner sits second
         return self.game.observe(self.learner), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         self.game.step(int(action))
         reward = float(self.game.rewards[self.learner])
         reward += self._opponent_moves()

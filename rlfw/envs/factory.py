@@ -9,7 +9,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -103,7 +103,7 @@ class Float32Observation(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        space = env.observation_space
+        space = cast(gym.spaces.Box, env.observation_space)  # see ``_float32_observations``
         self.observation_space = gym.spaces.Box(
             space.low.astype(np.float32), space.high.astype(np.float32), space.shape, np.float32
         )
@@ -183,7 +183,7 @@ class DropObservationKeys(gym.ObservationWrapper):
             raise ValueError(f"env_options.drop_keys={list(drop)} would drop every key")
         self.observation_space = gym.spaces.Dict({key: space[key] for key in self.keep})
 
-    def observation(self, observation: dict) -> dict:
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         return {key: observation[key] for key in self.keep}
 
 

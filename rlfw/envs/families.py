@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 
 from rlfw.envs.factory import is_atari, is_mujoco
@@ -41,7 +43,7 @@ def base_name(env_id: str) -> str:
     return env_id.split("/")[-1].rsplit("-v", 1)[0]
 
 
-def merge_settings(base: dict, over: dict) -> dict:
+def merge_settings(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """``over`` on top of ``base``, one level of groups deep (``{'ppo': {...}}`` merge)."""
     out = dict(base)
     for key, value in over.items():

@@ -10,7 +10,7 @@ another name is renamed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +19,7 @@ MASK_KEY = "action_mask"
 MASK_MODES = ("auto", "info", "none")  # or the name of the observation key holding it
 
 
-def mask_size(action_space: gym.Space) -> int | None:
+def mask_size(action_space: gym.Space[Any]) -> int | None:
     """Entries of a mask over ``action_space`` (Discrete: n; MultiDiscrete: sum(nvec),
     one block per head), or None when the space has no finite choices to mask."""
     if isinstance(action_space, gym.spaces.Discrete):
@@ -29,7 +29,7 @@ def mask_size(action_space: gym.Space) -> int | None:
     return None
 
 
-def _mask_space(n: int) -> gym.Space:
+def _mask_space(n: int) -> gym.Space[Any]:
     return gym.spaces.MultiBinary(n)
 
 
@@ -56,7 +56,7 @@ class InfoMaskInObservation(gym.Wrapper):
         self.observation_space = gym.spaces.Dict({**leaves, MASK_KEY: _mask_space(n)})
         self.n = n
 
-    def _with_mask(self, obs: Any, info: dict) -> dict:
+    def _with_mask(self, obs: Any, info: dict[str, Any]) -> dict[str, Any]:
         if MASK_KEY not in info:
             raise ValueError(
                 f"env_options.action_mask='info' but the env's info has no {MASK_KEY!r} "
@@ -72,11 +72,11 @@ class InfoMaskInObservation(gym.Wrapper):
         out[MASK_KEY] = mask
         return out
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         return self._with_mask(obs, info), info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._with_mask(obs, info), reward, terminated, truncated, info
 
@@ -99,7 +99,7 @@ class RenameMaskKey(gym.ObservationWrapper):
             {(MASK_KEY if k == key else k): v for k, v in space.spaces.items()}
         )
 
-    def observation(self, observation: dict) -> dict:
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         return {(MASK_KEY if k == self.key else k): v for k, v in observation.items()}
 
 
@@ -128,7 +128,7 @@ def resolve_mask_mode(env: gym.Env, mode: str) -> str:
     return "info" if MASK_KEY in info else mode
 
 
-def masks_actions(observation_space: gym.Space, mode: str) -> bool:
+def masks_actions(observation_space: gym.Space[Any], mode: str) -> bool:
     """Whether an agent on this (wrapped) observation space acts over a mask."""
     return (
         mode != "none"

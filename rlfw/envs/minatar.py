@@ -8,10 +8,11 @@ MinAtar's channels) is uint8 pixels the networks scale the same way."""
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvCreator
 
 # gymnasium name -> MinAtar's module name
 GAMES = {
@@ -41,7 +42,7 @@ class ChannelsFirstPixels(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        height, width, channels = env.observation_space.shape
+        height, width, channels = cast(gym.spaces.Box, env.observation_space).shape
         self.observation_space = gym.spaces.Box(0, 255, (channels, height, width), np.uint8)
         self.metadata = {**env.metadata, "render_fps": RENDER_FPS}
 
@@ -74,7 +75,8 @@ def register_minatar_envs() -> None:
         if minatar_id(name) not in gym.registry:
             gym.register(
                 minatar_id(name),
-                entry_point=make_minatar,
+                # gymnasium passes ``game`` from ``kwargs``, which EnvCreator cannot say
+                entry_point=cast(EnvCreator, make_minatar),
                 kwargs={"game": game},
                 max_episode_steps=MAX_EPISODE_STEPS,
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -43,5 +44,5 @@ class TileCodes(gym.ObservationWrapper):
             {**space.spaces, "image": gym.spaces.MultiDiscrete(nvec, dtype=np.uint8)}
         )
 
-    def observation(self, observation: dict) -> dict:
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         return observation

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
@@ -18,13 +18,14 @@ class KeepObservationEntries(gym.ObservationWrapper):
     def __init__(self, env: gym.Env, keep: Sequence[int]):
         super().__init__(env)
         self.keep = np.asarray(keep)
-        space = env.observation_space
+        space = cast(gym.spaces.Box, env.observation_space)  # a flat Box, as documented
         self.observation_space = gym.spaces.Box(
             space.low[self.keep], space.high[self.keep], (len(self.keep),), space.dtype
         )
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
-        return observation[self.keep]
+        kept: np.ndarray = observation[self.keep]
+        return kept
 
 
 def cartpole_no_velocity(**kwargs: Any) -> gym.Env:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -36,19 +36,20 @@ class RecordFrames(gym.Wrapper):
         self.open = False
         self.episode_return, self.length = 0.0, 0
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         self._end_open_episode()
         obs, info = self.env.reset(**kwargs)
         self.sink.start()
         self.open, self.episode_return, self.length = True, 0.0, 0
-        self.sink.frame(self.env.render())
+        # an rgb_array env (checked in ``__init__``) renders one array
+        self.sink.frame(cast(np.ndarray, self.env.render()))
         return obs, info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.episode_return += float(reward)
         self.length += 1
-        self.sink.frame(self.env.render())
+        self.sink.frame(cast(np.ndarray, self.env.render()))
         if terminated or truncated:
             # the game's score where the statistics wrapper keeps it (Atari: whole games)
             episode = info.get("episode")

@@ -4,7 +4,7 @@ each leaf of any gymnasium observation space maps to the buffer (its dtype and s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -24,12 +24,12 @@ class EnvSpaces:
     their first axis (gymnasium's ``FrameStackObservation``; 1: none). Only the env can
     say: a uint8 ``[4, 10, 10]`` is four frames on Atari and four object maps on MinAtar."""
 
-    observation: gym.Space
-    action: gym.Space
+    observation: gym.Space[Any]
+    action: gym.Space[Any]
     frame_stack: int = 1
 
     @classmethod
-    def of(cls, env_factory) -> "EnvSpaces":
+    def of(cls, env_factory: Callable[[bool], gym.Env]) -> "EnvSpaces":
         env = env_factory(True)
         try:
             return cls(env.observation_space, env.action_space, stacked_frames(env))
@@ -46,7 +46,7 @@ def stacked_frames(env: gym.Env) -> int:
     return 1
 
 
-def space_leaves(space: gym.Space, prefix: str = "") -> list[tuple[str, gym.Space]]:
+def space_leaves(space: gym.Space[Any], prefix: str = "") -> list[tuple[str, gym.Space[Any]]]:
     """``(path, leaf space)`` pairs in the order the buffer keeps them (a Dict's keys as
     gymnasium sorts them, a Tuple's by index); a path reads ``image``, ``robot.joints``,
     ``1``; a bare space's path is ``""``."""
@@ -62,7 +62,7 @@ def space_leaves(space: gym.Space, prefix: str = "") -> list[tuple[str, gym.Spac
     return out
 
 
-def leaf_keys(space: gym.Space, path: str) -> list[Any]:
+def leaf_keys(space: gym.Space[Any], path: str) -> list[Any]:
     """The dict keys / tuple indices that lead from ``space`` (and from its observations)
     to the leaf at ``path``."""
     keys: list[Any] = []
@@ -72,13 +72,13 @@ def leaf_keys(space: gym.Space, path: str) -> list[Any]:
     return keys
 
 
-def leaf_dtype(space: gym.Space) -> np.dtype:
+def leaf_dtype(space: gym.Space[Any]) -> np.dtype:
     """The buffer dtype of one leaf: the space's own (bool, int8, uint8, float32, ...);
     MultiBinary as int8 (gymnasium's)."""
     return np.dtype(space.dtype)
 
 
-def check_observation_space(space: gym.Space) -> None:
+def check_observation_space(space: gym.Space[Any]) -> None:
     """``ValueError`` naming the first leaf that cannot live in a fixed-shape block of
     shared memory (``Text``, ``Sequence``, ``Graph``, MiniGrid's ``MissionSpace``) and the
     way out: drop it (``--set env_options.drop_keys=KEY``) or wrap the env."""
@@ -100,7 +100,7 @@ def check_observation_space(space: gym.Space) -> None:
             raise ValueError(f"observation key {path!r} ({leaf}) has no fixed shape")
 
 
-def example_observation(space: gym.Space) -> Any:
+def example_observation(space: gym.Space[Any]) -> Any:
     """A zero observation with the space's structure, each leaf with its buffer dtype
     and shape: the example the buffers are allocated from."""
     check_observation_space(space)
@@ -111,7 +111,7 @@ def example_observation(space: gym.Space) -> Any:
     return np.zeros(space.shape, leaf_dtype(space))
 
 
-def observation_rows(space: gym.Space, n: int) -> Any:
+def observation_rows(space: gym.Space[Any], n: int) -> Any:
     """``n`` zeroed rows of observations with the space's structure (numpy leaves)."""
     check_observation_space(space)
     if isinstance(space, gym.spaces.Dict):

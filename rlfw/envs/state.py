@@ -41,7 +41,7 @@ def dumps_envs(envs: Sequence[gym.Env]) -> bytes:
 
 def loads_envs(blob: bytes) -> list[gym.Env]:
     """Envs from ``dumps_envs``; their episode clocks restart now."""
-    envs = pickle.loads(blob)
+    envs: list[gym.Env] = pickle.loads(blob)
     now = time.perf_counter()
     for s in _episode_statistics(envs):
         s.episode_start_time = now

@@ -65,7 +65,7 @@ class IdentityEnv(gym.Env):
 
     metadata: dict[str, Any] = {}
 
-    def __init__(self, space: gym.Space | None = None, length: int = 20):
+    def __init__(self, space: gym.Space[Any] | None = None, length: int = 20):
         space = gym.spaces.MultiDiscrete([3, 4]) if space is None else space
         self.observation_space = space
         self.action_space = space
@@ -73,14 +73,16 @@ class IdentityEnv(gym.Env):
         self._target: Any = None
         self._t = 0
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         self.observation_space.seed(int(self.np_random.integers(2**31)))
         self._t = 0
         self._target = self.observation_space.sample()
         return self._target, {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         matched = np.asarray(action) == np.asarray(self._target)
         reward = float(matched.mean())
         self._t += 1
@@ -122,12 +124,14 @@ class InvalidActionIdentity(gym.Env):
         mask[invalid] = 0
         return {"target": np.int64(self._target), "action_mask": mask}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         self._t = 0
         return self._obs(), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         reward = float(int(action) == self._target)
         self._t += 1
         return self._obs(), reward, False, self._t >= self.length, {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 from rlfw.runfolder.files import write_text
 from rlfw.utils.settings import Flag
@@ -45,7 +45,7 @@ class WandbWriter:
     """One W&B run per run folder: its id is kept in ``RUN/wandb-run-id``, so a resumed run
     continues the same W&B run (W&B drops rows at steps it already has)."""
 
-    def __init__(self, log_dir: str, options: dict, config: dict):
+    def __init__(self, log_dir: str, options: Mapping[str, Any], config: Mapping[str, Any]):
         self.wandb = wandb_module()
         id_path = os.path.join(log_dir, RUN_ID_FILE)
         if os.path.isfile(id_path) and not os.path.islink(id_path):

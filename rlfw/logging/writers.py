@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 import math
 import os
-from typing import Callable, Protocol
+from typing import IO, Any, Callable, Protocol
 
 from rlfw.runfolder.files import write_atomically
+
+# a row as written (step and floats) or as read back from an existing file (strings)
+Row = dict[str, float | str]
 
 
 class Writer(Protocol):
@@ -53,17 +56,17 @@ class CsvWriter:
     def __init__(self, path: str, append: bool = False, upto_step: int | None = None):
         self.path = path
         self.keys: list[str] = []
-        self.rows: list[dict] = []
+        self.rows: list[Row] = []
         if append and os.path.isfile(path) and not os.path.islink(path):
             self.keys, self.rows = _read_rows(path, upto_step)
 
     def write(self, values: dict[str, float], step: int) -> None:
-        row = {"step": step, **values}
+        row: Row = {"step": step, **values}
         self.keys += [k for k in row if k not in self.keys]
         self.rows.append(row)
         write_atomically(self.path, self._write_all, binary=False)
 
-    def _write_all(self, f) -> None:
+    def _write_all(self, f: IO[Any]) -> None:
         writer = csv.DictWriter(f, self.keys)
         writer.writeheader()
         writer.writerows(self.rows)
@@ -72,13 +75,13 @@ class CsvWriter:
         pass
 
 
-def _read_rows(path: str, upto_step: int | None) -> tuple[list[str], list[dict]]:
+def _read_rows(path: str, upto_step: int | None) -> tuple[list[str], list[Row]]:
     """The header and the rows worth keeping: every column present, a whole-number step, at
     most ``upto_step``."""
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         keys = next(reader, [])
-        rows = []
+        rows: list[Row] = []
         for cells in reader:
             if len(cells) != len(keys) or not keys or keys[0] != "step":
                 continue  # a row cut short by a crash

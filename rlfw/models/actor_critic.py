@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from torch import nn
@@ -48,7 +48,8 @@ class MlpActorCritic(nn.Module):
         # the modules are registered once, under ``pi``)
         # State-independent log-std for Gaussian policies (0 params for Discrete); gSDE's
         # has one per (last hidden feature, action).
-        std_shape = (self.pi[-1].in_features, gaussian_dim) if sde else (gaussian_dim,)
+        head = cast(nn.Linear, self.pi[-1])  # an MLP given out_dim ends in that Linear
+        std_shape = (head.in_features, gaussian_dim) if sde else (gaussian_dim,)
         self.log_std = (
             nn.Parameter(torch.full(std_shape, float(log_std_init))) if gaussian_dim else None
         )
@@ -60,7 +61,8 @@ class MlpActorCritic(nn.Module):
             for layer in self._pi_body:
                 latent = layer(latent)
             mean = self.pi[-1](latent)
-            log_std = self.log_std.flatten().expand(*mean.shape[:-1], -1)
+            # sde needs gaussian_dim > 0 (``__init__``): the log-std is there
+            log_std = cast(nn.Parameter, self.log_std).flatten().expand(*mean.shape[:-1], -1)
             params = torch.cat([mean, latent.detach(), log_std], dim=-1)
         else:
             params = self.pi(x)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -40,7 +41,8 @@ class NatureCNN(nn.Module):
         self.out_dim = features
         orthogonal_init(self, gain=2**0.5)
         if channels_last:  # oneDNN/cuDNN convolutions run faster in NHWC (measured)
-            self.convs.to(memory_format=torch.channels_last)
+            # Module.to takes memory_format at runtime; torch's overloads leave it out
+            self.convs.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         lead = frames.shape[:-3]
@@ -48,7 +50,8 @@ class NatureCNN(nn.Module):
         if self.channels_last:  # laid out as uint8, a quarter of the bytes of the floats
             x = x.contiguous(memory_format=torch.channels_last)
         x = x.float().mul_(1.0 / 255.0)
-        return self.fc(self.convs(x)).reshape(*lead, -1)
+        features: torch.Tensor = self.fc(self.convs(x))
+        return features.reshape(*lead, -1)
 
 
 # Below this height or width the Nature CNN's 8x8/4, 4x4/2, 3x3/1 stack has no output left.
@@ -74,7 +77,8 @@ class SmallCNN(nn.Module):
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         lead = frames.shape[:-3]
         x = frames.reshape(-1, *frames.shape[-3:]).float().mul_(1.0 / 255.0)
-        return self.fc(self.convs(x)).reshape(*lead, -1)
+        features: torch.Tensor = self.fc(self.convs(x))
+        return features.reshape(*lead, -1)
 
 
 # The network kinds a run may ask for: 'auto' picks by the observations (``model_kind``).
@@ -86,7 +90,7 @@ def check_model(model: str) -> None:
         raise ValueError(f"model {model!r} unknown; choose from {MODELS}")
 
 
-def model_kind(model: str, obs_shape: Sequence[int], obs_dtype: np.dtype) -> str:
+def model_kind(model: str, obs_shape: Sequence[int], obs_dtype: npt.DTypeLike | None) -> str:
     """'cnn' or 'mlp': ``model`` itself, or for 'auto' a CNN for uint8 ``[C, H, W]``
     images and an MLP for anything else."""
     check_model(model)
@@ -95,7 +99,7 @@ def model_kind(model: str, obs_shape: Sequence[int], obs_dtype: np.dtype) -> str
     return "cnn" if len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8 else "mlp"
 
 
-def image_torso(obs_shape: tuple[int, ...], channels_last: bool = True) -> nn.Module:
+def image_torso(obs_shape: tuple[int, ...], channels_last: bool = True) -> NatureCNN | SmallCNN:
     """The convolutional torso for ``[C, H, W]`` uint8 images, chosen by their size: the
     Nature CNN for Atari-sized frames (square, at least ``NATURE_MIN_SIZE``), the small one
     (MinAtar's) for anything smaller. Either has ``out_dim``."""

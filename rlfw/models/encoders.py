@@ -85,7 +85,7 @@ def is_fixed_encoder(encoder: "ObservationEncoder") -> bool:
     return all(type(part) in (FlattenLeaf, OneHotLeaf) for part in encoder.parts)
 
 
-def leaf_encoder(space: gym.Space, model: str = "auto") -> nn.Module:
+def leaf_encoder(space: gym.Space[Any], model: str = "auto") -> nn.Module:
     """The default encoder of one leaf space (each has ``out_dim``)."""
     if isinstance(space, gym.spaces.Discrete):
         return OneHotLeaf([int(space.n)], [int(space.start)], ())
@@ -106,7 +106,7 @@ class ObservationEncoder(nn.Module):
 
     def __init__(
         self,
-        space: gym.Space,
+        space: gym.Space[Any],
         model: str = "auto",
         encoders: Mapping[str, nn.Module] | None = None,
     ):
@@ -135,7 +135,8 @@ class ObservationEncoder(nn.Module):
     def forward(self, obs: Any) -> torch.Tensor:
         if not isinstance(obs, (dict, tuple)):
             (only,) = self.parts
-            return only(obs)
+            features: torch.Tensor = only(obs)
+            return features
         out = []
         for part, keys in zip(self.parts, self._keys):
             leaf = obs

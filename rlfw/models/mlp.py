@@ -19,7 +19,8 @@ def orthogonal_init(module: nn.Module, gain: float) -> nn.Module:
     for layer in module.modules():
         if isinstance(layer, (nn.Linear, nn.Conv2d)):
             nn.init.orthogonal_(layer.weight, gain)
-            nn.init.zeros_(layer.bias)
+            if layer.bias is not None:  # a layer built with bias=False has none to zero
+                nn.init.zeros_(layer.bias)
     return module
 
 

@@ -15,7 +15,7 @@ with the agent (or algorithm), and stay frozen wherever nothing calls ``update``
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import torch
 from torch import nn
@@ -23,6 +23,10 @@ from torch import nn
 
 class RunningMeanStd(nn.Module):
     """Mean and variance of every row ever passed to ``update``, per feature."""
+
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
 
     def __init__(self, shape: Sequence[int] = (), epsilon: float = 1e-4):
         super().__init__()
@@ -105,7 +109,7 @@ class TreeNormalizer(nn.Module):
     def update(self, obs: Any) -> None:
         """Merge the rows of each normalized leaf (``[N, *shape]``) into its statistics."""
         for keys, part in zip(self.keys, self.parts):
-            part.stats.update(_leaf(obs, keys))
+            cast(ObservationNormalizer, part).stats.update(_leaf(obs, keys))
 
 
 OBS_NORM_UPDATES = ("batch", "step")
@@ -131,7 +135,7 @@ class NormalizedModel(nn.Module):
                 f"from {OBS_NORM_UPDATES}"
             )
         # ``leaves``: a nested observation, normalized leaf by leaf
-        self.normalizer: nn.Module = (
+        self.normalizer: ObservationNormalizer | TreeNormalizer = (
             ObservationNormalizer(obs_shape, clip)
             if leaves is None
             else TreeNormalizer(leaves, clip)
@@ -144,11 +148,14 @@ class NormalizedModel(nn.Module):
         """The wrapped model's recurrent state size (0: feed-forward)."""
         return int(getattr(self.model, "state_size", 0))
 
-    def forward(self, obs: torch.Tensor, *state: torch.Tensor):
+    # Any: whatever the wrapped model returns (an actor-critic's tuple, a Q-network's values)
+    def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> Any:
         return self.model(self.normalizer(obs), *state)
 
-    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):
-        return self.model.forward_sequence(self.normalizer(obs), state, episode_start)
+    def forward_sequence(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> Any:
+        return getattr(self.model, "forward_sequence")(self.normalizer(obs), state, episode_start)
 
     def update_normalization(self, observations: Any) -> None:
         if isinstance(self.normalizer, TreeNormalizer):
@@ -166,7 +173,12 @@ class RewardScaler:
     returns are sized by the first batch. ``gather`` (multi-rank runs) concatenates every
     rank's returns, so all ranks keep the same statistics."""
 
-    def __init__(self, gamma: float, clip: float = 10.0, gather=None):
+    def __init__(
+        self,
+        gamma: float,
+        clip: float = 10.0,
+        gather: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ):
         if not clip > 0:
             raise ValueError(f"reward clip must be > 0, got {clip!r}")
         self.gamma, self.clip, self.gather = float(gamma), float(clip), gather
@@ -194,9 +206,9 @@ class RewardScaler:
         scaled = reward.to(torch.float64) / self.stats.std()
         return torch.clamp(scaled, -self.clip, self.clip).to(reward.dtype)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"stats": self.stats.state_dict(), "returns": self.returns}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.stats.load_state_dict(state["stats"])
         self.returns = None if state["returns"] is None else state["returns"].clone()

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
-from rlfw.models.cnn import image_torso, model_kind
+from rlfw.models.cnn import NatureCNN, SmallCNN, image_torso, model_kind
+from rlfw.models.encoders import ObservationEncoder
 from rlfw.models.mlp import MLP, flatten_obs
 
 
@@ -27,8 +29,9 @@ class DuelingHead(nn.Module):
         self.value, self.advantage = stream(1), stream(n_actions)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        advantage = self.advantage(features)
-        return self.value(features) + advantage - advantage.mean(-1, keepdim=True)
+        advantage: torch.Tensor = self.advantage(features)
+        value: torch.Tensor = self.value(features)
+        return value + advantage - advantage.mean(-1, keepdim=True)
 
 
 class CategoricalHead(nn.Module):
@@ -42,9 +45,10 @@ class CategoricalHead(nn.Module):
         self.value = nn.Linear(in_dim, atoms) if dueling else None
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        logits = self.advantage(features).unflatten(-1, (self.n_actions, self.atoms))
+        logits: torch.Tensor = self.advantage(features).unflatten(-1, (self.n_actions, self.atoms))
         if self.value is not None:
-            logits = self.value(features).unsqueeze(-2) + logits - logits.mean(-2, keepdim=True)
+            value: torch.Tensor = self.value(features)
+            logits = value.unsqueeze(-2) + logits - logits.mean(-2, keepdim=True)
         return logits
 
 
@@ -55,10 +59,12 @@ class QNetwork(nn.Module):
     from ``v_min`` to ``v_max`` (``log_distribution``); the action values are its means.
     ``encoder`` (an ``ObservationEncoder``) reads a nested observation into the MLP."""
 
+    support: torch.Tensor  # the atoms' return values (C51 heads only)
+
     def __init__(
         self,
         obs_shape: Sequence[int],
-        obs_dtype: np.dtype,
+        obs_dtype: npt.DTypeLike | None,
         n_actions: int,
         hidden: Sequence[int] = (256, 256),
         dueling: bool = False,
@@ -66,7 +72,7 @@ class QNetwork(nn.Module):
         atoms: int = 1,
         v_min: float = -10.0,
         v_max: float = 10.0,
-        encoder: nn.Module | None = None,
+        encoder: ObservationEncoder | None = None,
     ):
         super().__init__()
         # A nested observation's per-leaf encoder; its features are the MLP's input.
@@ -75,7 +81,7 @@ class QNetwork(nn.Module):
             obs_shape, obs_dtype, model = (encoder.out_dim,), np.dtype(np.float32), "mlp"
         kind = model_kind(model, obs_shape, obs_dtype)
         if kind == "cnn":
-            self.torso: nn.Module = image_torso(tuple(obs_shape))
+            self.torso: NatureCNN | SmallCNN | MLP = image_torso(tuple(obs_shape))
             self.obs_ndim = 3
         else:
             self.torso = MLP(int(np.prod(obs_shape)), hidden, None, activation="relu")
@@ -94,7 +100,8 @@ class QNetwork(nn.Module):
         if self.encoder is not None:
             obs = self.encoder(obs)
         features = self.torso(obs) if self.cnn else self.torso(flatten_obs(obs, self.obs_ndim))
-        return self.head(features)
+        out: torch.Tensor = self.head(features)
+        return out
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         out = self._head(obs)

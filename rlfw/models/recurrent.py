@@ -11,12 +11,12 @@ learner calls).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from torch import nn
 
-from rlfw.models.cnn import image_torso
+from rlfw.models.cnn import NatureCNN, SmallCNN, image_torso
 from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
 
 CORES = ("lstm", "gru")
@@ -56,7 +56,7 @@ class RecurrentCore(nn.Module):
 
     def _unflat(self, state: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``[n, S]`` -> the kernel's ``(h, c)`` or ``(h,)``, each ``[1, n, size]`` (views)."""
-        return state.unsqueeze(0).split(self.size, dim=-1)
+        return torch.split(state.unsqueeze(0), self.size, dim=-1)
 
     @staticmethod
     def _flat(hidden: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -69,7 +69,11 @@ class RecurrentCore(nn.Module):
         the same bits), without their per-call Python checks: the learner calls this once
         per stretch between episode starts, up to ~60 times an R2D1 update on CartPole."""
         rnn = self.rnn
-        weights = [rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0]
+        # the layer-0 parameters nn.LSTM/nn.GRU register by name, unseen by torch's stubs
+        weights = cast(
+            "list[torch.Tensor]",
+            [rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0],
+        )
         # has_biases, num_layers, dropout, train, bidirectional, batch_first
         args = (weights, True, 1, 0.0, rnn.training, False, False)
         if self.kind == "lstm":
@@ -83,9 +87,12 @@ class RecurrentCore(nn.Module):
         first ``size`` columns are the output). The fused cell kernel on the module's own
         weights: a sampler's per-step call costs a sixth of ``nn.LSTM``'s (measured)."""
         rnn = self.rnn
-        weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
+        weights = cast(  # as in ``_run``
+            "tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]",
+            (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0),
+        )
         if self.kind == "lstm":
-            h, c = state.split(self.size, dim=-1)
+            h, c = torch.split(state, self.size, dim=-1)
             return torch.cat(torch.lstm_cell(x, (h, c), *weights), dim=-1)
         return torch.gru_cell(x, state, *weights)
 
@@ -131,13 +138,16 @@ class RecurrentTorso(nn.Module):
         super().__init__()
         self.obs_ndim, self.image = len(obs_shape), image
         if image:
-            self.features: nn.Module = image_torso(tuple(obs_shape))
+            self.features: NatureCNN | SmallCNN | MLP = image_torso(tuple(obs_shape))
         else:
             self.features = MLP(int(torch.tensor(obs_shape).prod()), hidden, None, activation)
         self.core = RecurrentCore(core, self.features.out_dim, rnn_size)
 
     def embed(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.features(obs if self.image else flatten_obs(obs, self.obs_ndim))
+        features: torch.Tensor = self.features(
+            obs if self.image else flatten_obs(obs, self.obs_ndim)
+        )
+        return features
 
 
 class RecurrentActorCritic(nn.Module):
@@ -190,7 +200,7 @@ class RecurrentActorCritic(nn.Module):
         return params, self.v(outs[-1]).squeeze(-1)
 
     def _split(self, state: torch.Tensor) -> list[torch.Tensor]:
-        return list(state.split([t.core.state_size for t in self.torsos], dim=-1))
+        return list(torch.split(state, [t.core.state_size for t in self.torsos], dim=-1))
 
     def forward(
         self, obs: torch.Tensor, state: torch.Tensor

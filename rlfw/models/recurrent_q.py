@@ -52,7 +52,8 @@ class RecurrentQNetwork(nn.Module):
         self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
     ) -> torch.Tensor:
         features = self._embed(obs)
-        return self.head(self.torso.core.sequence(features, state, episode_start))
+        q: torch.Tensor = self.head(self.torso.core.sequence(features, state, episode_start))
+        return q
 
     def sequence_and_state(
         self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor

@@ -19,10 +19,16 @@ still diverged once (docs/runners.md), cause open.
 from __future__ import annotations
 
 import time
+from typing import Any, Callable, cast
 
-from rlfw.algos.base import ReplayAlgorithm
+from rlfw.agents.base import Agent
+from rlfw.algos.base import Algorithm, ReplayAlgorithm
+from rlfw.buffers import Samples
+from rlfw.buffers.replay import Replay
 from rlfw.runners.base import Runner
+from rlfw.runners.schedule import RunSchedule
 from rlfw.samplers.async_ import BatchReport, SamplerProcess
+from rlfw.samplers.base import Sampler, SamplerBase
 from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD
 
 
@@ -39,52 +45,67 @@ class AsyncRunner(Runner):
 
     def __init__(
         self,
-        algo,
-        agent,
-        sampler,
-        schedule,
+        algo: Algorithm,
+        agent: Agent,
+        sampler: SamplerBase,
+        schedule: RunSchedule,
         lead: int = 2,
         start_method: str = DEFAULT_START_METHOD,
-        **kwargs,
+        **kwargs: Any,
     ):
         replay = None
         if isinstance(algo, ReplayAlgorithm):
             algo.check_shared_replay()
             replay = self._shared_replay(algo, sampler.seed, lead * sampler.batch_T)
-        super().__init__(
-            algo, agent, SamplerProcess(sampler, lead, start_method, replay), schedule, **kwargs
-        )
+        process = SamplerProcess(sampler, lead, start_method, replay)
+        # a sampler to the skeleton, though its batches are None with a replay
+        super().__init__(algo, agent, cast(Sampler, process), schedule, **kwargs)
         self.idle = {"learner": 0.0, "sampler": 0.0}
 
+    @property
+    def _process(self) -> SamplerProcess:
+        """``self.sampler``, as the ``SamplerProcess`` this runner made it."""
+        return cast(SamplerProcess, self.sampler)
+
     @staticmethod
-    def _shared_replay(algo: ReplayAlgorithm, seed: int, reserve_rows: int):
+    def _shared_replay(
+        algo: ReplayAlgorithm, seed: int, reserve_rows: int
+    ) -> Callable[[Samples], Replay]:
         """The replay the sampler process appends to (up to ``lead`` batches beyond what
         the learner sees): made once, kept across restarts."""
 
-        def make(example):
+        def make(example: Samples) -> Replay:
             if algo.replay is None:
                 algo.make_replay(example, shared=True, seed=seed, reserve_rows=reserve_rows)
-            return algo.replay
+            # made just now if it was None; R2D1's is a SequenceReplay, which SamplerProcess
+            # drives as it does a Replay (its annotation names Replay alone)
+            return cast(Replay, algo.replay)
 
         return make
 
     def _iteration(self, itr: int) -> bool:
         waited = time.perf_counter()
-        samples, episodes = self.sampler.obtain_samples(itr)
+        samples, episodes = self._process.obtain_samples(itr)
         self.idle["learner"] += time.perf_counter() - waited
-        report = self.sampler.last_report
+        report = cast(BatchReport, self._process.last_report)  # the batch's, just received
         self.idle["sampler"] += report.idle_s
         self.reporter.episodes += episodes
-        self._learn(samples, itr)
-        self.sampler.publish(self.agent, itr + 1)
-        self.sampler.release()
+        self._learn(cast(Samples, samples), itr)  # None with a replay, unread by _update
+        self._process.publish(self.agent, itr + 1)
+        self._process.release()
         self._record_async(itr, report)
         return self._after_update(itr)
 
-    def _update(self, samples, itr: int) -> dict[str, float]:
-        if self.sampler.uses_replay:  # the sampler process appended the batch already
-            return self.algo.learn_from_replay(itr)
+    def _update(self, samples: Samples, itr: int) -> dict[str, float]:
+        if self._process.uses_replay:  # the sampler process appended the batch already
+            return self._replay_algo.learn_from_replay(itr)
         return self.algo.optimize(samples, itr)
+
+    @property
+    def _replay_algo(self) -> ReplayAlgorithm:
+        """``self.algo`` where the sampler process appends to a replay: only a
+        ``ReplayAlgorithm`` gets one (``__init__``)."""
+        return cast(ReplayAlgorithm, self.algo)
 
     def _record_async(self, itr: int, report: BatchReport) -> None:
         log = self.reporter.logger.record
@@ -93,17 +114,17 @@ class AsyncRunner(Runner):
         log("train/policy_lag", float(itr - report.policy_version))
         log("async/learner_idle_s", self.idle["learner"])
         log("async/sampler_idle_s", self.idle["sampler"])
-        log("async/batches_ahead", float(self.sampler.batches_done - (itr + 1)))
-        if self.sampler.uses_replay:
+        log("async/batches_ahead", float(self._process.batches_done - (itr + 1)))
+        if self._process.uses_replay:
             log("async/replay_ratio", self.achieved_replay_ratio(itr))
 
     def achieved_replay_ratio(self, itr: int) -> float:
         """Gradient updates per env step since learning started, over batches 0..itr."""
-        return self.algo.replay_ratio_since_start(itr, self.local_per_itr)
+        return self._replay_algo.replay_ratio_since_start(itr, self.local_per_itr)
 
     def _on_startup(self) -> None:
         self.idle = {"learner": 0.0, "sampler": 0.0}
-        self.sampler.publish(self.agent, self.start_itr)  # the process starts on these
+        self._process.publish(self.agent, self.start_itr)  # the process starts on these
 
     def _on_restart(self, itr: int) -> None:
-        self.sampler.publish(self.agent, itr)  # the checkpoint's weights, not the pre-restart
+        self._process.publish(self.agent, itr)  # the checkpoint's weights, not the pre-restart

@@ -11,10 +11,13 @@ add to checkpoints (``_extra_state`` / ``_load_extra_state``). Evaluation and lo
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
+
+import torch
 
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
+from rlfw.buffers import Samples
 from rlfw.runfolder.claim import check_run_folder, claim_run_folder
 from rlfw.runfolder.folder_lock import FolderLock
 from rlfw.runners.callbacks import CallbackList
@@ -27,6 +30,12 @@ from rlfw.utils.checks import NonFiniteError
 from rlfw.utils.distributed import RankGroup
 from rlfw.utils.interrupts import deferred_interrupt
 from rlfw.utils.seeding import capture_rng, restore_rng
+
+
+def policy_versions(samples: Samples) -> torch.Tensor:
+    """``samples.policy_version``: every sampler's buffer has one (``allocate_samples``), only
+    the field's default is None."""
+    return cast(torch.Tensor, samples.policy_version)
 
 
 class Runner:
@@ -62,7 +71,7 @@ class Runner:
         schedule: RunSchedule,
         log_dir: str | None = None,
         seed: int = 0,
-        config: dict | None = None,
+        config: dict[str, Any] | None = None,
         resume: bool = False,
         progress: bool = True,
         stdout: bool = True,
@@ -139,7 +148,7 @@ class Runner:
     def __enter__(self) -> "Runner":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.sampler.close()
         self.release_folder()
 
@@ -200,7 +209,7 @@ class Runner:
         True: stop the run."""
         raise NotImplementedError
 
-    def _learn(self, samples, itr: int) -> None:
+    def _learn(self, samples: Samples, itr: int) -> None:
         """One update from batch ``itr``, timed and logged; a non-finite loss names it."""
         with self.reporter.timing.add_time("learn"):
             try:
@@ -213,12 +222,13 @@ class Runner:
         self.reporter.logger.record_many(stats)
         self._update_stats = stats
 
-    def _update(self, samples, itr: int) -> dict[str, float]:
+    def _update(self, samples: Samples, itr: int) -> dict[str, float]:
         return self.algo.optimize(samples, itr)
 
-    def _record_policy_lag(self, samples, itr: int) -> None:
+    def _record_policy_lag(self, samples: Samples, itr: int) -> None:
         """How many updates older than the learner the batch's sampling weights were."""
-        self.reporter.logger.record("train/policy_lag", float(itr - samples.policy_version.min()))
+        lag = float(itr - policy_versions(samples).min())
+        self.reporter.logger.record("train/policy_lag", lag)
 
     def _after_update(self, itr: int) -> bool:
         """Count update ``itr`` as done, then evaluate/log/checkpoint when due; True: stop."""
@@ -346,7 +356,7 @@ class Runner:
             if path is not None:
                 self.callbacks.on_checkpoint(path, itr * self.per_itr)
 
-    def _rank_state(self) -> dict:
+    def _rank_state(self) -> dict[str, Any]:
         """What differs between ranks: each has its own sampler, RNG streams, replay."""
         return {
             "algo": self.algo.state_dict(),
@@ -355,11 +365,11 @@ class Runner:
             **self._extra_state(),
         }
 
-    def _extra_state(self) -> dict:
+    def _extra_state(self) -> dict[str, Any]:
         """What a runner kind adds to its checkpoints (nothing by default)."""
         return {}
 
-    def _load_extra_state(self, state: dict) -> None:
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
         """Take back what ``_extra_state`` saved."""
 
     def _load_newest(self) -> int:
@@ -375,4 +385,5 @@ class Runner:
         saved["eval_history"] = [tuple(x) for x in saved.get("eval_history", [])]
         self.result = TrainResult(**saved)
         self.result.restarts = self.restarts
-        return state["itr"]
+        itr: int = state["itr"]
+        return itr

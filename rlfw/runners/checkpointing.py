@@ -3,7 +3,7 @@ and reads it back, each rank getting the shared part plus its own."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, cast
 
 from rlfw.runfolder.checkpoint import list_checkpoints, load_newest_valid, save_checkpoint
 from rlfw.utils.distributed import RankGroup
@@ -42,36 +42,41 @@ class RunCheckpoints:
         newest = self.newest()
         return f"; the newest checkpoint is {newest}" if newest else ""
 
-    def save(self, env_steps: int, shared: Callable[[], dict], own: dict) -> str | None:
+    def save(
+        self, env_steps: int, shared: Callable[[], dict[str, Any]], own: dict[str, Any]
+    ) -> str | None:
         """Gather every rank's ``own`` state; rank 0 writes them with ``shared()`` and gets
         the checkpoint's path (the other ranks ``None``)."""
         if self.log_dir is None:
             return None
-        others = []
+        others: list[dict[str, Any]] = []
         if self.ranks is not None:
             gathered = self.ranks.gather(own, "checkpoint state")
             if not self.chief:
                 return None
-            others = gathered[1:]
+            others = cast(list[dict[str, Any]], gathered)[1:]  # the chief gets every rank's
         state = {**shared(), **own}
         if others:
             state["ranks"] = others  # ranks 1.. (rank 0's state is the top level)
         return save_checkpoint(self.log_dir, env_steps, state, self.keep)
 
-    def load_newest(self) -> dict:
+    def load_newest(self) -> dict[str, Any]:
         """This rank's view of the newest checkpoint that loads: the shared part plus its
         own state; refused if it was written by another number of ranks."""
         state = self._load_chief() if self.chief else None
         if self.ranks is None:
-            return state
+            return cast(dict[str, Any], state)  # one rank: the chief, which loaded it
         parts = None
-        if self.chief:
+        if state is not None:  # the chief
             shared = {k: v for k, v in state.items() if k != "ranks"}
             parts = [shared] + [{**shared, **own} for own in state.get("ranks", [])]
-        return self.ranks.scatter(parts, "the checkpoint")
+        mine: dict[str, Any] = self.ranks.scatter(parts, "the checkpoint")
+        return mine
 
-    def _load_chief(self) -> dict:
-        path, state, skipped = load_newest_valid(self.log_dir, self.pickles)
+    def _load_chief(self) -> dict[str, Any]:
+        # only resumes and restarts load, and both need a log_dir (Runner checks)
+        log_dir = cast(str, self.log_dir)
+        path, state, skipped = load_newest_valid(log_dir, self.pickles)
         for bad, why in skipped:
             self.say(f"skipped damaged checkpoint {bad}: {why}")
         saved_world = 1 + len(state.get("ranks", []))

@@ -5,38 +5,53 @@ from __future__ import annotations
 
 import copy
 import threading
+from typing import Any, Callable, Generic, Protocol, TypeVar, cast
 
 import torch
 
+from rlfw.agents.base import Agent
+from rlfw.algos.base import Algorithm
 from rlfw.buffers import Samples, tree_map
-from rlfw.runners.base import Runner
+from rlfw.runners.base import Runner, policy_versions
+from rlfw.runners.schedule import RunSchedule
+from rlfw.samplers.base import Sampler
 from rlfw.samplers.episodes import EpisodeInfo
 
+T = TypeVar("T")
+Batch = tuple[Samples, list[EpisodeInfo]]
 
-class _Background:
+
+class _HoldsBuffer(Protocol):
+    """A sampler that keeps its ``[T, B]`` buffer, once initialized, as ``samples`` (every
+    ``SamplerBase``; the ``Sampler`` protocol does not promise it)."""
+
+    samples: Samples | None
+
+
+class _Background(Generic[T]):
     """One sampling call in a thread; ``result()`` joins it and re-raises what it raised
     (a ``WorkerError``, or a ``KeyboardInterrupt`` delivered there) in the caller."""
 
-    def __init__(self, fn, *args):
-        self._out = None
+    def __init__(self, fn: Callable[..., T], *args: Any) -> None:
+        self._out: T | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._run, args=(fn, *args), daemon=True, name="rlfw-concurrent-sampler"
         )
         self._thread.start()
 
-    def _run(self, fn, *args) -> None:
+    def _run(self, fn: Callable[..., T], *args: Any) -> None:
         try:
             self._out = fn(*args)
         except BaseException as err:  # handed to the main thread, which decides
             self._error = err
 
-    def result(self):
+    def result(self) -> T:
         self._thread.join()
         if self._error is not None:
             error, self._error = self._error, None
             raise error
-        return self._out
+        return cast(T, self._out)  # set: fn returned
 
 
 class ConcurrentRunner(Runner):
@@ -66,7 +81,14 @@ class ConcurrentRunner(Runner):
 
     samples_with_learner_agent = False
 
-    def __init__(self, algo, agent, sampler, schedule, **kwargs):
+    def __init__(
+        self,
+        algo: Algorithm,
+        agent: Agent,
+        sampler: Sampler,
+        schedule: RunSchedule,
+        **kwargs: Any,
+    ):
         super().__init__(algo, agent, sampler, schedule, **kwargs)
         if sampler.initialized:
             raise ValueError(
@@ -74,24 +96,25 @@ class ConcurrentRunner(Runner):
                 "the agent; pass a sampler that is not initialized yet"
             )
         self.behaviour = copy.deepcopy(agent)
-        self._inflight: _Background | None = None
+        self._inflight: _Background[Batch] | None = None
         self.pending: Samples | None = None  # the batch the next update learns from
         self._saved_pending: Samples | None = None
 
-    def _sampling_agent(self):
+    def _sampling_agent(self) -> Agent:
         return self.behaviour
 
     def _on_startup(self) -> None:
-        self.buffers = [tree_map(torch.zeros_like, self.sampler.samples) for _ in range(2)]
+        example = cast(_HoldsBuffer, self.sampler).samples
+        self.buffers: list[Samples] = [tree_map(torch.zeros_like, example) for _ in range(2)]
         self._load_pending(self.start_itr)
 
-    def _sample_into(self, itr: int, version: int) -> tuple[Samples, list[EpisodeInfo]]:
+    def _sample_into(self, itr: int, version: int) -> Batch:
         """Sample batch ``itr`` with the behaviour agent (weights after ``version`` updates)
         into learner buffer ``itr % 2``."""
         samples, episodes = self.sampler.obtain_samples(itr)
         dest = self.buffers[itr % 2]
         tree_map(lambda d, s: d.copy_(s), dest, samples)
-        dest.policy_version.fill_(version)
+        policy_versions(dest).fill_(version)
         return dest, episodes
 
     def _iteration(self, itr: int) -> bool:
@@ -116,7 +139,7 @@ class ConcurrentRunner(Runner):
         self.behaviour.load_state_dict(self.agent.state_dict())  # θ_{itr+1}: next batch's
         return self._after_update(itr)
 
-    def _join(self):
+    def _join(self) -> Batch | None:
         if self._inflight is None:
             return None
         inflight, self._inflight = self._inflight, None
@@ -135,12 +158,12 @@ class ConcurrentRunner(Runner):
         self._load_pending(itr)
 
     # -- checkpoints: the batch in hand travels with them ---------------------------------
-    def _extra_state(self) -> dict:
+    def _extra_state(self) -> dict[str, Any]:
         if self.pending is None:
             return {"pending": None}
         return {"pending": tree_map(torch.clone, self.pending)}
 
-    def _load_extra_state(self, state: dict) -> None:
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._saved_pending = state.get("pending")
 
     def _load_pending(self, itr: int) -> None:

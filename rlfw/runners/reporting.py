@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any, Protocol, cast
 
 import numpy as np
 from tqdm import tqdm
 
+from rlfw.agents.base import Agent
+from rlfw.envs import EnvFactory
 from rlfw.logging import (
     CsvWriter,
     Logger,
@@ -20,10 +23,20 @@ from rlfw.logging import (
     tensorboard_available,
 )
 from rlfw.logging.wandb_writer import WandbWriter
+from rlfw.logging.writers import Writer
 from rlfw.runfolder.checkpoint import save_best
 from rlfw.runfolder.files import write_json
 from rlfw.runners.schedule import RunSchedule, TrainResult
+from rlfw.samplers.base import Sampler
 from rlfw.samplers.episodes import EpisodeInfo
+
+
+class _VideoSource(Protocol):
+    """What a video is played from: a sampler's evaluation envs and seed (every
+    ``SamplerBase`` has them; the ``Sampler`` protocol does not promise them)."""
+
+    seed: int
+    eval_env_factory: EnvFactory  # record_episodes refuses any other factory
 
 
 class Reporter:
@@ -33,7 +46,7 @@ class Reporter:
     def __init__(
         self,
         log_dir: str | None,
-        config: dict,
+        config: dict[str, Any],
         schedule: RunSchedule,
         chief: bool,
         stdout: bool,
@@ -89,7 +102,7 @@ class Reporter:
             "rollout/episodes": float(len(new)),
         }
 
-    def evaluate(self, sampler, agent, result: TrainResult) -> bool:
+    def evaluate(self, sampler: Sampler, agent: Agent, result: TrainResult) -> bool:
         """Evaluate, record, keep ``best.pt``; True when ``stop_at_return`` is reached."""
         s = self.schedule
         episodes = sampler.evaluate(s.eval_episodes, s.eval_greedy, s.eval_limits())
@@ -132,7 +145,7 @@ class Reporter:
                 )
         return s.stop_at_return is not None and mean >= s.stop_at_return
 
-    def _record_video(self, sampler, agent, env_steps: int) -> None:
+    def _record_video(self, sampler: Sampler, agent: Agent, env_steps: int) -> None:
         """Past the next multiple of ``video_every``: one evaluation episode (the first of
         an evaluation's, replayed on a rendering env) into ``videos/``."""
         every = self.schedule.video_every
@@ -142,13 +155,14 @@ class Reporter:
 
         self.videos_due_done = env_steps // every
         s = self.schedule
+        source = cast(_VideoSource, sampler)
         _, written = record_episodes(
             agent,
-            sampler.eval_env_factory,
+            source.eval_env_factory,
             os.path.join(self.log_dir, "videos"),
             1,
             s.eval_greedy,
-            sampler.seed,
+            source.seed,
             s.eval_limits(),
             f"step-{env_steps:012d}-",
         )
@@ -186,7 +200,7 @@ class Reporter:
         ``resumed_at`` (its progress.csv and TensorBoard events are cut back to that step)."""
         if not self.chief:
             return Logger([])
-        writers = []
+        writers: list[Writer] = []
         if self.stdout:
             writers.append(StdoutTable(tqdm.write))
         if self.log_dir is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlfw.runners.base import Runner
+from rlfw.runners.base import Runner, policy_versions
 from rlfw.runners.schedule import RunSchedule, TrainResult
 
 __all__ = ["RunSchedule", "SyncRunner", "TrainResult"]
@@ -15,7 +15,7 @@ class SyncRunner(Runner):
     def _iteration(self, itr: int) -> bool:
         with self.reporter.timing.add_time("sample"):
             samples, episodes = self.sampler.obtain_samples(itr)
-        samples.policy_version.fill_(itr)  # sampled with the weights after itr updates
+        policy_versions(samples).fill_(itr)  # sampled with the weights after itr updates
         self.reporter.episodes += episodes
         self._learn(samples, itr)
         return self._after_update(itr)

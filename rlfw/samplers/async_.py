@@ -13,15 +13,18 @@ in turn; a ``batch`` message reports it (with the replay rows written so far).
 from __future__ import annotations
 
 import copy
+import multiprocessing as mp
 import time
 from contextlib import nullcontext
-from typing import Any, Callable, NamedTuple
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
 import torch
 
+from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, tree_map
 from rlfw.buffers.replay import Replay
-from rlfw.samplers.base import allocate_samples
+from rlfw.samplers.base import SamplerBase, allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.evaluation import EvalLimits
 from rlfw.samplers.machinery.workers import (
@@ -29,23 +32,39 @@ from rlfw.samplers.machinery.workers import (
     DEFAULT_START_METHOD,
     JOIN_S,
     POLL_S,
+    Handler,
     WorkerError,
     WorkerPool,
     master_gone,
     process_context,
     serve,
+    share_memory,
     worker_setup,
 )
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Lock, Semaphore
+
+    from rlfw.samplers.machinery.workers import ProcessContext
 
 
 class BatchReport(NamedTuple):
     """What the sampler process says about each batch it finished."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index, as meant
     policy_version: int  # weights it was sampled with (updates they had seen)
-    episodes: list
+    episodes: list[EpisodeInfo]
     idle_s: float  # time the sampler waited for a credit before it
     rows_written: int  # replay rows appended up to and including this batch (or 0)
+
+
+class ReplayWriter(Protocol):
+    """What the sampler process appends batches through: a replay's ``writer``."""
+
+    @property
+    def rows_written(self) -> int: ...
+
+    def append(self, samples: Samples) -> object: ...
 
 
 class SharedWeights:
@@ -53,22 +72,22 @@ class SharedWeights:
     ``v % slots``: the sampler process loads exactly the version a batch is due, even when
     the learner has published a newer one meanwhile."""
 
-    def __init__(self, agent, ctx, slots: int):
+    def __init__(self, agent: Agent, ctx: ProcessContext, slots: int):
         self.slots = [
-            {k: v.detach().cpu().clone().share_memory_() for k, v in agent.state_dict().items()}
+            {k: share_memory(v.detach().cpu().clone()) for k, v in agent.state_dict().items()}
             for _ in range(slots)
         ]
-        self.versions = torch.full((slots,), -1, dtype=torch.int64).share_memory_()
+        self.versions = share_memory(torch.full((slots,), -1, dtype=torch.int64))
         self.lock = ctx.Lock()
 
-    def publish(self, agent, version: int) -> None:
+    def publish(self, agent: Agent, version: int) -> None:
         slot = version % len(self.slots)
         with self.lock:
             for key, value in agent.state_dict().items():
                 self.slots[slot][key].copy_(value)
             self.versions[slot] = version
 
-    def pull(self, agent, version: int, have: int, alive: Callable[[], bool]) -> int:
+    def pull(self, agent: Agent, version: int, have: int, alive: Callable[[], bool]) -> int:
         """Load ``version`` into ``agent`` (unless it holds it: ``have``), waiting until
         it is published; returns it, or -1 if ``alive()`` turned False meanwhile."""
         slot = version % len(self.slots)
@@ -91,20 +110,20 @@ class FreeRunningLoop:
 
     def __init__(
         self,
-        conn,
-        sampler,
+        conn: Connection,
+        sampler: SamplerBase,
         weights: SharedWeights,
-        credits,
+        credits: Semaphore,
         lead: int,
-        writer,
-        replay_lock,
-        buffers,
+        writer: ReplayWriter | None,
+        replay_lock: Lock | None,
+        buffers: list[Samples] | None,
     ):
         self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
         self.lead, self.writer, self.replay_lock = lead, writer, replay_lock
         self.buffers = buffers
 
-    def handle(self, command: str, payload):
+    def handle(self, command: str, payload: Any) -> Any:
         if command == "state":
             return self.sampler.state_dict()
         if command == "load":
@@ -122,8 +141,9 @@ class FreeRunningLoop:
             self.conn.send(("ok", self.handle(command, payload)))
         return True
 
-    def run(self, itr: int):
+    def run(self, itr: int) -> str:
         """Sample from batch ``itr`` on until told to close (or orphaned)."""
+        assert self.sampler.agent is not None  # initialized before the process serves
         first, version = itr, -1
         while True:
             idle = self._wait_for_credit()
@@ -151,27 +171,38 @@ class FreeRunningLoop:
         idle = time.perf_counter() - waited
         return idle if self.answer_waiting() else None
 
-    def _deliver(self, samples, itr: int, version: int) -> int:
+    def _deliver(self, samples: Samples, itr: int, version: int) -> int:
         """Batch ``itr`` into the replay storage (returns its rows written so far) or into
         its on-policy buffer, stamped with its weights' version (returns 0)."""
         if self.writer is not None:
+            assert self.replay_lock is not None  # comes with the writer
             with self.replay_lock:
                 self.writer.append(samples)
                 return self.writer.rows_written
+        assert self.buffers is not None  # on-policy: buffers instead of a writer
         dest = self.buffers[itr % len(self.buffers)]
         tree_map(lambda d, s: d.copy_(s), dest, samples)
+        assert dest.policy_version is not None  # allocate_samples gives one
         dest.policy_version.fill_(version)
         return 0
 
 
 def _sampler_main(
-    conn, sampler, agent, weights: SharedWeights, credits, lead: int, writer, replay_lock, buffers
+    conn: Connection,
+    sampler: SamplerBase,
+    agent: Agent,
+    weights: SharedWeights,
+    credits: Semaphore,
+    lead: int,
+    writer: ReplayWriter | None,
+    replay_lock: Lock | None,
+    buffers: list[Samples] | None,
 ) -> None:
     """The sampler process (see ``FreeRunningLoop``)."""
     worker_setup(None)
     loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock, buffers)
 
-    def make_handler():
+    def make_handler() -> tuple[Handler, Callable[[], None]]:
         sampler.initialize(agent)
         return loop.handle, sampler.close
 
@@ -182,14 +213,16 @@ class _WatchedLock:
     """The replay lock as the learner takes it: never blocks on a dead sampler process
     (killed while appending, it would hold the lock forever), and notices a dead one."""
 
-    def __init__(self, lock, check_alive):
-        self.lock, self.check_alive = lock, check_alive
+    def __init__(self, lock: Lock, check_alive: Callable[[], None]):
+        self.lock: Lock | None = lock
+        self.check_alive = check_alive
 
-    def __enter__(self):
+    def __enter__(self) -> _WatchedLock:
         # Checked on every minibatch too (one waitpid, microseconds): a dead sampler then
         # stops the learner within one update, not after the whole batch's updates.
         try:
             self.check_alive()
+            assert self.lock is not None  # dropped only after check_alive raised, as it does again
             while not self.lock.acquire(timeout=POLL_S):
                 self.check_alive()
         except WorkerError:
@@ -197,7 +230,8 @@ class _WatchedLock:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
+        assert self.lock is not None  # held since __enter__
         self.lock.release()
 
 
@@ -214,7 +248,7 @@ class SamplerProcess:
 
     def __init__(
         self,
-        sampler,
+        sampler: SamplerBase,
         lead: int = 2,
         start_method: str = DEFAULT_START_METHOD,
         replay: Callable[[Samples], Replay] | None = None,
@@ -225,7 +259,7 @@ class SamplerProcess:
         self.make_replay = replay
         self.batch_T, self.batch_B = sampler.batch_T, sampler.batch_B
         self.replay: Replay | None = None
-        self.agent = None
+        self.agent: Agent | None = None
         self.pool: WorkerPool | None = None
         self.samples: Samples | None = None
         self.reports: list[BatchReport] = []
@@ -241,11 +275,11 @@ class SamplerProcess:
         return self.make_replay is not None
 
     @property
-    def proc(self):
+    def proc(self) -> mp.process.BaseProcess | None:
         """The sampler process (None when not running)."""
         return None if self.pool is None or self.pool.closed else self.pool.procs[0]
 
-    def initialize(self, agent) -> Samples:
+    def initialize(self, agent: Agent) -> Samples:
         """Start the sampler process; it waits for the first ``obtain_samples``."""
         if self.pool is not None:
             raise RuntimeError("SamplerProcess is already initialized; close() it first")
@@ -258,9 +292,11 @@ class SamplerProcess:
             self.batch_B,
             shared=not self.uses_replay,
         )
-        writer = lock = None
-        self.buffers = None
+        writer: ReplayWriter | None = None
+        lock: Lock | None = None
+        self.buffers: list[Samples] | None = None
         if self.uses_replay:
+            assert self.make_replay is not None  # what uses_replay says
             self.replay = self.make_replay(example)
             # A new lock each start: a process killed while appending never releases its.
             lock = ctx.Lock()
@@ -273,8 +309,8 @@ class SamplerProcess:
                 tree_map(lambda x: x.clone().share_memory_(), example) for _ in range(self.lead - 1)
             ]
         self.samples = example
-        self.weights = SharedWeights(agent, ctx, self.lead)
-        self.credits = ctx.Semaphore(self.lead)
+        self.weights: SharedWeights | None = SharedWeights(agent, ctx, self.lead)
+        self.credits: Semaphore | None = ctx.Semaphore(self.lead)
         self.reports, self.batches_done, self.started = [], 0, False
         try:
             # Not a daemon: the process starts its own sampler's workers, and it closes
@@ -341,27 +377,30 @@ class SamplerProcess:
         self.last_report = report
         if self.replay is not None:  # minibatches see this batch and none after it
             self.replay.reveal(report.rows_written)
-        samples = None if self.uses_replay else self.buffers[report.index % len(self.buffers)]
+        samples = None if self.buffers is None else self.buffers[report.index % len(self.buffers)]
         return samples, report.episodes
 
-    def publish(self, agent, version: int) -> None:
+    def publish(self, agent: Agent, version: int) -> None:
+        assert self.weights is not None  # initialized, not closed
         self.weights.publish(agent, version)
 
     def release(self) -> None:
         """The learner is done with the oldest batch: the sampler may start another."""
+        assert self.credits is not None  # initialized, not closed
         self.credits.release()
 
     def evaluate(
         self, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
     ) -> list[EpisodeInfo]:
         """Evaluation episodes with the learner's agent, in this process (as samplers do)."""
+        assert self.agent is not None, "initialize(agent) first"
         return self.sampler.evaluations().run(self.agent, n_episodes, greedy, limits)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         self._pool().send_one(0, "state")
         return {"eval_calls": self.sampler.evaluations().calls, "sampler": self._receive("ok")}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self._pool().send_one(0, "load", state["sampler"])
         self._receive("ok")
         self.sampler.evaluations().calls = state["eval_calls"]
@@ -377,8 +416,8 @@ class SamplerProcess:
             self.replay.lock = nullcontext()
         self.sampler.close()  # never initialized here: closes only its evaluation envs
 
-    def __enter__(self):
+    def __enter__(self) -> SamplerProcess:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -6,7 +6,7 @@ the closing)."""
 from __future__ import annotations
 
 import traceback
-from typing import Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -21,6 +21,8 @@ from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.evaluation import EvalLimits, EvaluationSeries
 from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD
 from rlfw.utils.checks import NonFiniteError, check_positive
+
+_SamplerBase = TypeVar("_SamplerBase", bound="SamplerBase")
 
 
 @runtime_checkable
@@ -48,16 +50,16 @@ class Sampler(Protocol):
         self, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
     ) -> list[EpisodeInfo]: ...
 
-    def state_dict(self) -> dict: ...
+    def state_dict(self) -> dict[str, Any]: ...
 
-    def load_state_dict(self, state: dict) -> None: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
     def close(self) -> None: ...
 
 
 def allocate_samples(
     agent: Agent,
-    obs_space: gym.Space,
+    obs_space: gym.Space[Any],
     batch_T: int,
     batch_B: int,
     shared: bool = False,
@@ -87,7 +89,8 @@ def allocate_samples(
             else None
         ),
     )
-    samples = allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
+    samples: Samples = allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
+    assert samples.policy_version is not None  # the example has one
     samples.policy_version.zero_()  # the runner's to stamp, not a sampler's to write
     return samples
 
@@ -213,11 +216,11 @@ class SamplerBase:
             )
         return self._evaluations
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         self._check_running()
         return {"eval_calls": self.evaluations().calls, **self._state()}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self._check_running()
         self._load_state(state)
         self.evaluations().calls = state["eval_calls"]
@@ -230,7 +233,7 @@ class SamplerBase:
         if self._evaluations is not None:
             self._evaluations.close()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # Shipped to another process (the async runner's sampler process), a sampler does
         # not take its evaluation envs along: evaluation stays with the learner.
         return {**vars(self), "_evaluations": None}
@@ -240,10 +243,10 @@ class SamplerBase:
         """True between ``initialize`` and ``close``."""
         return self._running
 
-    def __enter__(self):
+    def __enter__(self: _SamplerBase) -> _SamplerBase:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _check_running(self) -> None:
@@ -253,7 +256,7 @@ class SamplerBase:
                 + (" (it was closed)" if self.agent is not None else "")
             )
 
-    def observation_space(self) -> gym.Space:
+    def observation_space(self) -> gym.Space[Any]:
         """Read once from a throw-away env (workers build their own)."""
         probe = self.env_factory(True)
         try:
@@ -268,10 +271,10 @@ class SamplerBase:
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
         raise NotImplementedError
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _load_state(self, state: dict) -> None:
+    def _load_state(self, state: dict[str, Any]) -> None:
         raise NotImplementedError
 
     def _stop(self) -> None:

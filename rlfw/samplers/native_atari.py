@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -32,6 +33,9 @@ from rlfw.samplers.machinery.noise import SlotNoise
 from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD, default_workers, torch_threads
 from rlfw.utils.seeding import ACTION_NOISE, TRAIN_ENV, derive_seed
 
+if TYPE_CHECKING:
+    from ale_py.vector_env import AtariVectorEnv
+
 
 def rom_name(env_id: str) -> str:
     """'ALE/SpaceInvaders-v5' -> 'space_invaders' (ale-py's ROM naming)."""
@@ -42,12 +46,13 @@ def rom_name(env_id: str) -> str:
 class _Group:
     """One ``AtariVectorEnv`` stepping the slots ``columns`` (a contiguous range)."""
 
-    def __init__(self, envs, columns: slice):
+    def __init__(self, envs: AtariVectorEnv, columns: slice):
         self.envs, self.columns = envs, columns
         self.obs: np.ndarray | None = None  # the observation the next action is chosen on
 
-    def receive(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """The step in flight, in slot order; ``obs`` becomes the next observation."""
+    def receive(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The step in flight, in slot order (reward, terminated, truncated, info); ``obs``
+        becomes the next observation."""
         obs, reward, terminated, truncated, info = self.envs.recv()
         env_id = info["env_id"]
         if np.any(env_id[1:] < env_id[:-1]):  # only a permutation is worth a copy
@@ -70,6 +75,8 @@ class NativeAtariSampler(SamplerBase):
     least one each. Samples depend on ``n_groups`` only through the rounding of the batched
     forward pass (its batch size). ``start_method`` starts its evaluation workers' processes
     (``n_eval_workers``); the games' threads are ale-py's."""
+
+    env_factory: EnvFactory  # the constructor takes ALE games by name only
 
     def __init__(
         self,
@@ -105,7 +112,7 @@ class NativeAtariSampler(SamplerBase):
             env_factory, atari=dataclasses.replace(env_factory.atari, episodic_life=False)
         )
 
-    def _make_envs(self, n_envs: int, n_threads: int):
+    def _make_envs(self, n_envs: int, n_threads: int) -> AtariVectorEnv:
         from ale_py.vector_env import AtariVectorEnv
 
         o = self.env_factory.atari
@@ -179,6 +186,7 @@ class NativeAtariSampler(SamplerBase):
 
     def _collect_batch(self) -> tuple[Samples, list[EpisodeInfo]]:
         buf, rows, agent = self.samples, self._rows, self.agent
+        assert buf is not None and agent is not None  # running
         agent.sample_mode()
         buf.bootstrap_value.zero_()
         lives_before = self._env_lives[-1].copy()
@@ -193,6 +201,7 @@ class NativeAtariSampler(SamplerBase):
                 tree_assign(rows.agent_state, (t, cols), states)
                 step = agent.step(torch.from_numpy(obs), noise[t, cols], None, states)
                 if states is not None:
+                    assert self.slot_states is not None and step.state is not None  # recurrent
                     self.slot_states[cols] = step.state
                 group.envs.send(agent.env_action(step.action).astype(np.int64, copy=False))
                 rows.observation[t, cols] = obs
@@ -206,6 +215,7 @@ class NativeAtariSampler(SamplerBase):
         return buf, episodes
 
     def _store(self, t: int, group: _Group) -> None:
+        assert self.agent is not None and self.samples is not None  # running
         reward, terminated, truncated, info = group.receive()
         cols = group.columns
         lives_before = self._env_lives[t - 1, cols].copy()  # t = 0: the last batch's last
@@ -259,11 +269,11 @@ class NativeAtariSampler(SamplerBase):
         rows.truncated[:] = truncated & ~ends
         return episodes
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         # The native emulators' states cannot be exported: a resumed run restarts games.
         return {"native": True, "noise": self.noise.state()}
 
-    def _load_state(self, state: dict) -> None:
+    def _load_state(self, state: dict[str, Any]) -> None:
         warnings.warn(
             "resuming with the native ALE sampler restarts every game (its "
             "emulator state is not exportable): the run is not bitwise identical "

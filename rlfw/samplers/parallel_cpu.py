@@ -4,7 +4,10 @@ writing straight into the shared ``[T, B]`` buffer; one synchronisation per batc
 from __future__ import annotations
 
 import copy
+from multiprocessing.connection import Connection
+from typing import Any, Callable, cast
 
+import gymnasium as gym
 import torch
 
 from rlfw.agents.base import Agent
@@ -14,30 +17,37 @@ from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.collector import Collector
 from rlfw.samplers.machinery.env_group import EnvGroup
 from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
-from rlfw.samplers.machinery.workers import serve, split_slots, worker_setup
+from rlfw.samplers.machinery.workers import (
+    Handler,
+    serve,
+    share_memory,
+    split_slots,
+    worker_setup,
+)
 
 
 def _cpu_worker(
-    conn,
-    env_factory,
+    conn: Connection,
+    env_factory: Callable[[bool], gym.Env],
     slots: range,
     seed: int,
-    agent,
+    agent: Agent,
     buf: Samples,
     weights: dict[str, torch.Tensor],
     cpu: int | None,
 ) -> None:
     worker_setup(cpu)
 
-    def make_handler():
+    def make_handler() -> tuple[Handler, Callable[[], None]]:
         collector = Collector(
             EnvGroup(env_factory, slots, seed, train=True),
             agent,
-            buf[:, slots.start : slots.stop],
+            # a cast: mypy types indexing a NamedTuple as picking one of its fields
+            cast(Samples, buf[:, slots.start : slots.stop]),
             seed,
         )
 
-        def handle(command: str, payload):
+        def handle(command: str, payload: Any) -> Any:
             if command == "sample":
                 agent.load_state_dict(weights)  # the master refreshed them for this batch
                 return collector.collect()
@@ -71,9 +81,7 @@ class ParallelCpuSampler(ParallelSamplerBase):
             shared=True,
             debug=self.debug,
         )
-        self.weights = {
-            k: v.detach().clone().share_memory_() for k, v in agent.state_dict().items()
-        }
+        self.weights = {k: share_memory(v.detach().clone()) for k, v in agent.state_dict().items()}
         cpus = self.worker_cpus()
         # A fresh copy: once an optimizer has flattened the agent's parameters into one
         # buffer they are views at odd offsets, and SIMD kernels round differently on
@@ -87,6 +95,7 @@ class ParallelCpuSampler(ParallelSamplerBase):
         return samples
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        assert self.agent is not None and self.samples is not None and self.pool is not None
         for key, value in self.agent.state_dict().items():
             self.weights[key].copy_(value)
         per_worker = self.pool.call("sample")

@@ -8,13 +8,15 @@ other: after releasing group 0 the master already computes group 1's actions.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast
 
+import gymnasium as gym
 import torch
 
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples, allocate, tree_assign, tree_index, tree_map
-from rlfw.buffers.tree import LeafIndexing
+from rlfw.buffers.tree import Tree
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
@@ -23,6 +25,7 @@ from rlfw.samplers.machinery.noise import SlotNoise
 from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
 from rlfw.samplers.machinery.workers import (
     CLOSED,
+    Handler,
     process_context,
     serve,
     split_slots,
@@ -31,6 +34,9 @@ from rlfw.samplers.machinery.workers import (
     worker_setup,
 )
 from rlfw.utils.seeding import ACTION_NOISE
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Semaphore
 
 
 class StepBuffer(NamedTuple):
@@ -42,28 +48,35 @@ class StepBuffer(NamedTuple):
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_observation: Any  # true last observation where truncated
-    __getitem__ = LeafIndexing.getitem
-    __setitem__ = LeafIndexing.setitem
+
+    # ``buf[b]`` indexes every leaf rather than picking a field; methods, as mypy reads any
+    # assignment in a NamedTuple body as a field.
+    def __getitem__(self, index: Any) -> Tree:
+        return tree_index(self, index)
+
+    def __setitem__(self, index: Any, value: Tree) -> None:
+        tree_assign(self, index, value)
 
 
 def _env_worker(
-    conn,
-    env_factory,
+    conn: Connection,
+    env_factory: Callable[[bool], gym.Env],
     slots: range,
     seed: int,
     step_buf: StepBuffer,
-    act_ready,
-    step_done,
+    act_ready: Semaphore,
+    step_done: Semaphore,
     cpu: int | None,
 ) -> None:
     worker_setup(cpu)
 
-    def make_handler():
+    def make_handler() -> tuple[Handler, Callable[[], None]]:
         group = EnvGroup(env_factory, slots, seed, train=True)
-        mine = step_buf[slots.start : slots.stop]
+        # a cast: mypy types slicing a NamedTuple as a plain tuple's slice
+        mine = cast(StepBuffer, step_buf[slots.start : slots.stop])
         tree_assign(mine.observation, slice(None), group.reset())
 
-        def handle(command: str, payload):
+        def handle(command: str, payload: Any) -> Any:
             if command == "steps":
                 episodes: list[EpisodeInfo] = []
                 for _ in range(payload):
@@ -107,8 +120,8 @@ class ParallelGpuSampler(ParallelSamplerBase):
         self.worker_slots = split_slots(self.batch_B, self.n_workers)
         per_group = self.n_workers // self.n_groups
         self.groups = [range(w * per_group, (w + 1) * per_group) for w in range(self.n_groups)]
-        self.act_ready: list = []
-        self.step_done: list = []
+        self.act_ready: list[Semaphore] = []
+        self.step_done: list[Semaphore] = []
 
     def _group_slots(self, g: int) -> slice:
         workers = self.groups[g]
@@ -127,7 +140,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
             torch.zeros((), dtype=torch.bool),
             obs,
         )
-        self.step_buf = allocate(example, (self.batch_B,), shared=True)
+        self.step_buf: StepBuffer = allocate(example, (self.batch_B,), shared=True)
         self.noise = [
             SlotNoise.for_agent(
                 agent, self.seed, ACTION_NOISE, range(self.batch_B)[self._group_slots(g)]
@@ -160,6 +173,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
             return self._collect_batch()
 
     def _collect_batch(self) -> tuple[Samples, list[EpisodeInfo]]:
+        assert self.agent is not None and self.samples is not None and self.pool is not None
         self.agent.sample_mode()
         self.samples.bootstrap_value.zero_()
         T = self.batch_T
@@ -177,17 +191,20 @@ class ParallelGpuSampler(ParallelSamplerBase):
 
     def _act(self, t: int, g: int) -> None:
         """Inference for group g at step t, then let its workers step."""
+        assert self.agent is not None and self.samples is not None  # running
         sl = self._group_slots(g)
         buf = self.samples
         observation = tree_index(self.step_buf.observation, sl)
         tree_assign(buf.observation, (t, sl), observation)
         states = None if self.slot_states is None else self.slot_states[sl]
         if states is not None:
+            assert buf.agent_state is not None  # allocated for a recurrent agent
             buf.agent_state[t, sl] = states.cpu()
         observation = tree_index(buf.observation, (t, sl))
         self.agent.observe(observation)  # the whole row: one group only
         step = self.agent.step(observation, self.noise[g].draw(), range(self.batch_B)[sl], states)
         if states is not None:
+            assert self.slot_states is not None and step.state is not None  # recurrent agent
             self.slot_states[sl] = step.state
         action = step.action.cpu()
         buf.action[t, sl] = action
@@ -198,6 +215,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
 
     def _finish_step(self, t: int, g: int) -> None:
         """Wait for group g's workers, then copy their step results into the batch."""
+        assert self.agent is not None and self.samples is not None and self.pool is not None
         for w in self.groups[g]:
             self.pool.wait(self.step_done[w])
         sl = self._group_slots(g)

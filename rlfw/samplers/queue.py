@@ -19,14 +19,16 @@ as soon as it is ready instead of in lockstep with the slowest, is kept.
 from __future__ import annotations
 
 import queue as queue_module
-from typing import Any
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Callable, cast
 
+import gymnasium as gym
 import numpy as np
 import torch
 
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples, tree_assign, tree_index, tree_map
-from rlfw.buffers.tree import tree_stack
+from rlfw.buffers.tree import Tree, tree_stack
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.bootstrap import bootstrap_batch_end, bootstrap_truncated
@@ -36,8 +38,10 @@ from rlfw.samplers.machinery.parallel_base import ParallelSamplerBase
 from rlfw.samplers.machinery.workers import (
     CLOSED,
     POLL_S,
+    Handler,
     process_context,
     serve,
+    share_memory,
     split_slots,
     torch_threads,
     wait_for_master,
@@ -45,29 +49,34 @@ from rlfw.samplers.machinery.workers import (
 )
 from rlfw.utils.seeding import ACTION_NOISE
 
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+    from multiprocessing.synchronize import Semaphore
+
 
 def _actor(
-    conn,
+    conn: Connection,
     actor: int,
-    env_factory,
+    env_factory: Callable[[bool], gym.Env],
     slots: range,
     seed: int,
     buf: Samples,
     env_action: torch.Tensor,
-    next_obs: Any,
-    requests,
-    action_ready,
+    next_obs: Tree,
+    requests: Queue[tuple[int, int]],
+    action_ready: Semaphore,
     cpu: int | None,
 ) -> None:
     worker_setup(cpu)
 
-    def make_handler():
+    def make_handler() -> tuple[Handler, Callable[[], None]]:
         group = EnvGroup(env_factory, slots, seed, train=True)
         group.reset()
-        mine = buf[:, slots.start : slots.stop]
+        # a cast: mypy types indexing a NamedTuple as picking one of its fields
+        mine = cast(Samples, buf[:, slots.start : slots.stop])
         actions = env_action[slots.start : slots.stop]
 
-        def handle(command: str, payload):
+        def handle(command: str, payload: Any) -> Any:
             if command == "sample":
                 episodes: list[EpisodeInfo] = []
                 finals: dict[tuple[int, int], np.ndarray] = {}  # (t, slot) -> final obs
@@ -104,7 +113,13 @@ class QueueSampler(ParallelSamplerBase):
     waiting up to ``batch_wait_s`` for more requests after the first one (0: take only
     what is already queued)."""
 
-    def __init__(self, *args, max_batch: int | None = None, batch_wait_s: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        *args: Any,
+        max_batch: int | None = None,
+        batch_wait_s: float = 0.0,
+        **kwargs: Any,
+    ):
         """``ParallelSamplerBase``'s arguments, plus the predictor's ``max_batch`` (default
         every env) and ``batch_wait_s``."""
         super().__init__(*args, **kwargs)
@@ -119,8 +134,8 @@ class QueueSampler(ParallelSamplerBase):
         if batch_wait_s < 0:
             raise ValueError(f"batch_wait_s must be >= 0, got {batch_wait_s}")
         self.batch_wait_s = batch_wait_s
-        self.action_ready: list = []
-        self.requests = None
+        self.action_ready: list[Semaphore] = []
+        self.requests: Queue[tuple[int, int]] | None = None
         self.batch_sizes: list[int] = []  # slots per predictor pass, last batch (a statistic)
 
     def _start(self, agent: Agent) -> Samples:
@@ -129,11 +144,11 @@ class QueueSampler(ParallelSamplerBase):
             agent, obs_space, self.batch_T, self.batch_B, shared=True, debug=self.debug
         )
         example_action = torch.as_tensor(agent.env_action(samples.action[0, :1]))[0]
-        self.env_action = torch.zeros(
-            (self.batch_B,) + tuple(example_action.shape), dtype=example_action.dtype
-        ).share_memory_()
+        self.env_action = share_memory(
+            torch.zeros((self.batch_B,) + tuple(example_action.shape), dtype=example_action.dtype)
+        )
         first_row = tree_index(samples.observation, 0)
-        self.next_obs = tree_map(lambda x: torch.zeros_like(x).share_memory_(), first_row)
+        self.next_obs = tree_map(lambda x: share_memory(torch.zeros_like(x)), first_row)
         self.noise = [
             SlotNoise.for_agent(agent, self.seed, ACTION_NOISE, slots) for slots in self.slots
         ]
@@ -165,6 +180,7 @@ class QueueSampler(ParallelSamplerBase):
         return samples
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        assert self.agent is not None and self.samples is not None and self.pool is not None
         with torch_threads(1):
             self.agent.sample_mode()
             self.samples.bootstrap_value.zero_()
@@ -183,6 +199,7 @@ class QueueSampler(ParallelSamplerBase):
     def _next_requests(self) -> list[tuple[int, int]]:
         """Block for one request (checking the actors are alive), then take more, up to
         ``max_batch`` env slots."""
+        assert self.requests is not None and self.pool is not None  # running
         while True:
             try:
                 batch = [self.requests.get(timeout=POLL_S)]
@@ -213,6 +230,7 @@ class QueueSampler(ParallelSamplerBase):
         The pass always covers all B rows, each request's observations in its own slots'
         rows (the rest are left as they were): a row's result then never depends on which
         requests shared the pass, so the samples equal the serial sampler's bit for bit."""
+        assert self.agent is not None and self.samples is not None  # running
         buf, obs, noise = self.samples, self.predict_obs, self.predict_noise
         states = self.slot_states
         for a, t in requests:
@@ -224,6 +242,7 @@ class QueueSampler(ParallelSamplerBase):
                 self._start_step_states(t, slice(part.start, part.stop))
         step = self.agent.step(obs, noise, self.all_slots, states)
         if states is not None:
+            assert step.state is not None  # a recurrent agent's step returns its state
             for a, _ in requests:
                 rows = slice(self.slots[a].start, self.slots[a].stop)
                 states[rows] = step.state[rows]
@@ -246,6 +265,8 @@ class QueueSampler(ParallelSamplerBase):
         (their bootstrap value needs them, after the batch), zero those whose episode
         ended there, and record the states step ``t`` starts from."""
         buf, states = self.samples, self.slot_states
+        # called for a recurrent agent only, whose buffer keeps its states
+        assert buf is not None and states is not None and buf.agent_state is not None
         if t > 0:
             for i in torch.nonzero(buf.truncated[t - 1, rows]).flatten().tolist():
                 self.final_states[(t - 1, rows.start + i)] = states[rows.start + i].clone()
@@ -253,6 +274,7 @@ class QueueSampler(ParallelSamplerBase):
         buf.agent_state[t, rows] = states[rows].cpu()
 
     def _bootstrap_truncated(self, finals: dict[tuple[int, int], np.ndarray]) -> None:
+        assert self.agent is not None and self.samples is not None  # running
         last = self.batch_T - 1
         for t in sorted({t for t, _ in finals}):
             slots = sorted(b for tt, b in finals if tt == t)

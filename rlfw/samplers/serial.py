@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlfw.agents.base import Agent
 from rlfw.buffers import Samples
 from rlfw.samplers.base import SamplerBase, allocate_samples
@@ -25,12 +27,15 @@ class SerialSampler(SamplerBase):
         return samples
 
     def _collect(self, itr: int) -> tuple[Samples, list[EpisodeInfo]]:
+        assert self.samples is not None and self.collector is not None  # running
         return self.samples, self.collector.collect()
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
+        assert self.collector is not None  # running
         return {"collector": self.collector.state_dict()}
 
-    def _load_state(self, state: dict) -> None:
+    def _load_state(self, state: dict[str, Any]) -> None:
+        assert self.collector is not None  # running
         self.collector.load_state_dict(state["collector"])
 
     def _stop(self) -> None:

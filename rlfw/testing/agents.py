@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence, cast
+
+import gymnasium as gym
 import numpy as np
 import torch
 
-from rlfw.agents.base import AgentStep, ModelAgent
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
 from rlfw.buffers import AgentInfo
+
+if TYPE_CHECKING:
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.envs.spaces import EnvSpaces
 
 
 class CountingAgent(ModelAgent):
@@ -24,7 +31,9 @@ class CountingAgent(ModelAgent):
     noise_shape: tuple[int, ...] = ()
     noise_kind = "uniform"
 
-    def __init__(self, n_actions: int = 3, noise_hold: int = 1, keeps_final_observation=False):
+    def __init__(
+        self, n_actions: int = 3, noise_hold: int = 1, keeps_final_observation: bool = False
+    ):
         self.n_actions = n_actions
         self.keeps_final_observation = keeps_final_observation
         self.noise_hold = noise_hold
@@ -32,17 +41,23 @@ class CountingAgent(ModelAgent):
         self.model = torch.nn.Linear(1, 1)  # something to checkpoint
 
     @staticmethod
-    def counts(obs) -> torch.Tensor:
+    def counts(obs: Observation) -> torch.Tensor:
         """The ``[tag, episode, t]`` rows: the observation itself, or the ``count`` leaf of
         a ``NestedCountingEnv``'s."""
         return torch.as_tensor(obs["count"] if isinstance(obs, dict) else obs, dtype=torch.float32)
 
     @classmethod
-    def value_of(cls, obs) -> torch.Tensor:
+    def value_of(cls, obs: Observation) -> torch.Tensor:
         obs = cls.counts(obs)
         return 10 * obs[..., 1] + obs[..., 2]
 
-    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         obs = self.counts(obs)
         u = torch.as_tensor(noise, dtype=torch.float32)
         if self.greedy:
@@ -51,7 +66,7 @@ class CountingAgent(ModelAgent):
             action = (u * self.n_actions).long()
         return AgentStep(action, AgentInfo(u.clone(), self.value_of(obs)))
 
-    def value(self, obs, state=None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         return self.value_of(obs)
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
@@ -69,14 +84,20 @@ class ConstantActionAgent(ModelAgent):
         self.greedy = False
         self.model = torch.nn.Linear(1, 1)
 
-    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
         n = len(obs)
         return AgentStep(
             torch.full((n,), self.action, dtype=torch.long),
             AgentInfo(torch.zeros(n), torch.zeros(n)),
         )
 
-    def value(self, obs, state=None) -> torch.Tensor:
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
         return torch.zeros(len(obs))
 
     def env_action(self, action: torch.Tensor) -> np.ndarray:
@@ -106,8 +127,11 @@ class ElementwiseActorCritic(torch.nn.Module):
 
 
 def elementwise_gaussian_agent(
-    spaces, normalize_obs: bool = True, obs_clip: float = 10.0, obs_norm_update: str = "batch"
-):
+    spaces: EnvSpaces,
+    normalize_obs: bool = True,
+    obs_clip: float = 10.0,
+    obs_norm_update: str = "batch",
+) -> ActorCriticAgent:
     """An ``ActorCriticAgent`` (DiagGaussian, optionally normalized observations, their
     statistics updated per 'batch' or per 'step') on an ``ElementwiseActorCritic``, for
     Box-action envs with flat observations."""
@@ -115,7 +139,9 @@ def elementwise_gaussian_agent(
     from rlfw.agents.distributions import DiagGaussian
     from rlfw.models.normalize import NormalizedModel
 
-    obs_shape, action_dim = spaces.observation.shape, spaces.action.shape[0]
+    observation = cast(gym.spaces.Box, spaces.observation)  # flat Box observations
+    action = cast(gym.spaces.Box, spaces.action)
+    obs_shape, action_dim = observation.shape, action.shape[0]
     model: torch.nn.Module = ElementwiseActorCritic(obs_shape[0], action_dim)
     if normalize_obs:
         model = NormalizedModel(model, obs_shape, obs_clip, obs_norm_update)
@@ -133,7 +159,14 @@ class CountingRecurrentAgent(CountingAgent):
     def initial_state(self, n: int) -> torch.Tensor:
         return torch.zeros(n, 1)
 
-    def step(self, obs, noise, slots=None, state=None) -> AgentStep:
+    def step(
+        self,
+        obs: Observation,
+        noise: np.ndarray | torch.Tensor,
+        slots: Sequence[int] | None = None,
+        state: AgentState = None,
+    ) -> AgentStep:
+        state = cast(torch.Tensor, state)  # samplers pass every slot's (``initial_state``)
         count = state[:, 0]
         u = torch.as_tensor(noise, dtype=torch.float32)
         if self.greedy:
@@ -142,8 +175,8 @@ class CountingRecurrentAgent(CountingAgent):
             action = ((u * self.n_actions).long() + count.long()) % self.n_actions
         return AgentStep(action, AgentInfo(u.clone(), count.clone()), state + 1)
 
-    def value(self, obs, state=None) -> torch.Tensor:
-        return state[:, 0].clone()
+    def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
+        return cast(torch.Tensor, state)[:, 0].clone()
 
 
 class ElementwiseRecurrentActorCritic(torch.nn.Module):
@@ -165,14 +198,18 @@ class ElementwiseRecurrentActorCritic(torch.nn.Module):
         self.v = torch.nn.Parameter(torch.full((obs_dim,), 0.1))
         self.log_std = torch.nn.Parameter(torch.zeros(action_dim))
 
-    def forward(self, obs: torch.Tensor, state: torch.Tensor):
+    def forward(
+        self, obs: torch.Tensor, state: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         obs = obs.float()
         h = torch.tanh(self.a * state + self.b * obs[..., : self.action_dim])
         mean = self.w * h
         params = torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
         return params, (obs * self.v).sum(-1) + (self.c * h).sum(-1), h
 
-    def forward_sequence(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor):
+    def forward_sequence(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         params, values = [], []
         for t in range(len(obs)):
             state = state * (~episode_start[t]).unsqueeze(-1).to(state.dtype)
@@ -182,12 +219,14 @@ class ElementwiseRecurrentActorCritic(torch.nn.Module):
         return torch.stack(params), torch.stack(values)
 
 
-def elementwise_recurrent_agent(spaces):
+def elementwise_recurrent_agent(spaces: EnvSpaces) -> ActorCriticAgent:
     """An ``ActorCriticAgent`` (DiagGaussian) on an ``ElementwiseRecurrentActorCritic``."""
     from rlfw.agents import ActorCriticAgent
     from rlfw.agents.distributions import DiagGaussian
 
-    obs_shape, action_dim = spaces.observation.shape, spaces.action.shape[0]
+    observation = cast(gym.spaces.Box, spaces.observation)  # flat Box observations
+    action = cast(gym.spaces.Box, spaces.action)
+    obs_shape, action_dim = observation.shape, action.shape[0]
     return ActorCriticAgent(
         ElementwiseRecurrentActorCritic(obs_shape[0], action_dim),
         DiagGaussian(action_dim),

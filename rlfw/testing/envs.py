@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -32,7 +32,9 @@ class CountingEnv(gym.Env):
     def _obs(self) -> np.ndarray:
         return np.array([self._tag, self._episode, self._t], dtype=np.float32)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None:
             self._tag = float(seed % 997)
@@ -40,7 +42,7 @@ class CountingEnv(gym.Env):
         self._t = 0
         return self._obs(), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         reward = float(self._t + 1)
         self._t += 1
         length = self.lengths[self._episode % len(self.lengths)]
@@ -58,7 +60,7 @@ class RaisingEnv(CountingEnv):
         self.raise_at = raise_at
         self._steps = 0
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._steps == self.raise_at:
             raise RuntimeError(f"RaisingEnv: deliberate failure at step {self._steps}")
         self._steps += 1
@@ -76,12 +78,14 @@ class SelfKillingEnv(CountingEnv):
         self.kill_in_reset = kill_in_reset
         self._steps = 0
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         if self.kill_in_reset and in_sampler_worker():
             os.kill(os.getpid(), signal.SIGKILL)
         return super().reset(seed=seed, options=options)
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._steps == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
         self._steps += 1
@@ -105,7 +109,7 @@ class KillOnceEnv(gym.Wrapper):
         self.marker, self.kill_at = marker, kill_at
         self._steps = 0
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._steps == self.kill_at and in_sampler_worker() and not os.path.exists(self.marker):
             open(self.marker, "w").close()
             os.kill(os.getpid(), signal.SIGKILL)
@@ -121,7 +125,7 @@ class NonFiniteRewardEnv(CountingEnv):
         self.nan_at = nan_at
         self._steps = 0
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)
         reward = float("nan") if self._steps == self.nan_at else reward
         self._steps += 1
@@ -152,13 +156,15 @@ class FrameCountingEnv(gym.Env):
     def _frame(self) -> np.ndarray:
         return np.full((2, 2), 16 * (self._episode % 16) + self._t, np.uint8)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         self._episode += 1
         self._t = 0
         return self._frame(), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         self._t += 1
         ended = self._t >= self.lengths[self._episode % len(self.lengths)]
         odd = self._episode % 2 == 1
@@ -179,7 +185,7 @@ class SleepyEnv(CountingEnv):
         super().__init__(**kwargs)
         self.step_s = step_s
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         import time
 
         time.sleep(self.step_s)
@@ -191,8 +197,9 @@ class CountMatchingEnv(CountingEnv):
     within the episode) and 0 otherwise: an agent that must count the steps itself, in a
     recurrent state reset at every episode start, earns exactly the episode's length."""
 
-    def step(self, action: Any):
-        matched = int(action) == self._t % self.action_space.n
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        n_actions = cast(gym.spaces.Discrete, self.action_space).n
+        matched = int(action) == self._t % n_actions
         obs, _, terminated, truncated, info = super().step(action)
         return obs, float(matched), terminated, truncated, info
 
@@ -215,7 +222,8 @@ class NestedCountingEnv(CountingEnv):
                 "pair": gym.spaces.Tuple(
                     (
                         gym.spaces.MultiDiscrete([4, 5]),
-                        gym.spaces.Box(0, 1, (1,), np.bool_),
+                        # gymnasium's annotations allow float and int Boxes; bool ones work
+                        gym.spaces.Box(0, 1, (1,), np.bool_),  # type: ignore[arg-type]
                     )
                 ),
             }
@@ -282,7 +290,9 @@ class GoalCountingEnv(gym.Env):
             "observation": np.array([self._tag, self._episode, self._t], np.float32),
         }
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None:
             self._tag = float(seed % 997)
@@ -290,11 +300,14 @@ class GoalCountingEnv(gym.Env):
         self._t = 0
         return self._obs(), {}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         self._t += 1
         obs = self._obs()
         reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], {}))
         return obs, reward, False, self._t >= self.length, {"is_success": 0.0}
 
-    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray:
-        return -(np.abs(achieved_goal - desired_goal).sum(-1) > 0).astype(np.float32)
+    def compute_reward(
+        self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: dict[str, Any]
+    ) -> np.ndarray:
+        distance: np.ndarray = np.abs(achieved_goal - desired_goal).sum(-1)
+        return -(distance > 0).astype(np.float32)

@@ -12,6 +12,7 @@ import torch
 
 from rlfw.agents.distributions import mask_values
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
+from rlfw.buffers.tree import Tree
 from rlfw.utils.checks import check_config
 
 
@@ -74,14 +75,14 @@ class C51(DQN):
 
     def _losses(
         self,
-        observation,
-        next_observation,
-        action,
-        n_step_return,
-        bootstrap_discount,
-        next_value_known,
-        next_value,
-        weight,
+        observation: Tree,
+        next_observation: Tree,
+        action: torch.Tensor,
+        n_step_return: torch.Tensor,
+        bootstrap_discount: torch.Tensor,
+        next_value_known: torch.Tensor,
+        next_value: torch.Tensor,
+        weight: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(cross-entropy loss, mean return of the taken actions, per-sample loss)."""
         c = self.config

@@ -10,14 +10,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, Callable, Generic, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
+from typing_extensions import TypeVar
 
+from rlfw.agents.base import Agent
 from rlfw.agents.distributions import mask_values
-from rlfw.agents.dqn_agent import apex_epsilons
+from rlfw.agents.dqn_agent import DqnAgent, apex_epsilons
 from rlfw.algos.base import ReplayAlgorithm
 from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import (
@@ -38,9 +41,16 @@ from rlfw.buffers.replay import (
     UniformSampling,
 )
 from rlfw.buffers.replay.storage import replay_storage
+from rlfw.buffers.tree import Tree
 from rlfw.envs.spaces import EnvSpaces
+from rlfw.models.q_network import QNetwork
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
+
+# The Q-network's class: ``QNetwork`` (DQN, C51) unless said otherwise (R2D1's recurrent one).
+QNet = TypeVar("QNet", bound=nn.Module, default=QNetwork)
+# (loss, Q of the taken actions, per-sample priority) of a batch: ``DQN._losses``, compiled or not
+Losses = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 
 
 @dataclass
@@ -175,30 +185,36 @@ class DQNConfig:
         )
 
 
-class DQN(ReplayAlgorithm):
+class DQN(ReplayAlgorithm, Generic[QNet]):
     """Deep Q-learning on the common replay: each ``optimize(samples, itr)`` appends the
     ``[T, B]`` batch, then runs ``replay_ratio x T x B`` gradient steps on uniform or
     prioritized n-step minibatches against a target network (hard copies every
     ``target_update_interval`` env steps, or Polyak averaging with ``tau < 1``); it also
     drives the agent's per-slot ε schedule."""
 
+    config: DQNConfig
+    agent: DqnAgent[QNet]
+
     def __init__(self, config: DQNConfig | None = None):
         self.config = config or DQNConfig()
         self.config.validate()
         self.replay: Replay | None = None
-        self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
+        self._pending_replay: dict[str, Any] | None = None  # from a checkpoint, until replay exists
 
     def initialize(
-        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+        self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
     ) -> None:
         """Bind to ``agent`` for ``n_itr`` iterations; ``replicas`` (multi-rank runs)
         average each gradient across the learner replicas."""
         c = self.config
-        self.agent, self.n_itr, self.seed = agent, n_itr, seed
-        self.target = copy.deepcopy(agent.q)
+        # what the DQN, C51 and R2D1 specs build
+        self.agent, self.n_itr, self.seed = cast("DqnAgent[QNet]", agent), n_itr, seed
+        self.target = copy.deepcopy(self.agent.q)
         self.target.requires_grad_(False)
-        self.flat, self.optimizer = flat_optimizer(agent.q.parameters(), c, gradient_sync(replicas))
-        self._loss = None  # compiled or not at the first update
+        self.flat, self.optimizer = flat_optimizer(
+            self.agent.q.parameters(), c, gradient_sync(replicas)
+        )
+        self._loss: Losses | None = None  # compiled or not at the first update
         self.updates = 0
         self.update_budget = 0.0
         self.last_target_step = 0
@@ -257,6 +273,7 @@ class DQN(ReplayAlgorithm):
         c = self.config
         env_steps = (itr + 1) * self.steps_per_itr
         stats: dict[str, list[float]] = {"loss": [], "q": [], "grad_norm": [], "td_abs": []}
+        assert self.replay is not None  # the runner appended batch ``itr``, so it is made
         if env_steps >= c.learning_starts:
             self.update_budget += c.replay_ratio * self.steps_per_itr
             if c.prioritized:
@@ -285,7 +302,8 @@ class DQN(ReplayAlgorithm):
 
     def _set_beta(self, beta: float) -> None:
         """Prioritized replay's importance-sampling exponent for the next minibatches."""
-        self.replay.sampling.beta = beta
+        assert self.replay is not None  # called while learning from it
+        cast(PrioritizedSampling, self.replay.sampling).beta = beta  # called when prioritized
 
     def _learn(self, batch: ReplayBatch, stats: dict[str, list[float]]) -> None:
         if self._loss is None:  # the auto rule needs the run's length in gradient steps
@@ -303,6 +321,7 @@ class DQN(ReplayAlgorithm):
         )
         norm = gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
         self.updates += 1
+        assert self.replay is not None  # the batch came from it
         self.replay.update_priorities(batch.index, td_abs.numpy())
         loss, q_mean, td_mean = torch.stack([loss.detach(), q_taken.mean(), td_abs.mean()]).tolist()
         stats["loss"].append(loss)
@@ -312,14 +331,14 @@ class DQN(ReplayAlgorithm):
 
     def _losses(
         self,
-        observation,
-        next_observation,
-        action,
-        n_step_return,
-        bootstrap_discount,
-        next_value_known,
-        next_value,
-        weight,
+        observation: Tree,
+        next_observation: Tree,
+        action: torch.Tensor,
+        n_step_return: torch.Tensor,
+        bootstrap_discount: torch.Tensor,
+        next_value_known: torch.Tensor,
+        next_value: torch.Tensor,
+        weight: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(Huber TD loss, Q of the taken actions, |TD error|) of a replay batch: what
         ``compile`` compiles."""
@@ -373,7 +392,7 @@ class DQN(ReplayAlgorithm):
             target.lerp_(online, tau) if tau < 1 else target.copy_(online)
 
     # -- checkpoints ---------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         state = {
             "optimizer": self.optimizer.state_dict(),
             "target": self.target.state_dict(),
@@ -387,7 +406,7 @@ class DQN(ReplayAlgorithm):
             state["replay"] = self.replay.state_dict()
         return state
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.target.load_state_dict(state["target"])
         self.updates, self.update_budget = state["updates"], state["update_budget"]

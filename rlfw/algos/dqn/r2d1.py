@@ -9,6 +9,7 @@ ratio and checkpoints are DQN's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -16,6 +17,7 @@ from rlfw.algos.dqn.dqn import DQN, DQNConfig
 from rlfw.algos.optim import gradient_step
 from rlfw.buffers import Samples, tree_index
 from rlfw.buffers.replay.sequence import SequenceBatch, SequenceReplay
+from rlfw.models.recurrent_q import RecurrentQNetwork
 from rlfw.utils.checks import check_config
 
 RESCALE_EPS = 1e-3
@@ -89,15 +91,18 @@ class R2D1Config(DQNConfig):
         )
 
 
-class R2D1(DQN):
+class R2D1(DQN[RecurrentQNetwork]):
     """Recurrent Q-learning from sequence replay (see the module docstring)."""
 
     config: R2D1Config
+    # Sequences, not DQN's transitions: DQN's code only hands what it samples to ``_learn``
+    # and sizes and checkpoints it; what depends on the kind is overridden here.
+    replay: SequenceReplay | None  # type: ignore[assignment]
 
     def __init__(self, config: R2D1Config | None = None):
         super().__init__(config or R2D1Config())
 
-    def _new_replay(
+    def _new_replay(  # type: ignore[override]  # see ``replay``
         self, samples: Samples, shared: bool, seed: int, reserve_rows: int
     ) -> SequenceReplay:
         c = self.config
@@ -109,9 +114,10 @@ class R2D1(DQN):
         reserve = multiple(reserve_rows)
         rows = multiple(c.replay_capacity // B) + reserve
         storage = self._storage(samples, rows, shared)
+        states = cast(torch.Tensor, samples.agent_state)  # a recurrent agent's batch
         return SequenceReplay(
             storage,
-            samples.agent_state.shape[-1],
+            states.shape[-1],
             c.length,
             c.period,
             alpha=c.priority_alpha if c.prioritized else 0.0,
@@ -121,12 +127,16 @@ class R2D1(DQN):
         )
 
     def _set_beta(self, beta: float) -> None:
+        assert self.replay is not None  # called while learning from it
         self.replay.beta = beta
 
-    def _learn(self, batch: SequenceBatch, stats: dict[str, list[float]]) -> None:
+    def _learn(  # type: ignore[override]  # see ``replay``
+        self, batch: SequenceBatch, stats: dict[str, list[float]]
+    ) -> None:
         loss, q_taken, priority = self._sequence_losses(batch)
         norm = gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
         self.updates += 1
+        assert self.replay is not None  # the batch came from it
         self.replay.update_priorities(batch.index, priority.numpy())
         stats["loss"].append(float(loss.detach()))
         stats["q"].append(float(q_taken.mean()))

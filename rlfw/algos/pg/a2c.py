@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, cast
 
 import torch
 
+from rlfw.agents.actor_critic import EncodedObservations
+from rlfw.agents.base import Agent, Observation
 from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
-from rlfw.algos.pg.common import advantages, common_checks, explained_variance
+from rlfw.algos.pg.common import advantages, agent_info, common_checks, explained_variance
 from rlfw.buffers import Samples, tree_map
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -62,10 +64,10 @@ class A2C(PolicyGradient):
         return A2CConfig()
 
     def initialize(
-        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+        self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
     ) -> None:
         super().initialize(agent, n_itr, seed, replicas)
-        self._loss = compile_loss(self._losses, self.config.compile, agent.model, n_itr)
+        self._loss = compile_loss(self._losses, self.config.compile, self.agent.model, n_itr)
 
     def optimize(self, samples: Samples, itr: int) -> dict[str, float]:
         c = self.config
@@ -77,8 +79,9 @@ class A2C(PolicyGradient):
         self.agent.train_mode()
         observation = self.agent.training_observations(samples)
         if self.recurrent:  # the whole batch as B sequences from their stored states
+            state = cast(torch.Tensor, samples.agent_state)  # a recurrent agent's
             loss, stats = self._loss(
-                observation, samples.action, adv, ret, samples.agent_state[0], samples.episode_start
+                observation, samples.action, adv, ret, state[0], samples.episode_start
             )
         else:
             loss, stats = self._loss(
@@ -96,11 +99,19 @@ class A2C(PolicyGradient):
             "train/entropy": entropy,
             "train/grad_norm": grad_norm,
             "train/learning_rate": lr,
-            "train/explained_variance": explained_variance(samples.agent_info.value.flatten(), ret),
+            "train/explained_variance": explained_variance(
+                agent_info(samples).value.flatten(), ret
+            ),
         }
 
     def _losses(
-        self, obs, action, adv, ret, initial_state=None, episode_start=None
+        self,
+        obs: Observation | EncodedObservations,
+        action: torch.Tensor,
+        adv: torch.Tensor,
+        ret: torch.Tensor,
+        initial_state: torch.Tensor | None = None,
+        episode_start: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss, [policy loss, value loss, entropy]): what ``compile`` compiles."""
         c = self.config

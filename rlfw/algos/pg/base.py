@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
+from rlfw.agents.actor_critic import ActorCriticAgent
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
 from rlfw.algos.optim import Replicas, flat_optimizer, gradient_sync
-from rlfw.algos.pg.common import BatchNormalizers
+from rlfw.algos.pg.common import BatchNormalizers, PgConfig
 
 
 class PolicyGradient(Algorithm):
@@ -13,18 +16,21 @@ class PolicyGradient(Algorithm):
     gradient average across replicas, per-batch reward/observation normalizers, and
     their checkpoint state."""
 
-    def __init__(self, config=None):
+    config: PgConfig
+    agent: ActorCriticAgent
+
+    def __init__(self, config: PgConfig | None = None):
         self.config = config if config is not None else self.default_config()
         self.config.validate()
 
     @classmethod
-    def default_config(cls):
+    def default_config(cls) -> PgConfig:
         raise NotImplementedError
 
     def initialize(
         self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
     ) -> None:
-        self.agent = agent
+        self.agent = cast(ActorCriticAgent, agent)  # what the PPO and A2C specs build
         self.n_itr = n_itr
         # A recurrent agent learns from whole columns replayed from their stored states.
         self.recurrent = agent.initial_state(1) is not None
@@ -33,12 +39,12 @@ class PolicyGradient(Algorithm):
         )
         self.normalizers = BatchNormalizers(self.config, replicas)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "optimizer": self.optimizer.state_dict(),
             "normalizers": self.normalizers.state_dict(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.normalizers.load_state_dict(state.get("normalizers"))

@@ -127,6 +127,8 @@ def categorical_ppo_loss(
     """(PPO's loss, its ``STATS``) for ``logits [n, A]`` and ``value [n]`` (every other
     tensor ``[n]``), as ``PPO._losses`` computes them from a categorical distribution,
     with the gradient of the loss in closed form."""
-    return _CategoricalPPOLoss.apply(
+    # torch leaves ``Function.apply`` unannotated; it returns what ``forward`` does
+    out: tuple[torch.Tensor, torch.Tensor] = _CategoricalPPOLoss.apply(  # type: ignore[no-untyped-call]
         logits, value, action, old_logp, old_value, adv, ret, clip, config
     )
+    return out

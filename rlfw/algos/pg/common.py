@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any, Protocol, cast
+
 import torch
 
+from rlfw.agents.base import ModelAgent
 from rlfw.algos.optim import OPTIMIZERS, Replicas
 from rlfw.algos.pg.gae import generalized_advantages
-from rlfw.buffers import tree_map
+from rlfw.buffers import AgentInfo, Samples, tree_map
 from rlfw.models.normalize import RewardScaler
+
+
+class PgConfig(Protocol):
+    """The settings every policy-gradient config (``PPOConfig``, ``A2CConfig``) has."""
+
+    learning_rate: float
+    optimizer: str
+    optimizer_eps: float
+    gamma: float
+    gae_lambda: float
+    value_coef: float
+    max_grad_norm: float | None
+    normalize_reward: bool
+    reward_clip: float
+
+    def validate(self) -> None: ...
+
+
+def agent_info(samples: Samples) -> AgentInfo:
+    """The batch's per-step info as an actor-critic agent records it (log-probs, values)."""
+    return cast(AgentInfo, samples.agent_info)
 
 
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
@@ -16,7 +40,7 @@ def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
     return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
 
 
-def common_checks(config) -> dict[str, tuple[object, bool, str]]:
+def common_checks(config: PgConfig) -> dict[str, tuple[object, bool, str]]:
     """Checks every policy-gradient config shares (see ``check_config``)."""
     c = config
     return dict(
@@ -36,14 +60,14 @@ def common_checks(config) -> dict[str, tuple[object, bool, str]]:
 
 
 def advantages(
-    samples, config, reward: torch.Tensor | None = None
+    samples: Samples, config: PgConfig, reward: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE advantages and returns of a ``Samples`` batch, flattened to ``[T * B]``
     (``reward``: the batch's rewards as the learner sees them, if not the raw ones)."""
     reward = samples.reward if reward is None else reward
     adv, ret = generalized_advantages(
         reward,
-        samples.agent_info.value,
+        agent_info(samples).value,
         samples.terminated,
         samples.truncated,
         samples.bootstrap_value,
@@ -60,7 +84,7 @@ class BatchNormalizers:
     it was sampled with. With ``replicas`` every rank adds every rank's batch, in rank
     order: the statistics, like the weights, are the same bits on all ranks."""
 
-    def __init__(self, config, replicas: Replicas | None = None):
+    def __init__(self, config: PgConfig, replicas: Replicas | None = None):
         gather = None if replicas is None else replicas.all_gather
         self.rewards = (
             RewardScaler(config.gamma, config.reward_clip, gather)
@@ -69,12 +93,12 @@ class BatchNormalizers:
         )
         self.gather = gather
 
-    def reward(self, samples) -> torch.Tensor:
+    def reward(self, samples: Samples) -> torch.Tensor:
         if self.rewards is None:
             return samples.reward
         return self.rewards(samples.reward, samples.done)
 
-    def after_update(self, agent, samples) -> None:
+    def after_update(self, agent: ModelAgent, samples: Samples) -> None:
         if not agent.per_batch_statistics:
             return  # nothing to gather for: no statistics, or the sampler's per step
         observation = samples.observation
@@ -83,9 +107,9 @@ class BatchNormalizers:
             observation = tree_map(lambda x: gather(x.contiguous()), observation)
         agent.update_normalization(observation)
 
-    def state_dict(self) -> dict | None:
+    def state_dict(self) -> dict[str, Any] | None:
         return None if self.rewards is None else self.rewards.state_dict()
 
-    def load_state_dict(self, state: dict | None) -> None:
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
         if self.rewards is not None and state is not None:
             self.rewards.load_state_dict(state)

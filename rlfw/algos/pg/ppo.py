@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, Callable, cast
 
 import torch
 
-from rlfw.agents.actor_critic import ActorCriticAgent
+from rlfw.agents.actor_critic import ActorCriticAgent, EncodedObservations
+from rlfw.agents.base import Agent, Observation
 from rlfw.agents.distributions import Categorical
 from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.categorical_loss import categorical_ppo_loss
-from rlfw.algos.pg.common import advantages, common_checks, explained_variance
+from rlfw.algos.pg.common import advantages, agent_info, common_checks, explained_variance
 from rlfw.buffers import Samples, tree_index, tree_map, tree_take
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -24,6 +25,9 @@ AMP_MODES = (None, "bf16")  # bf16 needs no loss scaling, unlike fp16
 # CleanRL, PureJaxRL); "clipped": the clipped prediction's error alone (SB3)
 VALUE_CLIP_FORMS = ("max", "clipped")
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+
+# (the loss, the ``STATS``) of a minibatch: ``PPO._losses``, compiled or not
+Losses = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclass
@@ -118,12 +122,13 @@ class PPO(PolicyGradient):
         return PPOConfig()
 
     def initialize(
-        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+        self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
     ) -> None:
         super().initialize(agent, n_itr, seed, replicas)
         # Minibatch order has its own stream: reproducible, and saved with checkpoints.
         self.generator = torch.Generator().manual_seed(seed)
-        self._loss = None  # chosen at the first batch, whose size the auto rule needs
+        # chosen at the first batch, whose size the auto rule needs
+        self._loss: Losses | None = None
         # A categorical policy's loss in float32 has its gradient in closed form (same
         # loss, a fraction of the autograd graph's time on small minibatches): for rlfw's
         # own ``evaluate_actions`` only, so an agent that overrides it is still obeyed.
@@ -144,25 +149,27 @@ class PPO(PolicyGradient):
         adv, ret = advantages(samples, c, self.normalizers.reward(samples))
         batch_T = samples.reward.shape[0]
         observation = self.agent.training_observations(samples)
+        info = agent_info(samples)
+        columns: tuple[Any, ...]  # the observation (a tree) first, then tensors
         if self.recurrent:
             # Minibatches are sets of whole columns, each replayed from its stored state.
             columns = (
                 observation,
                 samples.action,
-                samples.agent_info.logp,
-                samples.agent_info.value,
+                info.logp,
+                info.value,
                 adv.view(batch_T, -1),
                 ret.view(batch_T, -1),
                 samples.episode_start,
             )
-            initial_state = samples.agent_state[0]
+            initial_state = cast(torch.Tensor, samples.agent_state)[0]  # a recurrent agent's
             n, per = samples.reward.shape[1], max(1, c.minibatch_size // batch_T)
         else:
             columns = (
                 tree_map(lambda x: x.flatten(0, 1), observation),
                 samples.action.flatten(0, 1),
-                samples.agent_info.logp.flatten(),
-                samples.agent_info.value.flatten(),
+                info.logp.flatten(),
+                info.value.flatten(),
                 adv,
                 ret,
             )
@@ -176,14 +183,15 @@ class PPO(PolicyGradient):
         totals = torch.zeros(len(STATS), dtype=torch.float64)
         grad_norms = 0.0
         n_updates = 0
-        shuffled = [None] * len(columns)  # each epoch's gather reuses the last one's memory
+        # each epoch's gather reuses the last one's memory
+        shuffled: list[Any] = [None] * len(columns)
         for _ in range(c.epochs):
             order = torch.randperm(n, generator=self.generator)
             for start in range(0, n, mb):
                 if self.recurrent:
                     cols = order[start : start + mb]
                     minibatch = [tree_take(x, cols, dim=1) for x in columns[:-1]]
-                    sequence = (initial_state[cols], columns[-1][:, cols])
+                    sequence: tuple[torch.Tensor, ...] = (initial_state[cols], columns[-1][:, cols])
                 else:
                     if start == 0:  # one gather per tensor and epoch, then free slices
                         shuffled = [tree_take(x, order, out=o) for x, o in zip(columns, shuffled)]
@@ -201,38 +209,43 @@ class PPO(PolicyGradient):
                 "train/learning_rate": lr,
                 "train/clip_range": clip,
                 "train/n_updates": float(n_updates),
-                "train/explained_variance": explained_variance(
-                    samples.agent_info.value.flatten(), ret
-                ),
+                "train/explained_variance": explained_variance(info.value.flatten(), ret),
             }
         )
         return out
 
     def _minibatch_step(
-        self, obs, action, old_logp, old_value, adv, ret, clip: torch.Tensor, *sequence
+        self,
+        obs: Observation | EncodedObservations,
+        action: torch.Tensor,
+        old_logp: torch.Tensor,
+        old_value: torch.Tensor,
+        adv: torch.Tensor,
+        ret: torch.Tensor,
+        clip: torch.Tensor,
+        *sequence: torch.Tensor,
     ) -> tuple[torch.Tensor, float]:
         """One gradient step; returns (the ``STATS`` as a tensor, the gradient norm)."""
+        loss_fn = cast(Losses, self._loss)  # chosen by ``optimize`` before its first step
         if self.config.amp == "bf16":
             with torch.autocast(action.device.type, torch.bfloat16):
-                loss, stats = self._loss(
-                    obs, action, old_logp, old_value, adv, ret, clip, *sequence
-                )
+                loss, stats = loss_fn(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
             loss, stats = loss.float(), stats.float()
         else:  # no autocast context at all: entering a disabled one costs ~10 us a step
-            loss, stats = self._loss(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
+            loss, stats = loss_fn(obs, action, old_logp, old_value, adv, ret, clip, *sequence)
         return stats, gradient_step(self.optimizer, self.flat, loss, self.config.max_grad_norm)
 
     def _losses(
         self,
-        obs,
-        action,
-        old_logp,
-        old_value,
-        adv,
-        ret,
+        obs: Observation | EncodedObservations,
+        action: torch.Tensor,
+        old_logp: torch.Tensor,
+        old_value: torch.Tensor,
+        adv: torch.Tensor,
+        ret: torch.Tensor,
         clip: torch.Tensor,
-        initial_state=None,
-        episode_start=None,
+        initial_state: torch.Tensor | None = None,
+        episode_start: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the loss to minimize, the ``STATS``) of a minibatch: the part ``compile``
         compiles (forward, loss and, through autograd, their backward). A recurrent
@@ -279,9 +292,9 @@ class PPO(PolicyGradient):
             stats = torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction])
         return loss, stats
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "generator": self.generator.get_state()}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.generator.set_state(state["generator"])

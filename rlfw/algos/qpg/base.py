@@ -16,13 +16,16 @@ import copy
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Iterator, TypeVar
+from typing import Annotated, Any, Iterator, TypeVar, cast
 
 import numpy as np
 import torch
 from torch import nn
 
+from rlfw.agents.base import Agent
+from rlfw.agents.qpg_agent import QpgAgent
 from rlfw.algos.base import ReplayAlgorithm
+from rlfw.algos.flat_params import FlatParameters
 from rlfw.algos.optim import Replicas, flat_optimizer, gradient_step, gradient_sync
 from rlfw.buffers import Samples
 from rlfw.buffers.replay import PrioritizedSampling, Replay, ReplayBatch, UniformSampling
@@ -146,6 +149,8 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
     in ``_update``, returning its statistics as tensors."""
 
     config: QpgConfig
+    agent: QpgAgent
+    replay: Replay | None
     accepts_normalize_obs = True  # the replay keeps raw rows; the networks see them standardized
     critic_loss_scale = 0.5
     """The critics' loss is this times the sum of the members' mean squared TD errors: SAC's
@@ -157,7 +162,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         self.config.validate()
         self.replay = None  # made from the first batch (``make_replay``)
         self.goal_reward: EnvGoalReward | None = None  # HER's (``bind_env``)
-        self._pending_replay: dict | None = None  # from a checkpoint, until replay exists
+        self._pending_replay: dict[str, Any] | None = None  # from a checkpoint, until replay exists
         # Updates begin once this many env steps are in: learning_starts, or, after a resume
         # whose checkpoint held no replay, learning_starts past the resume (the warm-up of
         # a fresh run, refilling the empty replay). None: to be set at the next batch.
@@ -168,26 +173,27 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         raise NotImplementedError
 
     def initialize(
-        self, agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
+        self, agent: Agent, n_itr: int, seed: int = 0, replicas: Replicas | None = None
     ) -> None:
-        self.agent, self.n_itr, self.seed = agent, n_itr, seed
+        # what the SAC, TD3 and DDPG specs build
+        self.agent, self.n_itr, self.seed = cast(QpgAgent, agent), n_itr, seed
         self.grad_sync = gradient_sync(replicas)
-        self.critic_target = frozen_copy(agent.critics)
-        self.critic_flat, self.critic_optimizer = self._optimizer(agent.critics)
+        self.critic_target = frozen_copy(self.agent.critics)
+        self.critic_flat, self.critic_optimizer = self._optimizer(self.agent.critics)
         # The learner's own noise (policy samples, target smoothing): one seeded stream,
         # checkpointed, so a resumed run draws what the whole run would have.
-        self.generator = torch.Generator(device=agent.device).manual_seed(seed + 1_000_003)
+        self.generator = torch.Generator(device=self.agent.device).manual_seed(seed + 1_000_003)
         self.updates = 0
         self.update_budget = 0.0
         if self.replay is None:
             self.steps_per_itr = 0
         self._setup()
-        agent.set_warmup(self.config.learning_starts > 0)
+        self.agent.set_warmup(self.config.learning_starts > 0)
 
     def _setup(self) -> None:
         """The algorithm's own optimizers and target networks."""
 
-    def _optimizer(self, module: nn.Module):
+    def _optimizer(self, module: nn.Module) -> tuple[FlatParameters, torch.optim.Optimizer]:
         settings = _AdamSettings(self.config.learning_rate)
         return flat_optimizer(module.parameters(), settings, self.grad_sync)
 
@@ -245,12 +251,14 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             self.learning_from = itr * self.steps_per_itr + c.learning_starts
         stats: dict[str, list[torch.Tensor]] = {}
         self._update_statistics()
+        assert self.replay is not None  # the runner appended a batch, so it is made
         # len(): a replay can hold steps and none sampleable yet (each needs n_step after it)
         if env_steps >= self.learning_from and len(self.replay) > 0:
             self.update_budget += c.replay_ratio * self.steps_per_itr
             if c.prioritized:
                 progress = min(itr / max(self.n_itr - 1, 1), 1.0)
-                self.replay.sampling.beta = c.priority_beta + (1 - c.priority_beta) * progress
+                sampling = cast(PrioritizedSampling, self.replay.sampling)
+                sampling.beta = c.priority_beta + (1 - c.priority_beta) * progress
             self.agent.train_mode()
             with float32_matmul_precision(c.matmul_precision):
                 while self.update_budget >= 1.0:
@@ -273,6 +281,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         newest rows the learner sees) into the statistics, once per batch."""
         if self.agent.model.normalizer is None:
             return
+        assert self.replay is not None  # the runner appended a batch, so it is made
         s = self.replay.storage
         written = self.replay._seen()[0]
         rows = (written - self.steps_per_itr // s.B + np.arange(self.steps_per_itr // s.B)) % s.T
@@ -306,6 +315,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
         gradient_step(self.critic_optimizer, self.critic_flat, loss, None)
         td_abs = td.detach().abs().mean(0)
         if self.config.prioritized:  # the only reader: no device-to-host copy otherwise
+            assert self.replay is not None  # the batch came from it
             self.replay.update_priorities(batch.index, td_abs.cpu().numpy())
         return {"critic_loss": loss.detach(), "q": q.detach().mean(), "td_abs": td_abs.mean()}
 
@@ -323,7 +333,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
 
     def _load_state(self, state: dict[str, Any]) -> None: ...
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         state = {
             "critic_optimizer": self.critic_optimizer.state_dict(),
             "critic_target": self.critic_target.state_dict(),
@@ -339,7 +349,7 @@ class QFunctionPolicyGradient(ReplayAlgorithm):
             state["replay"] = self.replay.state_dict()
         return state
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.critic_target.load_state_dict(state["critic_target"])
         self.generator.set_state(state["generator"])

@@ -107,3 +107,12 @@ class TD3(QFunctionPolicyGradient):
     def _load_state(self, state: dict[str, Any]) -> None:
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.actor_target.load_state_dict(state["actor_target"])
+
+
+class DDPG(TD3):
+    """DDPG as SB3 defines it: TD3 with one critic, no target smoothing and the actor
+    updated every step (``DDPGConfig``'s defaults)."""
+
+    @staticmethod
+    def default_config() -> DDPGConfig:
+        return DDPGConfig()

@@ -1,6 +1,13 @@
 """Replay for off-policy algorithms, composed from storage, sampling rule and n-step view."""
 
-from rlfw.buffers.replay.replay import PrioritizedSampling, Replay, ReplayBatch, UniformSampling
+from rlfw.buffers.replay.replay import (
+    PrioritizedSampling,
+    Replay,
+    ReplayBatch,
+    ReplayBuffer,
+    ReplayWriter,
+    UniformSampling,
+)
 from rlfw.buffers.replay.storage import FrameStorage, RowStorage
 from rlfw.buffers.replay.sum_tree import SumTree
 
@@ -9,6 +16,8 @@ __all__ = [
     "PrioritizedSampling",
     "Replay",
     "ReplayBatch",
+    "ReplayBuffer",
+    "ReplayWriter",
     "RowStorage",
     "SumTree",
     "UniformSampling",

@@ -28,7 +28,7 @@ HER_STRATEGIES = ("future",)
 GoalReward = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def check_goal_space(space: gym.Space) -> None:
+def check_goal_space(space: gym.Space[Any]) -> None:
     """A Dict observation with both goal keys, or one line saying what is missing."""
     keys = list(space.spaces) if isinstance(space, gym.spaces.Dict) else None
     if keys is None or any(k not in keys for k in GOAL_KEYS):
@@ -56,7 +56,7 @@ class EnvGoalReward:
     def _compute(self) -> Callable[..., Any]:
         if self._env is None:
             self._env = self.env_factory(True)
-        compute = getattr(self._env.unwrapped, "compute_reward", None)
+        compute: object = getattr(self._env.unwrapped, "compute_reward", None)
         if not callable(compute):
             raise ValueError(
                 f"her=future recomputes rewards with the env's compute_reward(achieved_goal, "
@@ -69,7 +69,7 @@ class EnvGoalReward:
         infos = np.array([{} for _ in range(len(achieved))])
         return np.asarray(self._compute()(achieved, desired, infos), np.float32)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"env_factory": self.env_factory, "_env": None}
 
 
@@ -173,9 +173,9 @@ class HerReplay(Replay):
         reward = batch.n_step_return.numpy()
         reward[picked] = self.goal_reward(next_achieved, goal[picked])
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "her_rng": self.rng.bit_generator.state}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.rng.bit_generator.state = state["her_rng"]

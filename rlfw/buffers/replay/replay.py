@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -28,7 +28,8 @@ class ReplayBatch(NamedTuple):
     # observation in next_observation instead, and next_value_known is False)
     next_value: torch.Tensor
     weight: torch.Tensor  # importance weight (1 for uniform sampling)
-    index: np.ndarray  # flat ids, for priority updates
+    # flat ids, for priority updates (the field hides ``tuple.index``, which mypy flags)
+    index: np.ndarray  # type: ignore[assignment]
 
 
 class UniformSampling:
@@ -53,10 +54,10 @@ class UniformSampling:
     def update(self, ids: np.ndarray, td_errors: np.ndarray) -> None:
         pass
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
 
 
@@ -119,7 +120,7 @@ class PrioritizedSampling:
         self.max_priority = max(self.max_priority, float(priorities.max()))
         self.tree.update(ids, priorities**self.alpha)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "rng": self.rng.bit_generator.state,
             "beta": self.beta,
@@ -127,12 +128,42 @@ class PrioritizedSampling:
             "tree": None if self.tree is None else self.tree.nodes.copy(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.beta, self.max_priority = state["beta"], state["max_priority"]
         if state["tree"] is not None:
             self.tree = SumTree((len(state["tree"]) // 2))
             self.tree.nodes[:] = state["tree"]
+
+
+class ReplayWriter(Protocol):
+    """What another process (the async runner's sampler) appends batches with."""
+
+    @property
+    def rows_written(self) -> int: ...
+
+    def append(self, samples: Samples) -> np.ndarray: ...
+
+
+class ReplayBuffer(Protocol):
+    """What runners and samplers use of any replay (``Replay``, R2D1's ``SequenceReplay``):
+    appending, the writer of a process that appends ahead, ``reveal`` of what it wrote,
+    the lock both sides take, the sampleable size and checkpoints."""
+
+    lock: AbstractContextManager[object, None]
+
+    @property
+    def writer(self) -> ReplayWriter: ...
+
+    def append_samples(self, samples: Samples) -> None: ...
+
+    def reveal(self, rows_written: int) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 class Replay:
@@ -164,7 +195,7 @@ class Replay:
         self.visible_rows: int | None = None
         # Held while appending and while gathering a minibatch: with a shared storage (the
         # async runner) the sampler process appends while the learner samples.
-        self.lock: AbstractContextManager = nullcontext()
+        self.lock: AbstractContextManager[object, None] = nullcontext()
 
     def _seen(self) -> tuple[int, int]:
         """(rows written that sampling sees, how many of them are still in the window)."""
@@ -277,7 +308,7 @@ class Replay:
     def update_priorities(self, ids: np.ndarray, td_errors: np.ndarray) -> None:
         self.sampling.update(ids, td_errors)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         with self.lock:  # a shared storage keeps changing: copy it while it holds still
             storage = self.storage.state_dict()
             if self.storage._shared is not None:
@@ -290,7 +321,7 @@ class Replay:
             "visible_rows": self.visible_rows,
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         with self.lock:
             self.storage.load_state_dict(state["storage"])
         self.sampling.load_state_dict(state["sampling"])

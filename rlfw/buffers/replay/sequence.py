@@ -9,7 +9,7 @@ did. Sequences are drawn uniformly or by priority (``alpha > 0``: P ∝ p^α).""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 import torch
@@ -32,7 +32,16 @@ class SequenceBatch(NamedTuple):
     episode_start: torch.Tensor  # [L, N]: the state restarts from zeros before this step
     initial_state: torch.Tensor  # [N, S]: the sampler's state before the first step
     weight: torch.Tensor  # [N] importance weights (1 for uniform)
-    index: np.ndarray  # [N] sequence ids, for priority updates
+    # [N] sequence ids, for priority updates (the field hides ``tuple.index``: mypy flags it)
+    index: np.ndarray  # type: ignore[assignment]
+
+
+class _SequenceArrays(Protocol):
+    """The arrays ``SequenceWriter`` adds to its storage (``RowStorage.add_array``)."""
+
+    agent_state: np.ndarray
+    episode_start: np.ndarray
+    last_done: np.ndarray
 
 
 class SequenceWriter:
@@ -56,13 +65,14 @@ class SequenceWriter:
                 "sequence replay needs samples from a recurrent agent (samples.agent_state is None)"
             )
         s = self.storage
-        previous = s.last_done[0].copy()
+        arrays = cast(_SequenceArrays, s)
+        previous = arrays.last_done[0].copy()
         rows = s.append(samples)
-        s.agent_state[rows] = samples.agent_state.numpy()
+        arrays.agent_state[rows] = samples.agent_state.numpy()
         done = (samples.terminated | samples.truncated).numpy()
-        s.episode_start[rows[0]] = previous
-        s.episode_start[rows[1:]] = done[:-1]
-        s.last_done[0] = done[-1]
+        arrays.episode_start[rows[0]] = previous
+        arrays.episode_start[rows[1:]] = done[:-1]
+        arrays.last_done[0] = done[-1]
         return rows
 
 
@@ -102,7 +112,7 @@ class SequenceReplay:
         self.max_priority = 1.0
         self.rng = np.random.default_rng(seed)
         self.visible_rows = 0  # rows sampling knows of
-        self.lock: AbstractContextManager = nullcontext()
+        self.lock: AbstractContextManager[object, None] = nullcontext()
 
     # -- writing ----------------------------------------------------------------------------
     def append_samples(self, samples: Samples) -> None:
@@ -152,10 +162,11 @@ class SequenceReplay:
 
     def batch(self, ids: np.ndarray, weights: np.ndarray | None = None) -> SequenceBatch:
         s = self.storage
+        arrays = cast(_SequenceArrays, s)
         start, cols = ids // s.B * self.period, ids % s.B
         rows = (start[None, :] + np.arange(self.length)[:, None]) % s.T  # [L, N]
         cols_lt = np.broadcast_to(cols, rows.shape)
-        episode_start = s.episode_start[rows, cols_lt].copy()
+        episode_start = arrays.episode_start[rows, cols_lt].copy()
         episode_start[0] = False  # the stored initial state is already the reset one
         weights = np.ones(len(ids), np.float32) if weights is None else weights
         return SequenceBatch(
@@ -169,7 +180,7 @@ class SequenceReplay:
             truncated=torch.from_numpy(s.truncated[rows, cols_lt]),
             bootstrap_value=torch.from_numpy(s.bootstrap_value[rows, cols_lt]),
             episode_start=torch.from_numpy(episode_start),
-            initial_state=torch.from_numpy(s.agent_state[start % s.T, cols].copy()),
+            initial_state=torch.from_numpy(arrays.agent_state[start % s.T, cols].copy()),
             weight=torch.from_numpy(np.asarray(weights, np.float32)),
             index=ids,
         )
@@ -181,7 +192,7 @@ class SequenceReplay:
         self.tree.update(ids, priorities**self.alpha)
 
     # -- checkpoints ------------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         with self.lock:  # a shared storage keeps changing: copy it while it holds still
             storage = {
                 k: v.copy() if isinstance(v, np.ndarray) else v
@@ -195,7 +206,7 @@ class SequenceReplay:
             "visible_rows": self.visible_rows,
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         with self.lock:
             self.storage.load_state_dict(state["storage"])
         self.tree.nodes[:] = state["tree"]

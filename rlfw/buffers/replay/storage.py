@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import psutil
 import torch
+from numpy.typing import DTypeLike
 
 from rlfw.buffers.samples import Samples
 from rlfw.buffers.tree import tree_leaves, tree_map
@@ -62,11 +63,12 @@ class RowStorage:
         self.bootstrap_value = self._zeros("bootstrap_value", rows, np.float32)
         self._position = self._zeros("_position", (2,), np.int64)  # cursor, rows written
 
-    def add_array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    def add_array(self, name: str, shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
         """Keep one more zeroed array per row (``[T, B, *shape]``) as ``self.<name>``,
         shared and checkpointed like the others (a sequence replay's recurrent states)."""
         setattr(self, name, self._zeros(name, (self.T, self.B) + tuple(shape), dtype))
-        return getattr(self, name)
+        array: np.ndarray = getattr(self, name)
+        return array
 
     def keep_final_observations(self) -> None:
         """Also keep each truncated row's true final observation (``Samples.
@@ -95,22 +97,23 @@ class RowStorage:
             )
         return getattr(self, "final_obs")[rows % self.T, cols]
 
-    def _zeros(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    def _zeros(self, name: str, shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
         """A zeroed array; in shared memory (a numpy view of a shared tensor) if shared."""
         array = np.zeros(shape, dtype)
         if self._shared is None:
             return array
-        tensor = torch.from_numpy(array).share_memory_()
+        # torch leaves ``share_memory_`` (which returns the tensor) unannotated
+        tensor: torch.Tensor = torch.from_numpy(array).share_memory_()  # type: ignore[no-untyped-call]
         self._shared[name] = tensor
         return tensor.numpy()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         if self._shared is None:
             return dict(vars(self))
         # shared arrays travel as their tensors (by handle), not as copies of the data
         return {k: v for k, v in vars(self).items() if k not in self._shared}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         vars(self).update(state)
         for name, tensor in (self._shared or {}).items():
             setattr(self, name, tensor.numpy())
@@ -195,10 +198,10 @@ class RowStorage:
         self._position[:] = ((self.cursor + T) % self.T, self.rows_written + T)
         return rows
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if k != "_shared"}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         state = dict(state)
         if "cursor" in state:  # checkpoints written before the position became one array
             state["_position"] = np.array([state.pop("cursor"), state.pop("rows_written")])
@@ -270,7 +273,8 @@ class FrameStorage(RowStorage):
         last_start = S - 1 - np.argmax(starts[:, ::-1], axis=1)
         first_valid = np.where(has_start, window[np.arange(len(rows)), last_start], window[:, 0])
         window = np.maximum(window, first_valid[:, None])
-        return self.frames[window % self.T, cols[:, None]]
+        stacks: np.ndarray = self.frames[window % self.T, cols[:, None]]
+        return stacks
 
 
 def frames_are_stacked(

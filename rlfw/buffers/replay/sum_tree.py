@@ -22,7 +22,8 @@ class SumTree:
         return float(self.nodes[1])
 
     def get(self, leaves: np.ndarray) -> np.ndarray:
-        return self.nodes[np.asarray(leaves) + self.size]
+        priorities: np.ndarray = self.nodes[np.asarray(leaves) + self.size]
+        return priorities
 
     def update(self, leaves: np.ndarray, priorities: np.ndarray) -> None:
         """Set leaf priorities (non-negative) and re-sum their ancestors, level by level."""

@@ -3,6 +3,8 @@ columns they fill. The serial sampler runs one; each parallel-CPU worker runs it
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers import Samples
 from rlfw.buffers.tree import numpy_views, tree_assign, tree_stack, tree_unbind
@@ -60,14 +62,14 @@ class Collector:
         bootstrap_batch_end(buf, group.result.next_obs, agent, state)
         return episodes
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "group": self.group.state_dict(),
             "noise": self.noise.state(),
             "agent_state": None if self.state is None else self.state.clone(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.group.load_state_dict(state["group"])
         self.noise.set_state(state["noise"])
         if state.get("agent_state") is not None:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from rlfw.buffers.tree import tree_assign, tree_copy, tree_paths
+from rlfw.buffers.tree import Tree, tree_assign, tree_copy, tree_paths
 from rlfw.envs.spaces import leaf_keys, observation_rows
 from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
@@ -20,8 +20,8 @@ class StepResult:
     has the observation space's structure: one array, or a dict/tuple tree of arrays (one
     per leaf, each with its dtype)."""
 
-    def __init__(self, n: int, observation_space: gym.Space):
-        self.next_obs: Any = observation_rows(observation_space, n)
+    def __init__(self, n: int, observation_space: gym.Space[Any]):
+        self.next_obs: Tree = observation_rows(observation_space, n)
         # nested: each leaf's row block and the keys that reach it in an observation,
         # walked flat each step (a recursive tree walk per env costs more than the copies)
         self._leaves = (
@@ -71,7 +71,7 @@ class EnvGroup:
         self.envs = [env_factory(train) for _ in self.slots]
         self.result = StepResult(len(self.slots), self.envs[0].observation_space)
 
-    def reset(self, round_index: int = 0) -> np.ndarray:
+    def reset(self, round_index: int = 0) -> Tree:
         """Seeded reset of every env; returns the observations (also in ``result.next_obs``)."""
         purpose = TRAIN_ENV if self.train else EVAL_ENV
         for i, (slot, env) in enumerate(zip(self.slots, self.envs)):
@@ -83,7 +83,9 @@ class EnvGroup:
         """Start a new episode in local env ``i`` (unseeded: its RNG continues)."""
         self.result.write_obs(i, self.envs[i].reset()[0])
 
-    def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
+    def step(
+        self, actions: np.ndarray, active: np.ndarray | Sequence[bool] | None = None
+    ) -> StepResult:
         r = self.result
         r.final_obs = {}
         r.episodes = []
@@ -112,10 +114,10 @@ class EnvGroup:
             r.write_obs(i, obs)
         return r
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"envs": dumps_envs(self.envs), "obs": tree_copy(self.result.next_obs)}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.close()
         self.envs = loads_envs(state["envs"])
         tree_assign(self.result.next_obs, slice(None), state["obs"])

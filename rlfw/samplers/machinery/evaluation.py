@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlfw.agents.base import Agent, reset_states
+from rlfw.buffers.tree import Tree
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.env_group import EnvGroup
 from rlfw.samplers.machinery.noise import SlotNoise
@@ -89,7 +90,7 @@ class Evaluator:
     def _play(
         self,
         agent: Agent,
-        obs,
+        obs: Tree,
         noise: SlotNoise,
         quota: np.ndarray,
         cap: int,
@@ -109,7 +110,7 @@ class Evaluator:
                     break
                 if steps >= budget:  # cut what is running; unplayed episodes stay unplayed
                     episodes += [
-                        EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True)
+                        EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), int(i), True)
                         for i in np.flatnonzero(active & (ep_steps > 0))
                     ]
                     break
@@ -127,10 +128,12 @@ class Evaluator:
                         done_count[ep.slot] += 1
                     ep_return[ep.slot], ep_steps[ep.slot] = 0.0, 0
                 for i in np.flatnonzero(active & (ep_steps >= cap)):  # cut by the cap
-                    episodes.append(EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), i, True))
+                    episodes.append(
+                        EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), int(i), True)
+                    )
                     done_count[i] += 1
                     ep_return[i], ep_steps[i] = 0.0, 0
-                    self.group.reset_slot(i)
+                    self.group.reset_slot(int(i))
                     if state is not None:
                         reset_states(state, np.arange(n_envs) == i)
                 obs = self.group.result.next_obs
@@ -149,7 +152,7 @@ class EvaluationSeries:
 
     def __init__(
         self,
-        env_factory,
+        env_factory: Callable[[bool], gym.Env],
         n_envs: int,
         seed: int,
         n_workers: int = 0,

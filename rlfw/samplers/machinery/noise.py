@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from rlfw.utils.seeding import slot_generator
+
+if TYPE_CHECKING:
+    from rlfw.agents.base import Agent
 
 
 class SlotNoise:
@@ -38,11 +41,11 @@ class SlotNoise:
         self.held: np.ndarray | None = None  # the draw in use, ``[n_slots, *shape]``
 
     @classmethod
-    def for_agent(cls, agent: Any, seed: int, purpose: int, slots: Sequence[int]) -> "SlotNoise":
+    def for_agent(cls, agent: Agent, seed: int, purpose: int, slots: Sequence[int]) -> SlotNoise:
         """The stream of the noise ``agent.step`` takes (its shape, kind and hold)."""
         return cls(seed, purpose, slots, agent.noise_shape, agent.noise_kind, agent.noise_hold)
 
-    def _draws(self, shape: tuple[int, ...]) -> list:
+    def _draws(self, shape: tuple[int, ...]) -> list[np.ndarray]:
         """One draw of ``shape`` from each slot's generator, in slot order."""
         if self.kind == "uniform":
             return [g.random(shape) for g in self.generators]
@@ -51,7 +54,8 @@ class SlotNoise:
     def draw(self) -> np.ndarray:
         """``[n_slots, *shape]`` float32."""
         if self.hold > 1:
-            return self.draw_batch(1)[0]
+            step: np.ndarray = self.draw_batch(1)[0]  # numpy types a row of an array as Any
+            return step
         return np.asarray(self._draws(self.shape), dtype=np.float32)
 
     def draw_batch(self, n_steps: int) -> np.ndarray:
@@ -70,18 +74,18 @@ class SlotNoise:
         self.held, self.steps = pool[-1], self.steps + n_steps
         return out
 
-    def state(self) -> list[dict] | dict:
+    def state(self) -> list[Mapping[str, Any]] | dict[str, Any]:
         """What ``set_state`` restores: the generators' states, and for ``hold`` > 1 the
         step count and the draw in use."""
         generators = [g.bit_generator.state for g in self.generators]
         if self.hold == 1:
             return generators
-        state: dict = {"generators": generators, "steps": self.steps}
+        state: dict[str, Any] = {"generators": generators, "steps": self.steps}
         if self.held is not None:
             state["held"] = self.held
         return state
 
-    def set_state(self, state: list[dict] | dict) -> None:
+    def set_state(self, state: list[Mapping[str, Any]] | dict[str, Any]) -> None:
         held = isinstance(state, dict)
         if held != (self.hold > 1):
             raise ValueError(
@@ -89,8 +93,9 @@ class SlotNoise:
                 f"fit a stream with hold={self.hold}: the run that saved it "
                 "sampled its noise differently"
             )
-        for g, s in zip(self.generators, state["generators"] if held else state):
+        saved = state["generators"] if isinstance(state, dict) else state
+        for g, s in zip(self.generators, saved):
             g.bit_generator.state = s
-        if held:
+        if isinstance(state, dict):
             self.steps = int(state["steps"])
             self.held = np.asarray(state["held"], np.float32) if "held" in state else None

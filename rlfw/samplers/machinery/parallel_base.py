@@ -5,7 +5,7 @@ the master runs the agent, every slot's recurrent state)."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 
@@ -63,22 +63,27 @@ class ParallelSamplerBase(SamplerBase):
         """The core each worker is pinned to (None: not pinned)."""
         return worker_cpus(self.n_workers, self.pin_cpus)
 
-    def _start_workers(self, target: Callable, args_per_worker: Sequence[tuple]) -> None:
+    def _start_workers(
+        self, target: Callable[..., None], args_per_worker: Sequence[tuple[Any, ...]]
+    ) -> None:
         self.pool = WorkerPool(target, args_per_worker, self.start_method)
 
-    def _state(self) -> dict:
-        state = {"workers": self.pool.call("state")}
+    def _state(self) -> dict[str, Any]:
+        assert self.pool is not None  # running
+        state: dict[str, Any] = {"workers": self.pool.call("state")}
         if self.noise:
             state["noise"] = [stream.state() for stream in self.noise]
         if self.slot_states is not None:
             state["agent_state"] = self.slot_states.clone()
         return state
 
-    def _load_state(self, state: dict) -> None:
+    def _load_state(self, state: dict[str, Any]) -> None:
+        assert self.pool is not None  # running
         self.pool.load_states(state["workers"])
         for stream, saved in zip(self.noise, state.get("noise", [])):
             stream.set_state(saved)
         if state.get("agent_state") is not None:
+            assert self.slot_states is not None  # saved by a sampler of this (recurrent) agent
             self.slot_states.copy_(state["agent_state"])
 
     def _stop(self) -> None:

@@ -4,15 +4,17 @@ evaluation steps its envs on other cores while the master only runs batched infe
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-from rlfw.buffers.tree import tree_assign, tree_copy, tree_index, tree_map
+from rlfw.buffers.tree import Tree, tree_assign, tree_copy, tree_index, tree_map
 from rlfw.samplers.machinery.env_group import EnvGroup, StepResult
 from rlfw.samplers.machinery.workers import (
     DEFAULT_START_METHOD,
+    Handler,
     WorkerPool,
     serve,
     split_slots,
@@ -20,13 +22,19 @@ from rlfw.samplers.machinery.workers import (
 )
 
 
-def _group_worker(conn, env_factory, slots: range, seed: int, train: bool) -> None:
+def _group_worker(
+    conn: Connection,
+    env_factory: Callable[[bool], gym.Env],
+    slots: range,
+    seed: int,
+    train: bool,
+) -> None:
     worker_setup(None)
 
-    def make_handler():
+    def make_handler() -> tuple[Handler, Callable[[], None]]:
         group = EnvGroup(env_factory, slots, seed, train=train)
 
-        def handle(command: str, payload):
+        def handle(command: str, payload: Any) -> Any:
             if command == "reset":
                 return tree_copy(group.reset(payload))
             if command == "step":
@@ -78,15 +86,17 @@ class ProcessEnvGroup:
             probe.close()
         self.result = StepResult(n, space)
 
-    def reset(self, round_index: int = 0) -> np.ndarray:
+    def reset(self, round_index: int = 0) -> Tree:
         obs = self.pool.call("reset", [round_index] * len(self.parts))
         tree_assign(self.result.next_obs, slice(None), tree_map(_concatenate, *obs))
         return self.result.next_obs
 
-    def step(self, actions: np.ndarray, active: Sequence[bool] | None = None) -> StepResult:
-        active = np.ones(len(self.slots), bool) if active is None else np.asarray(active)
+    def step(
+        self, actions: np.ndarray, active: np.ndarray | Sequence[bool] | None = None
+    ) -> StepResult:
+        mask = np.ones(len(self.slots), bool) if active is None else np.asarray(active)
         answers = self.pool.call(
-            "step", [(actions[p.start : p.stop], active[p.start : p.stop]) for p in self.parts]
+            "step", [(actions[p.start : p.stop], mask[p.start : p.stop]) for p in self.parts]
         )
         r = self.result
         r.episodes = []

@@ -5,10 +5,14 @@ env steps per second, before training, so that the run itself has one fixed conf
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from rlfw.samplers.machinery.throughput import measure_steps_per_second
 from rlfw.samplers.machinery.workers import usable_cpus
+
+if TYPE_CHECKING:
+    from rlfw.agents.base import Agent
+    from rlfw.samplers.base import Sampler
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,8 @@ def hill_climb(
 
 
 def tune_n_workers(
-    make_sampler: Callable[[int], object],
-    agent,
+    make_sampler: Callable[[int], Sampler],
+    agent: Agent,
     candidates: Sequence[int],
     seconds: float = 2.0,
     on_trial: Callable[[Trial], None] = lambda t: None,

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Callable, Sequence, cast
 
+import gymnasium as gym
 import numpy as np
 
+if TYPE_CHECKING:
+    from rlfw.agents.base import Agent
+    from rlfw.samplers.base import Sampler
 
-def measure_steps_per_second(sampler, agent, seconds: float, warmup_batches: int = 1) -> float:
+
+def measure_steps_per_second(
+    sampler: Sampler, agent: Agent, seconds: float, warmup_batches: int = 1
+) -> float:
     """Initialize, run ``warmup_batches`` untimed, then whole batches for about ``seconds``;
     returns env steps per second over the timed batches. Closes the sampler."""
     try:
@@ -26,12 +34,12 @@ def measure_steps_per_second(sampler, agent, seconds: float, warmup_batches: int
         sampler.close()
 
 
-def step_envs_bare(envs: list, seconds: float, seed: int = 0) -> int:
+def step_envs_bare(envs: Sequence[gym.Env], seconds: float, seed: int = 0) -> int:
     """The framework-free floor a sampler is measured against: step ``envs`` (already
     reset) with uniform-random actions in a plain loop for about ``seconds``, resetting
     each as its episode ends; returns the env steps taken."""
     rng = np.random.default_rng(seed)
-    n_actions = int(envs[0].action_space.n)
+    n_actions = int(cast(gym.spaces.Discrete, envs[0].action_space).n)  # discrete envs only
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         for env in envs:
@@ -42,7 +50,7 @@ def step_envs_bare(envs: list, seconds: float, seed: int = 0) -> int:
     return steps
 
 
-def bare_env_rate(env_factory, n_envs: int, seconds: float) -> float:
+def bare_env_rate(env_factory: Callable[[], gym.Env], n_envs: int, seconds: float) -> float:
     """Env steps/s of ``n_envs`` envs of ``env_factory`` (reset with seeds 0..n-1) stepped
     bare by ``step_envs_bare`` for about ``seconds``: the floor without any framework."""
     envs = [env_factory() for _ in range(n_envs)]

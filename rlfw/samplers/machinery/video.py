@@ -29,12 +29,14 @@ class VideoSink:
         self.video = EpisodeVideo(self.folder, self.fps, gif=self.gif_first and not self.written)
 
     def frame(self, rgb: np.ndarray) -> None:
+        assert self.video is not None  # RecordFrames starts each episode first
         self.video.add(rgb)
 
     def end(self, episode_return: float, length: int, cut: bool = False) -> None:
         name = f"{self.prefix}episode-{len(self.written):02d}-return-{episode_return:.1f}" + (
             "-cut" if cut else ""
         )
+        assert self.video is not None  # RecordFrames starts each episode first
         self.written.append(self.video.finish(re.sub(r"[^A-Za-z0-9_.+-]", "_", name)))
         self.video = None
 

@@ -16,12 +16,20 @@ import signal
 import traceback
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, cast
 
 import torch
 import torch.multiprocessing as tmp  # its contexts share tensors by handle
 
 from rlfw.utils.checks import check_positive
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+    from multiprocessing.synchronize import Semaphore
+    from typing import TypeAlias
+
+    # What a start method's name gets (typeshed's BaseContext declares no Process).
+    ProcessContext: TypeAlias = ForkContext | ForkServerContext | SpawnContext
 
 POLL_S = 0.2  # liveness check period while waiting on workers
 JOIN_S = 3.0  # grace period for workers to exit on close before they are killed
@@ -32,6 +40,8 @@ DEFAULT_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods(
 # What that server imports before forking (never '__main__': an unguarded user script would
 # run in the server itself; each worker imports the main module as under spawn).
 FORKSERVER_PRELOAD = ("rlfw.samplers",)
+# A worker's command handler: (command, payload) -> the answer sent back.
+Handler = Callable[[str, Any], Any]
 
 
 class WorkerError(RuntimeError):
@@ -49,7 +59,7 @@ def worker_setup(cpu: int | None) -> None:
         psutil.Process().cpu_affinity([cpu])
 
 
-def process_context(start_method: str):
+def process_context(start_method: str) -> ProcessContext:
     """torch.multiprocessing's context for ``start_method`` (checked); a forkserver gets
     rlfw's samplers preloaded."""
     if start_method not in mp.get_all_start_methods():
@@ -59,7 +69,7 @@ def process_context(start_method: str):
     ctx = tmp.get_context(start_method)
     if start_method == "forkserver":
         ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-    return ctx
+    return cast("ProcessContext", ctx)
 
 
 def master_gone() -> bool:
@@ -69,7 +79,7 @@ def master_gone() -> bool:
     return parent is not None and not parent.is_alive()
 
 
-def wait_for_master(semaphore, conn: Connection) -> bool:
+def wait_for_master(semaphore: Semaphore, conn: Connection) -> bool:
     """A worker's wait, inside a command, for the master's signal: True once signalled;
     False, within ``POLL_S``, when the master sent a message instead (mid-command it can
     only be 'close', after a failure elsewhere: the handler then returns ``CLOSED`` rather
@@ -89,7 +99,7 @@ def _nothing() -> None:
 
 def serve(
     conn: Connection,
-    make_handler: Callable[[], tuple[Callable[[str, Any], Any], Callable[[], None]]],
+    make_handler: Callable[[], tuple[Handler, Callable[[], None]]],
 ) -> None:
     """The worker's main: build the handler (envs, agent...), then answer commands until
     'close' or until the parent goes away. A failure while building or handling is sent to
@@ -192,8 +202,8 @@ class WorkerPool:
 
     def __init__(
         self,
-        target: Callable,
-        args_per_worker: Sequence[tuple],
+        target: Callable[..., None],
+        args_per_worker: Sequence[tuple[Any, ...]],
         start_method: str = DEFAULT_START_METHOD,
         label: Callable[[int], str] = lambda i: f"sampler worker {i}",
         daemon: bool = True,
@@ -348,6 +358,13 @@ class WorkerPool:
         # Process objects keep their args (shared tensors, named semaphores) alive; an
         # exception traceback holding this pool must not keep them from being freed.
         self.procs, self.conns = [], []
+
+
+def share_memory(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor.share_memory_()``: moves its storage into shared memory; returns it."""
+    # torch leaves the method unannotated: typed here, callers stay checked
+    move: Callable[[], torch.Tensor] = tensor.share_memory_
+    return move()
 
 
 @contextmanager
