@@ -155,3 +155,12 @@ def test_offline_wandb_run_logs_what_progress_csv_holds(tmp_path, monkeypatch):
                 assert logged[key] == pytest.approx(float(value), rel=1e-12, nan_ok=True), key
     assert history[1024]["eval/video/_type"] == "video-file"  # nested keys come flattened
     assert config["algo"] == "ppo" and config["env"] == "CartPole-v1" and group == "suite-x"
+
+
+def test_an_async_run_records_its_videos(tmp_path):
+    """The async runner's sampler lives in another process; a video replays one
+    evaluation episode in this one, from the wrapped sampler's env and seed."""
+    run = tmp_path / "run"
+    argv = [*RUN, "--runner", "async", "--video-every", "512", "--log-dir", str(run)]
+    assert main(argv) == 0
+    assert len(glob.glob(str(run / "videos" / "step-*.mp4"))) == 2

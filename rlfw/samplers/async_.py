@@ -19,6 +19,7 @@ from contextlib import nullcontext
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
+import gymnasium as gym
 import torch
 
 from rlfw.agents.base import Agent
@@ -269,6 +270,16 @@ class SamplerProcess:
     @property
     def initialized(self) -> bool:
         return self.pool is not None
+
+    @property
+    def seed(self) -> int:
+        """The wrapped sampler's seed (a video's evaluation episode is seeded from it)."""
+        return self.sampler.seed
+
+    @property
+    def eval_env_factory(self) -> Callable[[bool], gym.Env[Any, Any]]:
+        """What the wrapped sampler evaluates on (videos replay an episode there)."""
+        return self.sampler.eval_env_factory
 
     @property
     def uses_replay(self) -> bool:
