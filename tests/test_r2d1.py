@@ -13,6 +13,7 @@ from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config, rescale, unrescale
 from rlfw.buffers import AgentInfo, Samples
 from rlfw.buffers.replay import RowStorage
 from rlfw.buffers.replay.sequence import SequenceReplay
+from rlfw.buffers.replay.storage import FrameStorage
 from rlfw.cli import main
 from rlfw.envs import EnvFactory, EnvSpaces
 
@@ -56,6 +57,31 @@ def test_sequences_carry_the_sampler_s_state_at_their_first_row_and_every_episod
     assert batch.episode_start[:, 1].tolist() == [False] * 5 + [True]
     assert batch.episode_start[:, 3].tolist() == [False, False, True, False, False, False]
     assert not batch.episode_start[:, [0, 2]].any()
+
+
+def test_frame_stacks_of_the_first_rows_repeat_the_reset_frame_under_sequence_replay():
+    """Frame-deduplicated storage (Atari) rebuilds each stack from the frames stored and
+    the episode starts: the rows after a reset repeat its frame, under sequence replay as
+    alone (the sequence writer keeps the storage's episode starts)."""
+    T, S = 8, 4
+    obs = torch.zeros(T, 1, S, 2, 2, dtype=torch.uint8)
+    for t in range(T):  # frame t + 1 at step t; before the episode, the reset frame again
+        obs[t, 0] = torch.tensor([max(t - k, 0) + 1 for k in range(S - 1, -1, -1)])[:, None, None]
+    zeros = torch.zeros(T, 1)
+    samples = Samples(
+        obs,
+        torch.zeros(T, 1, dtype=torch.long),
+        zeros,
+        zeros.bool(),
+        zeros.bool(),
+        AgentInfo(zeros, zeros),
+        zeros,
+        agent_state=torch.zeros(T, 1, 3),
+    )
+    storage = FrameStorage(64, 1, (S, 2, 2), np.uint8, (), np.int64)
+    SequenceReplay(storage, 3, length=4, period=2).append_samples(samples)
+    rebuilt = storage.observations(np.arange(T), np.zeros(T, np.int64))
+    assert np.array_equal(rebuilt, obs[:, 0].numpy())
 
 
 def test_overwritten_sequences_are_never_drawn_and_new_ones_are():

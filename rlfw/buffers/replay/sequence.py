@@ -53,7 +53,9 @@ class SequenceWriter:
         self.storage = storage
         storage.add_array("agent_state", (state_size,), np.float32)
         storage.add_array("episode_start", (), bool)
-        storage.add_array("last_done", (), bool)  # row 0 only: each column's latest done
+        # row 0 only: each column's latest done; the first row written starts an episode
+        # (frame storage rebuilds its stacks from these flags: the reset frame repeated)
+        storage.add_array("last_done", (), bool)[0] = True
 
     @property
     def rows_written(self) -> int:
