@@ -2,7 +2,24 @@
 
 from rlfw.agents import ActorCriticAgent, Agent
 from rlfw.agents.dqn_agent import DqnAgent
-from rlfw.algos import A2C, DQN, PPO, A2CConfig, DQNConfig, PPOConfig
+from rlfw.algos import (
+    A2C,
+    C51,
+    DDPG,
+    DQN,
+    PPO,
+    R2D1,
+    SAC,
+    TD3,
+    A2CConfig,
+    C51Config,
+    DDPGConfig,
+    DQNConfig,
+    PPOConfig,
+    R2D1Config,
+    SACConfig,
+    TD3Config,
+)
 from rlfw.buffers import AgentInfo, QInfo, Samples
 from rlfw.envs import AtariOptions, EnvFactory, EnvSpaces, make_env
 from rlfw.launch.build import build_runner
@@ -33,7 +50,11 @@ __all__ = [
     "AlternatingSampler",
     "AsyncRunner",
     "AtariOptions",
+    "C51",
+    "C51Config",
     "ConcurrentRunner",
+    "DDPG",
+    "DDPGConfig",
     "DQN",
     "DQNConfig",
     "DqnAgent",
@@ -48,12 +69,18 @@ __all__ = [
     "ParallelGpuSampler",
     "QInfo",
     "QueueSampler",
+    "R2D1",
+    "R2D1Config",
     "RunConfig",
     "RunSchedule",
     "Runner",
+    "SAC",
+    "SACConfig",
     "Samples",
     "SerialSampler",
     "SyncRunner",
+    "TD3",
+    "TD3Config",
     "WorkerError",
     "build_runner",
     "make_env",

@@ -3,6 +3,7 @@ choices, errors and the docs' table come from there, and a user registers their 
 script — here, from this file, outside the package — and trains with them."""
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -183,3 +184,45 @@ def test_the_docs_table_of_samplers_is_the_registry_s():
     )
     for spec in shipped:
         assert f"`{spec.name}`" in docs
+
+
+# Each built-in algorithm on the smallest env of its action space, learning from its second
+# batch (a replay learner's warm-up shortened to fit the 256-step run).
+_SMALL_RUNS = {
+    "ppo": ("CartPole-v1", {}),
+    "a2c": ("CartPole-v1", {}),
+    "dqn": ("CartPole-v1", {"learning_starts": 64}),
+    "c51": ("CartPole-v1", {"learning_starts": 64}),
+    "rainbow": ("CartPole-v1", {"learning_starts": 64}),
+    "r2d1": ("CartPole-v1", {"learning_starts": 64, "burn_in": 4, "learn_steps": 8, "period": 4}),
+    "sac": ("Pendulum-v1", {"learning_starts": 64}),
+    "td3": ("Pendulum-v1", {"learning_starts": 64}),
+    "ddpg": ("Pendulum-v1", {"learning_starts": 64}),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("algo", list(_SMALL_RUNS))
+def test_every_algorithm_saves_its_settings_under_its_own_key_and_resumes(tmp_path, algo):
+    """config.json keeps the run's algorithm's settings under the algorithm's name (and no
+    other algorithm's); the saved run resumes to a longer budget and finishes."""
+    env, own = _SMALL_RUNS[algo]
+    config = rlfw.RunConfig.for_env(env, algo, steps=256, batch_B=4, hidden=(16,))
+    config.batch_T = 16
+    config.schedule.eval_every = None
+    setattr(config, algo, dataclasses.replace(config.algo_config(), **own))
+    run = str(tmp_path / "run")
+    with rlfw.build_runner(config, run, progress=False, stdout=False) as runner:
+        runner.train()
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert {name for name in ALGOS.names() if name in saved} == {algo}
+    assert saved[algo] == dataclasses.asdict(config.algo_config())
+    assert isinstance(runner.algo, ALGOS.get(algo).algo_cls)
+    resumed_config = rlfw.RunConfig.load(run)
+    assert resumed_config == config
+    resumed_config.schedule.n_steps = 512
+    with rlfw.build_runner(
+        resumed_config, run, resume=True, progress=False, stdout=False
+    ) as resumed:
+        result = resumed.train()
+    assert result.env_steps == 512 and result.iterations == 8

@@ -8,10 +8,11 @@ from typing import Annotated
 
 import pytest
 
+from rlfw.algos.pg.spec import build_actor_critic
 from rlfw.cli import given_flags, main, make_parser
 from rlfw.launch.flags import ALGO_FIELD, config_flags
 from rlfw.launch.reference import help_config, key_docs, reference_markdown
-from rlfw.registry import ALGOS, build_actor_critic, register_algo
+from rlfw.registry import ALGOS, register_algo
 from rlfw.utils.settings import Flag, settings_of, type_name
 
 ROOT = Path(__file__).parents[1]

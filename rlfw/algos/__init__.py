@@ -1,16 +1,27 @@
 """Algorithms: turn samples into gradient updates of an agent (contract: ``algos.base``)."""
 
 from rlfw.algos.base import Algorithm, ReplayAlgorithm
-from rlfw.algos.dqn import DQN, DQNConfig
+from rlfw.algos.dqn import C51, DQN, R2D1, C51Config, DQNConfig, R2D1Config
 from rlfw.algos.pg import A2C, PPO, A2CConfig, PPOConfig
+from rlfw.algos.qpg import DDPG, SAC, TD3, DDPGConfig, SACConfig, TD3Config
 
 __all__ = [
     "A2C",
     "A2CConfig",
     "Algorithm",
+    "C51",
+    "C51Config",
+    "DDPG",
+    "DDPGConfig",
     "DQN",
     "DQNConfig",
     "PPO",
     "PPOConfig",
+    "R2D1",
+    "R2D1Config",
     "ReplayAlgorithm",
+    "SAC",
+    "SACConfig",
+    "TD3",
+    "TD3Config",
 ]

@@ -3,16 +3,16 @@ preset (``RunConfig.for_env``) and overrides; ``rlfw.launch.build`` assembles th
 
 from __future__ import annotations
 
+import argparse
 import copy
 import dataclasses
 import os
 import typing
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 import torch
 
-from rlfw.algos import A2CConfig, DQNConfig, PPOConfig
 from rlfw.envs import AtariOptions, EnvFactory, EnvOptions, EnvSpaces, is_atari
 from rlfw.launch.presets import env_family, preset, schedule_for
 from rlfw.logging.video import imageio_module
@@ -40,22 +40,37 @@ __all__ = [
     "set_field",
 ]
 
+
+def workers_or_auto(text: str) -> int | str:
+    """``--n-workers``' value: a count, or 'auto' (tune_workers)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"takes a positive integer or 'auto', got {text!r}"
+        ) from None
+
+
 # Saved config keys that were renamed: old key -> (new key, value), or (None, _) to drop.
-LEGACY_KEYS = {
+LEGACY_KEYS: dict[str, Callable[[Any], tuple[str | None, Any]]] = {
     "n_envs": lambda v: ("batch_B", v),
     # evaluate=False is now eval_every=None (saved after eval_every, so it wins)
     "schedule.evaluate": lambda v: (None, v) if v else ("schedule.eval_every", None),
 }
 
 
-@dataclass
+@dataclass(eq=False)  # __eq__ below: the algorithms' settings count too
 class RunConfig:
     """Everything that defines a run; saved as ``config.json`` and rebuilt from it on resume."""
 
-    algo: str = "ppo"
-    """The algorithm (a registered name: ppo, a2c, dqn, c51, rainbow, r2d1, or a plugin's)."""
-    env: str = "CartPole-v1"
-    """A gymnasium id (ALE/<Game>-v5 for Atari, MinAtar/<Game>-v1), or module:Class."""
+    algo: Annotated[str, Flag("--algo", choices=ALGOS.names)] = "ppo"
+    """The algorithm: a registered name (rlfw's nine, or a plugin's); its preset for the
+    env's family sets every flag left unset."""
+    env: Annotated[str, Flag("--env")] = "CartPole-v1"
+    """A gymnasium id (CartPole-v1, ALE/<Game>-v5 for Atari, MinAtar/<Game>-v1), or
+    module:Class (--plugin module)."""
     sampler: Annotated[str, Flag("--sampler", choices=SAMPLERS.names)] = "serial"
     """How envs are stepped: serial, cpu (worker processes), gpu (workers step, the learner
     process infers), alternating, queue (GA3C), native (ale-py's threaded Atari)."""
@@ -102,7 +117,16 @@ class RunConfig:
     """Envs that evaluation episodes are spread over."""
     n_eval_workers: int | None = None
     """Evaluation env processes (none: one per usable core on Atari, else 0)."""
-    n_workers: int | None = None
+    n_workers: Annotated[
+        int | None,
+        Flag(
+            "--n-workers",
+            parse=workers_or_auto,
+            help="Worker processes of parallel samplers (default: the usable cores), or "
+            "'auto': hill-climb on measured env steps/s before training and save the "
+            "choice in config.json.",
+        ),
+    ] = None
     """Worker processes of the parallel samplers (none: the usable cores)."""
     tune_workers: bool = False
     """Pick n_workers by measured env steps/s before training (--n-workers auto, GA3C)."""
@@ -127,14 +151,22 @@ class RunConfig:
     """Preprocessing of ALE/<Game>-v5 envs."""
     env_options: EnvOptions = field(default_factory=EnvOptions)
     """How any env's observations are shaped before rlfw sees them."""
-    ppo: PPOConfig = field(default_factory=PPOConfig)
-    """PPO's settings."""
-    a2c: A2CConfig = field(default_factory=A2CConfig)
-    """A2C's settings."""
-    dqn: DQNConfig = field(default_factory=DQNConfig)
-    """DQN's settings."""
     wandb: WandbOptions = field(default_factory=WandbOptions)
     """Logging to Weights & Biases."""
+
+    def __post_init__(self) -> None:
+        # Every registered algorithm's settings, each under its name (``config.ppo``,
+        # ``config.sac``, a plugin's), as config.json keeps them: declared by the
+        # algorithm's spec, not here, so a new algorithm adds no field.
+        for spec in ALGOS:
+            vars(self).setdefault(spec.name, spec.config_cls())
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, RunConfig)
+            and asdict(self) == asdict(other)
+            and self.algo_configs() == other.algo_configs()
+        )
 
     def validate(self) -> None:
         """Every check that can fail before work starts, each naming the bad value."""
@@ -296,18 +328,17 @@ class RunConfig:
             or self.eval_worker_count() > 0
         )
 
-    def algo_config(self) -> Any:
-        """The selected algorithm's config (``self.ppo`` for ppo, ...)."""
-        return getattr(self, self.algo)
+    def algo_config(self, name: str | None = None) -> Any:
+        """The settings of algorithm ``name`` (default: the run's, ``algo``): its config
+        dataclass, as registered (``ALGOS.get(name).config_cls``)."""
+        name = self.algo if name is None else name
+        spec = ALGOS.get(name)
+        # an algorithm registered after this config was made (a plugin imported later)
+        return vars(self).setdefault(name, spec.config_cls())
 
-    def __getattr__(self, name: str) -> Any:
-        # A registered algorithm without a field here keeps its config as an attribute of
-        # the same name, made on first use.
-        if name.startswith("_") or name not in ALGOS:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = ALGOS.get(name).config_cls()
-        setattr(self, name, value)
-        return value
+    def algo_configs(self) -> dict[str, Any]:
+        """Every registered algorithm's settings, by name."""
+        return {spec.name: self.algo_config(spec.name) for spec in ALGOS}
 
     def replaced(self, **changes: Any) -> "RunConfig":
         """A copy with ``changes`` (keeps registered algorithms' configs, which
@@ -323,12 +354,9 @@ class RunConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        fields = _field_names(self)
-        for name, value in vars(self).items():  # registered algorithms' configs
-            if name not in fields and dataclasses.is_dataclass(value):
-                out[name] = asdict(value)
-        return out
+        """The run's settings as plain data (``config.json``): its fields, then its
+        algorithm's settings under the algorithm's name (the others' it never reads)."""
+        return {**asdict(self), self.algo: asdict(self.algo_config())}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
@@ -337,9 +365,10 @@ class RunConfig:
         config = cls()
         for key, value in flatten(data):
             if key in LEGACY_KEYS:  # run folders written before a rename
-                key, value = LEGACY_KEYS[key](value)
-                if key is None:
+                renamed, value = LEGACY_KEYS[key](value)
+                if renamed is None:
                     continue
+                key = renamed
             set_field(config, key, value)
         return config
 
@@ -372,9 +401,6 @@ def changed_from_preset(config: RunConfig) -> dict[str, Any]:
         sampler=config.sampler,
         runner=config.runner,
     )
-    for name, value in vars(config).items():  # registered algorithms' configs, made on use
-        if dataclasses.is_dataclass(value) and name not in vars(reference):
-            getattr(reference, name)
     ours, theirs = flatten(config.to_dict()), dict(flatten(reference.to_dict()))
     return {key: value for key, value in ours if key not in theirs or theirs[key] != value}
 
@@ -425,6 +451,9 @@ def config_keys(obj: Any = None, prefix: str = "") -> list[str]:
             keys += config_keys(value, f"{prefix}{f.name}.")
         else:
             keys.append(f"{prefix}{f.name}")
+    if isinstance(obj, RunConfig):
+        for name, settings in obj.algo_configs().items():
+            keys += config_keys(settings, f"{prefix}{name}.")
     return keys
 
 
@@ -434,11 +463,15 @@ def set_field(config: RunConfig, key: str, value: Any) -> None:
     the key and what is allowed otherwise."""
     parts = key.split(".")
     group = parts[0] if len(parts) == 2 else None
-    owner = getattr(config, group, None) if group else config
+    if group is None:
+        owner: Any = config
+    else:
+        owner = config.algo_config(group) if group in ALGOS else getattr(config, group, None)
     name = parts[-1]
-    if len(parts) > 2 or not dataclasses.is_dataclass(owner) or name not in _field_names(owner):
+    known = key in ALGOS or (dataclasses.is_dataclass(owner) and name in _field_names(owner))
+    if len(parts) > 2 or not known:
         raise ValueError(_unknown_key(key))
-    if dataclasses.is_dataclass(getattr(owner, name)):
+    if key in ALGOS or dataclasses.is_dataclass(getattr(owner, name)):
         raise ValueError(
             f"config key {key!r} is a group; set one of its fields: "
             + ", ".join(k for k in config_keys() if k.startswith(key + "."))

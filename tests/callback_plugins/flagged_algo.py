@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from rlfw.algos import PPO, PPOConfig
-from rlfw.registry import build_actor_critic, register_algo
+from rlfw.algos.pg.spec import build_actor_critic
+from rlfw.registry import register_algo
 from rlfw.utils.settings import Flag
 
 

@@ -16,7 +16,8 @@ import torch
 
 from rlfw.algos.base import Algorithm
 from rlfw.algos.pg.gae import generalized_advantages
-from rlfw.registry import build_actor_critic, register_algo, register_sampler
+from rlfw.algos.pg.spec import build_actor_critic
+from rlfw.registry import register_algo, register_sampler
 from rlfw.samplers.base import allocate_samples
 from rlfw.samplers.machinery.collector import Collector
 from rlfw.samplers.machinery.env_group import EnvGroup

@@ -2,9 +2,10 @@
 
 from rlfw.algos.qpg.base import QFunctionPolicyGradient, QpgConfig
 from rlfw.algos.qpg.sac import SAC, SACConfig
-from rlfw.algos.qpg.td3 import TD3, DDPGConfig, TD3Config
+from rlfw.algos.qpg.td3 import DDPG, TD3, DDPGConfig, TD3Config
 
 __all__ = [
+    "DDPG",
     "DDPGConfig",
     "QFunctionPolicyGradient",
     "QpgConfig",

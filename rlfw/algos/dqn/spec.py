@@ -1,0 +1,99 @@
+"""DQN, C51, Rainbow and R2D1 as rlfw knows them: their configs, the Q-learning agents they
+train, the model settings those read, and their presets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlfw.agents.dqn_agent import DqnAgent, RecurrentDqnAgent
+from rlfw.algos.base import Algorithm
+from rlfw.algos.dqn.categorical import C51, C51Config
+from rlfw.algos.dqn.dqn import DQN, DQNConfig
+from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_preset
+from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
+from rlfw.algos.spec import AgentBuilder, AlgoSpec, Preset, image_network_note
+from rlfw.envs import EnvSpaces
+from rlfw.envs.masks import masks_actions
+
+
+def q_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings the Q-learners' agents (``build_dqn_agent``,
+    ``build_r2d1_agent``) ignore on ``spaces``' env."""
+    unread = {
+        "activation": f"{config.algo}'s Q-network uses ReLU; activation is for ppo's "
+        "and a2c's MLPs",
+        "log_std_init": f"{config.algo} has no Gaussian policy",
+        "sde_sample_freq": f"{config.algo} has no Gaussian policy to explore with gSDE",
+        "ortho_init": f"{config.algo}'s Q-network has its own initialization (its "
+        "CNN orthogonal, its MLP PyTorch's); ortho_init is for ppo's and "
+        "a2c's MLP",
+    }
+    image = image_network_note(config, spaces)
+    if image:
+        unread["hidden"] = image
+    return unread
+
+
+def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
+    """The Q-learning agent of any DQN-family algorithm (its config: dueling, ε at
+    evaluation, and for C51 the support)."""
+    own = config.algo_config()
+    return DqnAgent.build(
+        spaces,
+        config.batch_B,
+        config.model,
+        config.hidden,
+        own.dueling,
+        device=config.device,
+        eval_epsilon=own.eval_epsilon,
+        atoms=getattr(own, "atoms", 1),
+        v_min=getattr(own, "v_min", -10.0),
+        v_max=getattr(own, "v_max", 10.0),
+        action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
+    )
+
+
+def build_r2d1_agent(config: Any, spaces: EnvSpaces) -> RecurrentDqnAgent:
+    """R2D1's agent: ε-greedy over an LSTM Q-network (MLP or CNN torso, dueling head)."""
+    own = config.algo_config()
+    if masks_actions(spaces.observation, config.env_options.action_mask):
+        raise ValueError(
+            f"r2d1 does not act over an action mask, and {config.env}'s observation has "
+            "one: use dqn, c51, rainbow, ppo or a2c, or set env_options.action_mask=none"
+        )
+    return RecurrentDqnAgent.build_recurrent(
+        spaces,
+        config.batch_B,
+        own.rnn_size,
+        config.hidden,
+        own.dueling,
+        config.device,
+        own.eval_epsilon,
+        config.model,
+    )
+
+
+def _q_learner(
+    name: str,
+    algo_cls: type[Algorithm],
+    config_cls: type,
+    preset: Preset,
+    build_agent: AgentBuilder = build_dqn_agent,
+    summary: str = "",
+) -> AlgoSpec:
+    return AlgoSpec(name, algo_cls, config_cls, build_agent, summary, preset, q_network_unread)
+
+
+SPECS = (
+    _q_learner("dqn", DQN, DQNConfig, dqn_preset),
+    _q_learner("c51", C51, C51Config, c51_preset),
+    _q_learner(
+        "rainbow",
+        C51,
+        C51Config,
+        rainbow_preset,
+        summary="Rainbow minus noisy nets: C51 with 3-step double-Q targets, a dueling "
+        "head and prioritized replay (rlfw/algos/dqn/presets.py)",
+    ),
+    _q_learner("r2d1", R2D1, R2D1Config, r2d1_preset, build_agent=build_r2d1_agent),
+)
