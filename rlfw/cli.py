@@ -7,10 +7,23 @@ import argparse
 import copy
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rlfw.envs import env_module
 from rlfw.launch.build import build_runner, default_log_dir
+from rlfw.launch.commands import (
+    BenchmarkOptions,
+    BenchSamplerOptions,
+    CheckEnvOptions,
+    EvalOptions,
+    ExportOptions,
+    ManyRunsOptions,
+    OverrideOptions,
+    PolicyEvalOptions,
+    SweepOptions,
+    TrainOptions,
+    TrustOptions,
+)
 from rlfw.launch.config import (
     RunConfig,
     apply_overrides,
@@ -19,7 +32,12 @@ from rlfw.launch.config import (
     schedule_for,
     set_field,
 )
-from rlfw.launch.flags import ALGO_FIELD, UNSET, add_config_flags, dest_of
+from rlfw.launch.flags import (
+    ALGO_FIELD,
+    add_config_flags,
+    add_options,
+    given_value,
+)
 from rlfw.launch.flags import given_flags as config_given_flags
 from rlfw.launch.plugins import (
     check_named,
@@ -35,327 +53,136 @@ from rlfw.samplers.machinery.workers import WorkerError
 from rlfw.utils.checks import NonFiniteError
 from rlfw.utils.distributed import RankError, RankGroup, init_from_environment
 
+if TYPE_CHECKING:
+    from rlfw.launch.backends import Backend
 
-def _train_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=summary, description=description, allow_abbrev=False
+    )
+    return parser
+
+
+def _train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
         "train",
-        help="train an agent",
-        allow_abbrev=False,
-        description=(
-            "Train a registered algorithm (" + ", ".join(ALGOS.names()) + "). Unset flags take its "
-            "tuned preset for the env's family (classic control, continuous, MuJoCo, Atari; "
-            "rlfw.launch.presets and each algorithm's registered preset). Any config field "
-            "can be set with --set KEY=VALUE (e.g. --set ppo.epochs=4)."
-        ),
-    )
-    p.add_argument("--algo", help=f"algorithm, one of {ALGOS.names()} (default ppo)")
-    p.add_argument(
-        "--env", help="gymnasium id, e.g. CartPole-v1 or ALE/Pong-v5 (default CartPole-v1)"
-    )
-    p.add_argument(
-        "--config",
-        metavar="FILE.json",
-        help="start from a saved config.json instead of the preset; flags and --set apply on top",
-    )
-    p.add_argument(
-        "--set",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="set any config field, typed from the config dataclasses (repeatable), "
-        "e.g. --set ppo.gamma=0.95 --set atari.sticky_action_prob=0.25; an "
-        "algorithm's fields under the run's own algo (rainbow.n_step for "
-        "--algo rainbow), atari.* for ALE games only",
-    )
-    p.add_argument(
-        "--n-workers",
-        type=_workers,
-        help="worker processes of parallel samplers (default: usable cores), or "
-        "'auto': hill-climb on measured env steps/s before training and save "
-        "the choice in config.json",
-    )
-    p.add_argument(
-        "--steps",
-        type=int,
-        help="total env steps (default 120k; Atari 10M); with "
-        "--resume, extends the run to this many",
-    )
-    p.add_argument("--log-dir", help="run folder (default runs/<algo>-<env>-s<seed>-<time>)")
-    p.add_argument(
-        "--help-config",
-        action="store_true",
-        help="list every config key of the run --algo and --env pick (type, "
-        "default, preset value, help) and exit",
+        "train an agent",
+        "Train a registered algorithm (" + ", ".join(ALGOS.names()) + "). Unset flags take "
+        "its tuned preset for the env's family (classic control, continuous, MuJoCo, Atari; "
+        "rlfw.launch.presets and each algorithm's spec). Any config key can be set with "
+        "--set KEY=VALUE (e.g. --set ppo.epochs=4).",
     )
     add_config_flags(p)  # one per config field that declares a Flag
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument(
-        "--callback",
-        metavar="MODULE:NAME",
-        action="append",
-        default=[],
-        help="observe the run with class NAME of MODULE, constructed without "
-        "arguments (repeatable): any of on_start, on_iteration (False stops "
-        "the run with a checkpoint), on_eval, on_checkpoint, on_end; see "
-        "rlfw.runners.callbacks",
-    )
-    p.add_argument(
-        "--resume",
-        metavar="RUN_DIR",
-        help="continue the run in RUN_DIR from its newest checkpoint with its saved "
-        "config (--steps and --max-restarts apply; a flag that contradicts "
-        "the run is an error)",
-    )
-    _trust_flags(p, "resume")
+    add_options(p, TrainOptions)
+    add_options(p, OverrideOptions)
+    add_options(p, TrustOptions)
 
 
-def _trust_flags(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument(
-        "--plugin",
-        metavar="MODULE",
-        action="append",
-        default=[],
-        help="import MODULE first, e.g. one that registers your envs, samplers or "
-        "algorithms (repeatable). A run folder's config.json never imports a "
-        "module by itself: a run that needs one names it, and you add it here",
-    )
-    p.add_argument(
-        "--trust-checkpoint",
-        action="store_true",
-        help=f"{what} from checkpoints holding pickled objects (written by rlfw "
-        "before its safe format, or env state sealed by another user's key). "
-        "Loading a pickle can run any code: only for run folders whose source "
-        "you trust",
-    )
-
-
-def _workers(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"takes a positive integer or 'auto', got {text!r}")
-
-
-def _eval_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def _eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
         "eval",
-        help="evaluate a run's newest checkpoint",
-        allow_abbrev=False,
-        description="Load RUN_DIR's config and newest checkpoint, play episodes "
-        "on evaluation envs and print mean ± std return.",
+        "evaluate a run's newest checkpoint",
+        "Load RUN_DIR's config and newest checkpoint, play episodes on evaluation envs and "
+        "print mean ± std return.",
     )
     p.add_argument("run_dir", help="a folder written by `rlfw train`")
-    p.add_argument(
-        "--best",
-        action="store_true",
-        help="evaluate checkpoints/best.pt (highest evaluation mean) instead of the "
-        "newest checkpoint",
-    )
-    p.add_argument("--episodes", type=int, default=10, help="episodes to play (default 10)")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--sampled",
-        dest="greedy",
-        action="store_const",
-        const=False,
-        help="sample actions (dqn: eval-ε-greedy); default: as the run evaluated",
-    )
-    mode.add_argument(
-        "--greedy", dest="greedy", action="store_const", const=True, help="greedy actions"
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=12345,
-        help="evaluation seed (default 12345, unlike any training seed)",
-    )
-    p.add_argument(
-        "--video",
-        action="store_true",
-        help="play the episodes on one rendering env and write each as "
-        "RUN_DIR/videos/episode-<k>-return-<R>.mp4 (the first also as a GIF; "
-        "Atari: the full-colour screen). Extra [video]",
-    )
-    _trust_flags(p, "evaluate")
+    add_options(p, PolicyEvalOptions)
+    add_options(p, EvalOptions)
+    add_options(p, TrustOptions)
 
 
-def _export_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def _export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
         "export",
-        help="write a shareable policy folder from a run",
-        allow_abbrev=False,
-        description=(
-            "Write OUT (a new or empty folder): model.safetensors (the agent's "
-            "weights only), config.json, a model card README.md with an "
-            "evaluation, and replay.gif when the [video] extra is installed. "
-            "Upload OUT to the Hugging Face Hub as is; `rlfw eval OUT` plays "
-            "it and gets the numbers `rlfw eval RUN_DIR` gets."
-        ),
+        "write a shareable policy folder from a run",
+        "Write OUT (a new or empty folder): model.safetensors (the agent's weights only), "
+        "config.json, a model card README.md with an evaluation, and replay.gif when the "
+        "[video] extra is installed. Upload OUT to the Hugging Face Hub as is; `rlfw eval "
+        "OUT` plays it and gets the numbers `rlfw eval RUN_DIR` gets.",
     )
     p.add_argument("run_dir", help="a folder written by `rlfw train`")
     p.add_argument("out", help="the policy folder to write (new or empty)")
-    p.add_argument(
-        "--best",
-        action="store_true",
-        help="export checkpoints/best.pt (highest evaluation mean) instead of the "
-        "newest checkpoint",
-    )
-    p.add_argument(
-        "--episodes",
-        type=int,
-        default=10,
-        help="episodes of the model card's evaluation (default 10)",
-    )
-    p.add_argument(
-        "--seed", type=int, default=12345, help="evaluation seed (default 12345, as rlfw eval's)"
-    )
-    p.add_argument("--no-gif", dest="gif", action="store_false", help="leave out replay.gif")
-    _trust_flags(p, "export")
+    add_options(p, PolicyEvalOptions)
+    add_options(p, ExportOptions)
+    add_options(p, TrustOptions)
 
 
-def _bench_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+# The config flags bench-sampler takes: train's, so their names, help and defaults agree.
+BENCH_SAMPLER_KEYS = ("env", "sampler", "batch_B", "batch_T", "n_workers")
+
+
+def _bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
         "bench-sampler",
-        help="env steps/s of a sampler with a random agent",
-        allow_abbrev=False,
-        description="Measure a sampler's env steps per second with a uniform-"
-        "random agent, to pick the fastest sampler for a machine.",
+        "env steps/s of a sampler with a random agent",
+        "Measure a sampler's env steps per second with a uniform-random agent, to pick the "
+        "fastest sampler for a machine. The sizes are those `rlfw train` would use for the "
+        "env (its PPO preset) unless given.",
     )
-    p.add_argument("--env", default="ALE/Pong-v5", help="gymnasium id (default ALE/Pong-v5)")
-    p.add_argument("--sampler", default="cpu", help=f"one of {SAMPLERS.names()} (default cpu)")
-    p.add_argument(
-        "--batch-B", "--n-envs", dest="batch_B", type=int, default=8, help="envs B (default 8)"
-    )
-    p.add_argument("--n-workers", type=int, help="worker processes (default: usable cores)")
-    p.add_argument("--batch-T", type=int, default=64, help="steps per batch (default 64)")
-    p.add_argument("--seconds", type=float, default=10.0, help="timed duration (default 10)")
+    add_config_flags(p, BENCH_SAMPLER_KEYS)
+    add_options(p, BenchSamplerOptions)
+    add_options(p, TrustOptions, only=("plugin",))
 
 
-def _check_env_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def _check_env_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
         "check-env",
-        help="step an env as rlfw will and report how it maps onto rlfw",
-        allow_abbrev=False,
-        description="Build the env as `rlfw train --env ID` would, show how each "
-        "observation leaf maps to the buffer and the model, the action distribution and "
-        "the mask source, play a few random episodes and check reset(seed=) is "
-        "deterministic; exit 1 with one line per problem.",
+        "step an env as rlfw will and report how it maps onto rlfw",
+        "Build the env as `rlfw train --env ID` would, show how each observation leaf maps "
+        "to the buffer and the model, the action distribution and the mask source, play a "
+        "few random episodes and check reset(seed=) is deterministic; exit 1 with one line "
+        "per problem. --set takes env_options.* keys.",
     )
     p.add_argument("env", help="gymnasium id (module:Env ids need --plugin module)")
-    p.add_argument("--plugin", action="append", default=[], help="module to import first")
-    p.add_argument("--episodes", type=int, default=3, help="random episodes (default 3)")
-    p.add_argument("--max-steps", type=int, default=1000, help="cap per episode (default 1000)")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="env_options.* keys"
-    )
+    add_options(p, CheckEnvOptions)
+    add_options(p, OverrideOptions)
+    add_options(p, TrustOptions, only=("plugin",))
 
 
-def _sweep_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def _sweep_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
         "sweep",
-        help="run a grid of variants x seeds, each its own train process",
-        allow_abbrev=False,  # so train flags such as --seed pass through untouched
-        description="Run every grid point x seed as a separate `rlfw train` process with its "
-        "own run folder under --runs-dir, at most --max-parallel at once, and "
-        "print and write a summary table (summary.md/.csv/.json). Re-running "
-        "skips finished variants and resumes interrupted ones. Any other flags "
-        "are train flags applied to every variant, e.g. `rlfw sweep --runs-dir "
-        "runs/sweep --seeds 0 1 --grid ppo.epochs=4,10 --algo ppo --steps 50000`.",
+        "run a grid of variants x seeds, each its own train process",
+        "Run every grid point x seed as a separate `rlfw train` process with its own run "
+        "folder under --runs-dir, at most --max-parallel at once, and print and write a "
+        "summary table (summary.md/.csv/.json). Re-running skips finished variants and "
+        "resumes interrupted ones. Any other flags are train flags applied to every "
+        "variant, e.g. `rlfw sweep --runs-dir runs/sweep --seeds 0 1 --grid "
+        "ppo.epochs=4,10 --algo ppo --steps 50000`.",
     )
-    p.add_argument("--runs-dir", required=True, help="folder for the variants' run folders")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds (default 0)")
-    p.add_argument(
-        "--grid",
-        metavar="KEY=V1,V2",
-        action="append",
-        default=[],
-        help="a config key and its values (repeatable; the grid is their product), "
-        "e.g. --grid ppo.epochs=4,10 --grid n_envs=8,32",
-    )
-    p.add_argument(
-        "--max-parallel",
-        type=int,
-        default=1,
-        help="variants running at once (local: each on its own slice of the cores; default 1)",
-    )
-    p.add_argument(
-        "--backend",
-        choices=("local", "ray"),
-        default="local",
-        help="local processes (default) or Ray tasks (extra [ray])",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="Ray cluster to join ('auto', 'ray://head:10001'); default: start a "
-        "local Ray instance",
-    )
-    p.add_argument(
-        "--cpus-per-run",
-        type=float,
-        default=None,
-        help="ray: CPUs each variant reserves (default 1)",
-    )
+    add_options(p, SweepOptions)
+    add_options(p, ManyRunsOptions)
 
 
-def _benchmark_parser(sub: argparse._SubParsersAction) -> None:
+def _benchmark_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from rlfw.bench.suites import SUITES
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "benchmark",
-        help="run a suite of (algo, env) entries over seeds, against SB3",
-        allow_abbrev=False,
-        description="Run every entry of a suite for several seeds with rlfw's preset (and "
-        "with --peer sb3, with stable-baselines3 on rl-baselines3-zoo's settings), "
-        "each run its own process on its own core, and write a report: "
-        "OUT/README.md, OUT/results.json and learning curves. Re-running skips "
-        "finished runs. Suites: "
+        "run a suite of (algo, env) entries over seeds, against SB3",
+        "Run every entry of a suite for several seeds with rlfw's preset (and with --peer "
+        "sb3, with stable-baselines3 on rl-baselines3-zoo's settings), each run its own "
+        "process on its own core, and write a report: OUT/README.md, OUT/results.json and "
+        "learning curves. Re-running skips finished runs. Suites: "
         + "; ".join(f"{name}: {s.about}" for name, s in SUITES.items())
         + ".",
     )
-    p.add_argument("--suite", required=True, choices=sorted(SUITES))
-    p.add_argument(
-        "--peer",
-        choices=("sb3",),
-        default=None,
-        help="also run stable-baselines3 with rl-baselines3-zoo's settings",
-    )
-    p.add_argument(
-        "--seeds", type=int, nargs="+", default=None, help="seeds (default: the suite's, 0..N-1)"
-    )
-    p.add_argument(
-        "--out", default=None, help="report and run folders (default docs/benchmarks/SUITE)"
-    )
-    p.add_argument(
-        "--max-parallel",
-        type=int,
-        default=1,
-        help="runs at once (local: each pinned to its own slice of the cores)",
-    )
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
-    p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: local)")
-    p.add_argument(
-        "--wandb",
-        action="store_true",
-        help="rlfw's runs also log to Weights & Biases, in the group "
-        "benchmark-SUITE (extra [wandb])",
-    )
-    p.add_argument(
-        "--report-only",
-        action="store_true",
-        help="run nothing: write the report from the runs finished so far",
-    )
-    p.add_argument(
-        "--entries",
-        nargs="+",
-        default=None,
-        metavar="ENTRY",
-        help="run only these entries (as the report names them: a2c-CartPole-v1, "
-        "ppo-MinAtar_Breakout-v1); the report still covers the whole suite, the other "
-        "entries from their finished runs",
-    )
+    add_options(p, BenchmarkOptions)
+    add_options(p, ManyRunsOptions)
+    add_config_flags(p, ("wandb.enabled",))  # rlfw's runs log to W&B, group benchmark-SUITE
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -375,7 +202,10 @@ def make_parser() -> argparse.ArgumentParser:
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from rlfw.bench.run import run_suite
+    from rlfw.bench.suites import SUITES
 
+    if args.suite not in SUITES:
+        raise ValueError(f"--suite {args.suite!r} unknown; choose from {sorted(SUITES)}")
     backend = _backend(args)
     out = args.out or os.path.join("docs", "benchmarks", args.suite)
     data = run_suite(
@@ -385,7 +215,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         peer=args.peer,
         seeds=args.seeds,
         report_only=args.report_only,
-        wandb=args.wandb,
+        wandb=bool(given_value(args, "wandb.enabled")),
         entries=args.entries,
     )
     failed = [r for r in data["runs"] if r.get("status", "").startswith("failed")]
@@ -396,7 +226,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _backend(args: argparse.Namespace):
+def _backend(args: argparse.Namespace) -> Backend:
     """The backend ``--backend`` names, with its own options (a Ray option without
     ``--backend ray`` is an error: the local backend would ignore it)."""
     from rlfw.launch.backends import LocalBackend, RayBackend
@@ -425,10 +255,8 @@ def _check_grid_against_flags(keys: Sequence[str], train_flags: Sequence[str]) -
             "grid key 'seed' is the sweep's own: give the seeds with --seeds (e.g. --seeds 0 1 2)"
         )
     args = make_parser().parse_args(["train", *train_flags])
-    flags = {key: f"--{key}" for key in ("algo", "env") if getattr(args, key) is not None}
-    if args.steps is not None:
-        flags["schedule.n_steps"] = "--steps"
-    for flag, key, _ in given_flags(args):
+    flags = {}
+    for flag, key, _ in [*config_given_flags(args), *given_flags(args)]:
         field = key.removeprefix(ALGO_FIELD)
         flags.update(
             {f"{algo}.{field}": flag for algo in ALGOS.names()}  # whichever algo
@@ -445,6 +273,7 @@ def _check_grid_against_flags(keys: Sequence[str], train_flags: Sequence[str]) -
 
 def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     from rlfw.launch.sweep import (
+        Outcome,
         Sweep,
         check_train_flags,
         expand,
@@ -455,7 +284,7 @@ def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     check_train_flags(train_flags)
     grid = parse_grid(args.grid)
     _check_grid_against_flags([key for key, _ in grid], train_flags)
-    variants = expand(grid, args.seeds)
+    variants = expand(grid, args.seeds or [0])
     for variant in variants:  # every variant's config is valid before anything starts
         argv = [
             "train",
@@ -471,7 +300,7 @@ def cmd_sweep(args: argparse.Namespace, train_flags: list[str]) -> int:
     )
     finished = [0]
 
-    def report(outcome) -> None:
+    def report(outcome: Outcome) -> None:
         finished[0] += 1
         evals = "" if outcome.final_eval is None else f", final eval {outcome.final_eval:.2f}"
         print(
@@ -493,12 +322,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         config = _checked_config(
             read_json_object(args.config, "config file"), args.plugin, f"config file {args.config}"
         )
-        if args.algo is not None or args.env is not None:
-            config.algo, config.env = args.algo or config.algo, args.env or config.env
+        config.algo = given_value(args, "algo") or config.algo
+        config.env = given_value(args, "env") or config.env
     else:
-        config = RunConfig.for_env(args.env or "CartPole-v1", args.algo or "ppo")
-    if args.steps is not None:
-        apply_overrides(config, {"schedule": schedule_for(args.steps)})
+        config = RunConfig.for_env(
+            given_value(args, "env") or RunConfig.env, given_value(args, "algo") or RunConfig.algo
+        )
+    steps = given_value(args, "schedule.n_steps")
+    if steps is not None:
+        apply_overrides(config, {"schedule": schedule_for(steps)})
     apply_flags(config, args)
     config.plugins = tuple(dict.fromkeys([*config.plugins, *args.plugin]))
     return config
@@ -506,17 +338,19 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
     """``(flag as typed, config key, value)`` of every flag the user set (except --algo,
-    --env and --steps), in the order they apply, ``--set`` last; a field of whichever
-    algorithm runs is keyed ``ALGO_FIELD + field``."""
-    given = config_given_flags(args)
-    if args.n_workers is not None:
-        given.append(("--n-workers", "n_workers", args.n_workers))
+    --env and --steps: the preset's, applied first), in the order they apply, ``--set``
+    last; a field of whichever algorithm runs is keyed ``ALGO_FIELD + field``."""
+    given = [g for g in config_given_flags(args) if g[1] not in PRESET_KEYS]
     for assignment in args.set:
         key, sep, value = assignment.partition("=")
         if not sep:
             raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
         given.append((f"--set {assignment}", key.strip(), value.strip()))
     return given
+
+
+# The flags that pick the preset (and the run's length and cadence): applied before the rest.
+PRESET_KEYS = ("algo", "env", "schedule.n_steps")
 
 
 def apply_flags(config: RunConfig, args: argparse.Namespace) -> None:
@@ -547,7 +381,8 @@ def _algos_with(field: str) -> str:
 
 def _plugins_of_command_line(args: argparse.Namespace) -> list[str]:
     """Modules the user's own command line names: ``--plugin``s, and ``--env module:Env``."""
-    own_env = env_module(args.env) if getattr(args, "env", None) else None
+    env = args.env if args.command == "check-env" else given_value(args, "env")
+    own_env = env_module(env) if env else None
     return list(dict.fromkeys([*args.plugin, *([own_env] if own_env else [])]))
 
 
@@ -586,7 +421,8 @@ def _help_config(args: argparse.Namespace) -> int:
     """``--help-config``: the keys of the run --algo and --env pick; nothing is trained."""
     from rlfw.launch.reference import help_config
 
-    algo, env = args.algo or "ppo", args.env or "CartPole-v1"
+    algo = given_value(args, "algo") or RunConfig.algo
+    env = given_value(args, "env") or RunConfig.env
     ALGOS.get(algo)  # an unknown algorithm: one line naming the known ones
     RunConfig(env=env).env_factory().validate()
     print(help_config(algo, env))
@@ -608,16 +444,15 @@ def resume_config(args: argparse.Namespace, run_dir: str) -> RunConfig:
             f"its own config; to start a new run from it, use --config "
             f"{os.path.join(run_dir, 'config.json')} without --resume"
         )
-    if args.steps is not None:  # extend (or shorten) the run; cadence stays as saved
-        set_field(config, "schedule.n_steps", args.steps)
-    max_restarts = getattr(args, dest_of("schedule.max_restarts"))
-    if max_restarts is not UNSET:
+    steps = given_value(args, "schedule.n_steps")
+    if steps is not None:  # extend (or shorten) the run; cadence stays as saved
+        set_field(config, "schedule.n_steps", steps)
+    max_restarts = given_value(args, "schedule.max_restarts")
+    if max_restarts is not None:
         set_field(config, "schedule.max_restarts", max_restarts)
     asked = copy.deepcopy(config)
-    if args.algo is not None:
-        asked.algo = args.algo
-    if args.env is not None:
-        asked.env = args.env
+    asked.algo = given_value(args, "algo") or asked.algo
+    asked.env = given_value(args, "env") or asked.env
     apply_flags(asked, args)
     config.wandb = asked.wandb
     given, saved = dict(flatten(asked.to_dict())), dict(flatten(config.to_dict()))
@@ -660,7 +495,7 @@ def saved_config(run_dir: str, trust: bool = False, named: Sequence[str] = ()) -
     return _checked_config(state["config"], named, source)
 
 
-def _checked_config(data: dict, named: Sequence[str], source: str) -> RunConfig:
+def _checked_config(data: dict[str, Any], named: Sequence[str], source: str) -> RunConfig:
     """The config in ``data`` once the modules it needs are known to be named."""
     # read as the config will read it (text is a comma list), so no spelling slips past
     plugins = RunConfig.from_dict({"plugins": data.get("plugins", ())}).plugins
@@ -756,8 +591,9 @@ def _elastic_resume_dir(args: argparse.Namespace) -> str | None:
     """After torchrun restarted the ranks (``--max-restarts``), continue the run in
     ``--log-dir`` from its newest checkpoint instead of starting over."""
     restarted = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
-    if restarted and args.log_dir and list_checkpoints(args.log_dir):
-        return args.log_dir
+    log_dir: str | None = args.log_dir
+    if restarted and log_dir and list_checkpoints(log_dir):
+        return log_dir
     return None
 
 
@@ -876,30 +712,30 @@ def cmd_bench_sampler(args: argparse.Namespace) -> int:
     from rlfw.launch.build import build_sampler
     from rlfw.samplers.machinery.throughput import measure_steps_per_second
 
+    import_plugins(args.plugin)
     if args.seconds <= 0:
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    config = RunConfig(
-        env=args.env,
-        sampler=args.sampler,
-        batch_B=args.batch_B,
-        batch_T=args.batch_T,
-        n_workers=args.n_workers,
-    )
-    if args.n_workers is not None:
-        check_read_key(config, "n_workers")
+    if given_value(args, "n_workers") == "auto":
+        raise ValueError("--n-workers auto tunes a training run; bench-sampler measures one count")
+    # the sizes train would use for this env, then the flags given, as train applies them
+    config = RunConfig.for_env(given_value(args, "env") or RunConfig.env, RunConfig.algo)
+    args.set = []
+    apply_flags(config, args)
+    config.plugins = tuple(args.plugin)
     config.validate()
     env_factory = config.env_factory()
     agent = RandomAgent(EnvSpaces.of(env_factory).action)
     sampler = build_sampler(config, env_factory)
-    workers = getattr(sampler, "n_workers", None) or args.n_workers or "default"
+    workers = getattr(sampler, "n_workers", None) or config.n_workers or "default"
     shape = (
-        f"{args.batch_B} envs, {workers} workers"
-        if SAMPLERS.get(args.sampler).has_workers
-        else f"{args.batch_B} envs in this process"
+        f"{config.batch_B} envs, {workers} workers"
+        if SAMPLERS.get(config.sampler).has_workers
+        else f"{config.batch_B} envs in this process"
     )
     rate = measure_steps_per_second(sampler, agent, args.seconds)
     print(
-        f"{args.sampler} sampler on {args.env}: {rate:,.0f} env steps/s ({shape}, T={args.batch_T})"
+        f"{config.sampler} sampler on {config.env}: {rate:,.0f} env steps/s ({shape}, "
+        f"T={config.batch_T})"
     )
     return 0
 

@@ -1,11 +1,12 @@
 """``python -m rlfw``: bad input fails before work starts; train/eval/resume work."""
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
-from rlfw.cli import main
+from rlfw.cli import main, make_parser
 from rlfw.registry import ALGOS
 from rlfw.runfolder.checkpoint import load_checkpoint
 from rlfw.samplers.machinery.workers import default_workers
@@ -224,7 +225,9 @@ def test_bench_sampler_prints_steps_per_second(capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "serial sampler on CartPole-v1:" in out and "(4 envs in this process, T=64)" in out
+    # T: what `rlfw train --env CartPole-v1` would use (its preset), as no flag gave it
+    assert "serial sampler on CartPole-v1:" in out and "(4 envs in this process, T=32)" in out
+
     assert (
         main(
             [
@@ -241,13 +244,38 @@ def test_bench_sampler_prints_steps_per_second(capsys):
         )
         == 0
     )  # the workers it really started, not 'default'
-    assert f"(4 envs, {default_workers(4)} workers, T=64)" in capsys.readouterr().out
+    assert f"(4 envs, {default_workers(4)} workers, T=32)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["bench-sampler", "--seconds", "0"])
     assert "--seconds must be > 0, got 0.0" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # the serial sampler has no workers to count
         main(["bench-sampler", "--sampler", "serial", "--n-workers", "4"])
     assert "config key 'n_workers' is for samplers with worker processes" in capsys.readouterr().err
+
+
+def _options(parser_of_command: argparse.ArgumentParser) -> dict[str, tuple[str, ...]]:
+    """Each option's help text by its flag names."""
+    return {
+        action.option_strings[0]: (action.help or "", *action.option_strings)
+        for action in parser_of_command._actions
+        if action.option_strings and action.option_strings[0] != "-h"
+    }
+
+
+def _subcommand(name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in make_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+def test_bench_sampler_s_sampler_flags_are_train_s_and_every_option_has_help():
+    """One declaration per setting: bench-sampler's sampler flags are train's (the same
+    names, help and config key); every option of every command says what it does."""
+    train, bench = _options(_subcommand("train")), _options(_subcommand("bench-sampler"))
+    for flag in ("--env", "--sampler", "--batch-B", "--batch-T", "--n-workers", "--plugin"):
+        assert bench[flag] == train[flag]
+    for command in ("train", "eval", "export", "bench-sampler", "check-env", "sweep", "benchmark"):
+        for flag, (text, *_) in _options(_subcommand(command)).items():
+            assert len(text) > 10, f"rlfw {command} {flag} has no help"
 
 
 # -- every setting reachable, runs extendable, the best policy kept --------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import psutil
 import torch
@@ -117,7 +118,7 @@ class AffinityPlan:
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def save(self, run_dir: str) -> str:

@@ -9,11 +9,24 @@ import os
 import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar
+
+if TYPE_CHECKING:
+    import ctypes
 
 T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class Backend(Protocol):
+    """Where a batch of jobs runs (``LocalBackend``, ``RayBackend``): ``task(*job,
+    cores=...)`` for every job, results in ``jobs`` order, each seen by ``report`` as it
+    finishes."""
+
+    def map(
+        self, task: Callable[..., T], jobs: Sequence[tuple[Any, ...]], report: Callable[[T], None]
+    ) -> list[T]: ...
 
 
 def job_process_setup(cores: Sequence[int] | None) -> Callable[[], None]:
@@ -40,7 +53,7 @@ def job_process_setup(cores: Sequence[int] | None) -> Callable[[], None]:
     return setup
 
 
-def _libc():
+def _libc() -> ctypes.CDLL | None:
     """The C library, for prctl and signal (None off Linux)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -70,14 +83,14 @@ class LocalBackend:
         return [usable[i * len(usable) // n : (i + 1) * len(usable) // n] for i in range(n)]
 
     def map(
-        self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
+        self, task: Callable[..., T], jobs: Sequence[tuple[Any, ...]], report: Callable[[T], None]
     ) -> list[T]:
         """``task(*job, cores=...)`` for every job, results in ``jobs`` order; ``report``
         sees each result as it finishes (in the calling thread)."""
         free = self._core_slices()
         results: dict[int, T] = {}
         with ThreadPoolExecutor(self.max_parallel) as pool:
-            pending: dict[Future, tuple[int, list[int] | None]] = {}
+            pending: dict[Future[T], tuple[int, list[int] | None]] = {}
             queue = list(enumerate(jobs))
             while queue or pending:
                 while queue and free:
@@ -107,7 +120,7 @@ class RayBackend:
         self.address, self.cpus_per_run, self.max_parallel = address, cpus_per_run, max_parallel
 
     def map(
-        self, task: Callable[..., T], jobs: Sequence[tuple], report: Callable[[T], None]
+        self, task: Callable[..., T], jobs: Sequence[tuple[Any, ...]], report: Callable[[T], None]
     ) -> list[T]:
         """``task(*job, cores=None)`` for every job as Ray tasks, results in ``jobs``
         order; ``report`` sees each result as it finishes."""
@@ -115,7 +128,7 @@ class RayBackend:
 
         started_here = not ray.is_initialized()
         if started_here:
-            kwargs = {"address": self.address} if self.address else {}
+            kwargs: dict[str, Any] = {"address": self.address} if self.address else {}
             if not self.address and self.max_parallel:
                 kwargs["num_cpus"] = int(self.max_parallel * self.cpus_per_run)
             ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
@@ -135,6 +148,6 @@ class RayBackend:
                 ray.shutdown()
 
 
-def _call(task: Callable[..., T], *job) -> T:
+def _call(task: Callable[..., T], *job: Any) -> T:
     # ray.remote takes plain functions only, and tasks are often functools.partial objects
     return task(*job, cores=None)

@@ -8,12 +8,13 @@ import dataclasses  # asdict of tuning trials
 import os
 import re
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import torch
 
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm
+from rlfw.algos.spec import AlgoConstructor
 from rlfw.envs import EnvFactory, EnvSpaces
 from rlfw.launch.affinity import (
     AffinityPlan,
@@ -28,6 +29,8 @@ from rlfw.runfolder.claim import claim_run_folder
 from rlfw.runfolder.files import write_json
 from rlfw.runfolder.folder_lock import FolderLock
 from rlfw.runners import Runner
+from rlfw.samplers.base import Sampler
+from rlfw.samplers.spec import SamplerConstructor
 from rlfw.utils.distributed import RankGroup, rank_device
 from rlfw.utils.seeding import seed_everything
 
@@ -62,7 +65,8 @@ def build_algo(
     is given ``env_factory`` through its ``bind_env``."""
     own = config.algo_config()
     for_env = getattr(own, "for_env", None)
-    algo = ALGOS.get(config.algo).algo_cls(own if for_env is None else for_env(spaces))
+    make = cast(AlgoConstructor, ALGOS.get(config.algo).algo_cls)
+    algo = make(own if for_env is None else for_env(spaces))
     bind_env = getattr(algo, "bind_env", None)
     if env_factory is not None and bind_env is not None:
         bind_env(env_factory)
@@ -71,7 +75,7 @@ def build_algo(
 
 def build_sampler(
     config: RunConfig, env_factory: EnvFactory, worker_cores: list[int] | None = None
-):
+) -> Sampler:
     """The sampler named by ``config.sampler``; every kind fills the same ``Samples``.
     ``worker_cores`` (an affinity plan's) are where ``pin_cpus`` puts the workers."""
     spec = SAMPLERS.get(config.sampler)
@@ -79,7 +83,8 @@ def build_sampler(
     options = spec.options(config, worker_cores)
     if eval_workers:  # their processes start as the run says, whatever the sampler kind
         options.setdefault("start_method", config.start_method)
-    return spec.cls(
+    make = cast(SamplerConstructor, spec.cls)
+    return make(
         env_factory,
         batch_T=config.batch_T,
         batch_B=config.batch_B,
@@ -91,21 +96,25 @@ def build_sampler(
 
 
 def tune_workers(
-    config: RunConfig, env_factory: EnvFactory, agent, log_dir: str | None, say=print
+    config: RunConfig,
+    env_factory: EnvFactory,
+    agent: Agent,
+    log_dir: str | None,
+    say: Callable[[str], object] = print,
 ) -> None:
     """``--n-workers auto``: hill-climb the sampler's worker count on measured env steps/s
     (throw-away samplers, before training), then fix ``config.n_workers`` to the best so
     that ``config.json`` records it and a resumed or repeated run uses it."""
-    from rlfw.samplers.machinery.scheduling import tune_n_workers, worker_candidates
+    from rlfw.samplers.machinery.scheduling import Trial, tune_n_workers, worker_candidates
 
     candidates = worker_candidates(
         config.batch_B, groups=SAMPLERS.get(config.sampler).worker_groups
     )
 
-    def make_sampler(n: int):
+    def make_sampler(n: int) -> Sampler:
         return build_sampler(config.replaced(n_workers=n, tune_workers=False), env_factory)
 
-    def report(trial) -> None:
+    def report(trial: Trial) -> None:
         say(
             f"rlfw: tuning n_workers: {trial.n_workers} -> "
             f"{trial.steps_per_second:,.0f} env steps/s"

@@ -29,7 +29,7 @@ class EnvCheck:
         return not self.problems
 
 
-def short_space(space: gym.Space) -> str:
+def short_space(space: gym.Space[Any]) -> str:
     """A space in one short phrase (gymnasium's repr prints every bound and nvec entry)."""
     if isinstance(space, gym.spaces.Box):
         low, high = np.min(space.low), np.max(space.high)
@@ -43,7 +43,7 @@ def short_space(space: gym.Space) -> str:
     return str(space)
 
 
-def describe_encoder(space: gym.Space) -> str:
+def describe_encoder(space: gym.Space[Any]) -> str:
     """How the model reads one observation leaf."""
     encoder = leaf_encoder(space)
     if isinstance(encoder, OneHotLeaf):
@@ -56,7 +56,7 @@ def describe_encoder(space: gym.Space) -> str:
     return f"flattened as floats ({encoder.out_dim})"
 
 
-def _actions(space: gym.Space) -> str:
+def _actions(space: gym.Space[Any]) -> str:
     if isinstance(space, gym.spaces.Discrete):
         return f"categorical over {space.n} (ppo, a2c, dqn, c51, rainbow, r2d1)"
     if isinstance(space, gym.spaces.MultiDiscrete):
@@ -68,7 +68,7 @@ def _actions(space: gym.Space) -> str:
     return "none: rlfw's algorithms take Discrete, MultiDiscrete, MultiBinary or a 1-d Box"
 
 
-def _leaf_problems(space: gym.Space, obs: Any, where: str) -> list[str]:
+def _leaf_problems(space: gym.Space[Any], obs: Any, where: str) -> list[str]:
     """Each observation leaf against its space: present, the right dtype, inside it."""
     problems = []
     observed = dict(tree_paths(obs))
@@ -89,7 +89,7 @@ def _leaf_problems(space: gym.Space, obs: Any, where: str) -> list[str]:
     return problems
 
 
-def _valid_random_action(space: gym.Space, obs: Any, rng: np.random.Generator) -> Any:
+def _valid_random_action(space: gym.Space[Any], obs: Any, rng: np.random.Generator) -> Any:
     if isinstance(obs, dict) and MASK_KEY in obs and isinstance(space, gym.spaces.Discrete):
         valid = np.flatnonzero(np.asarray(obs[MASK_KEY]))
         if len(valid):
@@ -97,7 +97,9 @@ def _valid_random_action(space: gym.Space, obs: Any, rng: np.random.Generator) -
     return space.sample()
 
 
-def _play(env: gym.Env, seed: int, max_steps: int, report: EnvCheck, episode: int) -> tuple:
+def _play(
+    env: gym.Env, seed: int, max_steps: int, report: EnvCheck, episode: int
+) -> tuple[float, int, list[float], bool]:
     rng = np.random.default_rng(seed)
     env.action_space.seed(seed)
     obs, _ = env.reset(seed=seed)

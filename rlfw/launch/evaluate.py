@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,7 +23,7 @@ def load_for_evaluation(
     best: bool = False,
     trust: bool = False,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
-) -> tuple[str, dict]:
+) -> tuple[str, dict[str, Any]]:
     """``(path, state)`` of the run's newest checkpoint that loads, ``best.pt`` first with
     ``best=True``. Env state is not needed to evaluate, so sealed pickles are dropped unread:
     a run folder from someone else evaluates without trusting it. Each file passed over is

@@ -19,9 +19,9 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import IO, Any, Callable, Sequence
 
-from rlfw.launch.backends import job_process_setup
+from rlfw.launch.backends import Backend, job_process_setup
 from rlfw.launch.config import RunConfig, config_keys, set_field
 from rlfw.runfolder.checkpoint import list_checkpoints
 from rlfw.runfolder.claim import RUN_FILES
@@ -29,7 +29,7 @@ from rlfw.runfolder.files import write_atomically, write_json, write_text
 from rlfw.utils.checks import check_seeds
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # The backends moved to rlfw.launch.backends (they run any task, not only sweeps).
     if name in ("LocalBackend", "RayBackend"):
         import warnings
@@ -100,7 +100,8 @@ class Outcome:
 def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
     """``["ppo.epochs=4,10", "n_envs=8,32"]`` -> ``[("ppo.epochs", ["4", "10"]), ...]``,
     each key a config field and each value valid for it, checked before anything runs."""
-    grid, valid = [], config_keys()
+    grid: list[tuple[str, list[str]]] = []
+    valid = config_keys()
     for item in items:
         key, sep, values = item.partition("=")
         key = ALIASES.get(key.strip(), key.strip())
@@ -229,7 +230,9 @@ class Sweep:
     variants: list[Variant]
     train_flags: list[str]
 
-    def run(self, backend, report: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
+    def run(
+        self, backend: Backend, report: Callable[[Outcome], None] = lambda o: None
+    ) -> list[Outcome]:
         """Run what is not finished yet; every variant gets a row (finished ones are read
         back); writes ``summary.md``, ``summary.csv`` and ``summary.json`` in runs_dir."""
         os.makedirs(self.runs_dir, exist_ok=True)
@@ -273,7 +276,7 @@ class Sweep:
             "seed",
         ]
 
-        def write_csv(f) -> None:
+        def write_csv(f: IO[str]) -> None:
             writer = csv.writer(f)
             writer.writerow(columns)
             for o in outcomes:

@@ -18,7 +18,15 @@ class RunSchedule:
     ``eval_max_episode_steps`` per episode and ``eval_max_steps`` per evaluation (agent
     steps; None: unbounded); episodes cut by them are logged as ``eval/episodes_cut``."""
 
-    n_steps: int
+    n_steps: Annotated[
+        int,
+        Flag(
+            "--steps",
+            metavar="N",
+            help="Total env steps (the preset's: 120k, Atari 10M), with an evaluation "
+            "cadence to match; with --resume, extends the run to this many.",
+        ),
+    ]
     """Env steps to train for, over all envs (and ranks); --steps sets it with its
     evaluation cadence."""
     eval_every: Annotated[int | None, Flag("--eval-every")] = 10_000

@@ -21,7 +21,7 @@ import inspect
 import textwrap
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 _NO_CONST = object()
 
@@ -34,21 +34,28 @@ class Flag:
     ``choices``: the texts the flag accepts, mapped to the values they set (``--compile
     on`` sets True), or a callable listing the accepted texts (registry names);
     ``metavar``: how ``--help`` shows its value; ``help``: the flag's own help where it
-    says more than the field's (one of several constant flags on a field)."""
+    says more than the field's (one of several constant flags on a field); ``nargs='+'``:
+    a tuple field takes its values after one flag (``--seeds 0 1 2``; without it each
+    flag adds one: ``--plugin a --plugin b``); ``parse``: text to value where the field's
+    type does not say it (``--n-workers auto``)."""
 
     names: tuple[str, ...]
     const: Any = _NO_CONST
-    choices: Mapping[str, Any] | Callable[[], list[str]] | None = None
+    choices: Mapping[str, Any] | Callable[[], Sequence[str]] | None = None
     metavar: str | None = None
     help: str | None = None
+    nargs: str | None = None
+    parse: Callable[[str], Any] | None = None
 
     def __init__(
         self,
         *names: str,
         const: Any = _NO_CONST,
-        choices: Mapping[str, Any] | Callable[[], list[str]] | None = None,
+        choices: Mapping[str, Any] | Callable[[], Sequence[str]] | None = None,
         metavar: str | None = None,
         help: str | None = None,
+        nargs: str | None = None,
+        parse: Callable[[str], Any] | None = None,
     ):
         if not names or not all(n.startswith("--") for n in names):
             raise ValueError(f"a Flag needs one or more '--name's, got {names!r}")
@@ -57,6 +64,8 @@ class Flag:
         object.__setattr__(self, "choices", choices)
         object.__setattr__(self, "metavar", metavar)
         object.__setattr__(self, "help", help)
+        object.__setattr__(self, "nargs", nargs)
+        object.__setattr__(self, "parse", parse)
 
     @property
     def takes_value(self) -> bool:
