@@ -171,16 +171,22 @@ def test_cli_refuses_dqn_on_a_box_action_env(capsys, tmp_path):
     assert "not supported by dqn" in capsys.readouterr().err
 
 
-def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path):
+@pytest.mark.parametrize("sampler", ["serial", "native"])
+def test_dqn_pong_smoke_with_frame_deduplicated_replay(tmp_path, sampler):
+    """The replay keeps one frame per row where it can rebuild the stacks (gymnasium's
+    frame stacking); ale-py's native stacks begin with the frames before an episode's
+    first, so a native run stores full rows."""
     config = apply_overrides(RunConfig(algo="dqn", env="ALE/Pong-v5"), preset("dqn", "ALE/Pong-v5"))
     config.batch_B, config.batch_T, config.n_eval_envs = 2, 16, 1
+    config.sampler = sampler
     apply_overrides(config, {"dqn": dict(learning_starts=32, replay_capacity=1000, batch_size=8)})
     config.atari = AtariOptions(max_episode_frames=400)
     config.schedule = RunSchedule(n_steps=96, eval_every=10_000, eval_episodes=1)
     with build_runner(config, str(tmp_path), progress=False, stdout=False) as runner:
         result = runner.train()
     assert result.iterations == 3 and runner.algo.updates > 0
-    assert type(runner.algo.replay.storage).__name__ == "FrameStorage"
+    stored = "FrameStorage" if sampler == "serial" else "RowStorage"
+    assert type(runner.algo.replay.storage).__name__ == stored
     batch = runner.algo.replay.sample(4)
     assert batch.observation.shape == (4, 4, 84, 84) and batch.observation.dtype == torch.uint8
 

@@ -226,7 +226,10 @@ def _build_runner(
             config, env_factory, agent, log_dir, say=print if stdout else (lambda line: None)
         )
         local.n_workers = config.n_workers
-    algo = build_algo(config, spaces, env_factory)
+    # a replay keeps one frame per row only of stacks it can rebuild (the sampler's kind)
+    rebuildable = SAMPLERS.get(config.sampler).rebuildable_frames
+    algo_spaces = spaces if rebuildable else dataclasses.replace(spaces, frame_stack=1)
+    algo = build_algo(config, algo_spaces, env_factory)
     sampler = build_sampler(local, env_factory, share.worker_cores)
     kind = RUNNERS.get(config.runner).cls
     own = {arg: getattr(config, name) for arg, name in kind.config_fields.items()}

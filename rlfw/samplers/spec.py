@@ -55,6 +55,10 @@ class SamplerSpec:
     runs_env: Callable[[str], bool] | None = None
     env_note: str = ""  # what it runs, for errors, when not every env
     worker_groups: int = 1  # the worker count must be a multiple of this
+    rebuildable_frames: bool = True
+    """Its stacked-frame observations begin an episode with the reset frame repeated
+    (gymnasium's FrameStackObservation), so a replay may keep one frame per row and rebuild
+    the stacks; ale-py's native vector env stacks the frames before the episode's first."""
 
     def build(
         self, env_factory: Any, batch_T: int, batch_B: int, seed: int = 0, **kwargs: Any
@@ -84,6 +88,7 @@ def sampler_spec(
     runs_env: Callable[[str], bool] | None = None,
     env_note: str = "",
     worker_groups: int | None = None,
+    rebuildable_frames: bool = True,
 ) -> SamplerSpec:
     """The spec of ``cls`` (a ``SamplerBase`` subclass) as ``sampler=name``. By default a
     class whose constructor takes ``n_workers`` gets the worker options (count, pinning,
@@ -96,7 +101,17 @@ def sampler_spec(
     if worker_groups is None:
         declared = getattr(cls, "n_groups", 1)
         worker_groups = declared if isinstance(declared, int) and has_workers else 1
-    return SamplerSpec(name, cls, summary, options, has_workers, runs_env, env_note, worker_groups)
+    return SamplerSpec(
+        name,
+        cls,
+        summary,
+        options,
+        has_workers,
+        runs_env,
+        env_note,
+        worker_groups,
+        rebuildable_frames,
+    )
 
 
 SPECS = (
@@ -132,6 +147,7 @@ SPECS = (
         options=native_options,
         runs_env=is_atari,
         env_note="ALE games only ('ALE/<Game>-v5')",
+        rebuildable_frames=False,
         summary="ale-py's C++ threads step and preprocess the games in two "
         "AtariVectorEnv groups; the master picks one group's actions while "
         "the other steps; lives, clipping and game statistics once per batch",
