@@ -114,7 +114,7 @@ def test_replay_algorithms_keep_the_lag_at_one_repeat_bitwise_and_resume_bitwise
         own.learning_starts, own.save_replay, own.replay_capacity = 64, True, 1024
         if algo == "r2d1":  # few short sequences: an LSTM update costs ~100x DQN's here
             own.burn_in, own.learn_steps, own.period, own.n_step = 4, 8, 4, 2
-            own.batch_size, own.replay_ratio, own.rnn_size = 8, 1 / 16, 16
+            own.batch_size, own.replay_ratio, out.rnn_size = 8, 1 / 16, 16
         out.schedule.n_steps, out.schedule.checkpoint_every = 6 * 64, 3 * 64
         out.schedule.eval_every = None
         return out

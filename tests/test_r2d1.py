@@ -120,7 +120,6 @@ def make_algo(**changes):
         gamma=0.9,
         batch_size=4,
         replay_capacity=64,
-        rnn_size=8,
         **changes,
     )
     spaces = EnvSpaces.of(EnvFactory("rlfw/CartPoleNoVel-v1"))

@@ -366,9 +366,7 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
         match="recurrent='lstm' is for ppo and a2c; dqn has no recurrent agent \\(r2d1 is",
     ):
         RunConfig(algo="dqn", recurrent="lstm").validate()
-    with pytest.raises(
-        ValueError, match="r2d1 is recurrent by itself \\(its LSTM: r2d1.rnn_size\\)"
-    ):
+    with pytest.raises(ValueError, match="r2d1 is recurrent by itself \\(its LSTM: rnn_size\\)"):
         RunConfig(algo="r2d1", recurrent="gru").validate()
     for core_setting in ({"rnn_critic": True}, {"rnn_size": 64}):  # would be ignored
         with pytest.raises(

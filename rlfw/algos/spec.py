@@ -21,7 +21,14 @@ Preset = Callable[[str, str], dict[str, Any]]
 
 # The RunConfig fields that shape an agent's network, whose use depends on the algorithm and
 # on the env's spaces; (run config, spaces) -> {field it would not read: why}.
-MODEL_SETTINGS = ("hidden", "activation", "log_std_init", "ortho_init", "sde_sample_freq")
+MODEL_SETTINGS = (
+    "hidden",
+    "activation",
+    "log_std_init",
+    "ortho_init",
+    "sde_sample_freq",
+    "rnn_size",
+)
 UnreadSettings = Callable[[Any, EnvSpaces], dict[str, str]]
 
 # (run config, env spaces) -> the agent the algorithm trains. The run config is

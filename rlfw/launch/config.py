@@ -58,6 +58,8 @@ LEGACY_KEYS: dict[str, Callable[[Any], tuple[str | None, Any]]] = {
     "n_envs": lambda v: ("batch_B", v),
     # evaluate=False is now eval_every=None (saved after eval_every, so it wins)
     "schedule.evaluate": lambda v: (None, v) if v else ("schedule.eval_every", None),
+    # r2d1's LSTM units became the run's one rnn_size (saved after it, so it wins)
+    "r2d1.rnn_size": lambda v: ("rnn_size", v),
 }
 
 
@@ -102,7 +104,7 @@ class RunConfig:
     recurrent: str | None = None
     """ppo/a2c: an 'lstm' or 'gru' core between the torso and the heads (none: feed-forward)."""
     rnn_size: int = 128
-    """Units of the recurrent core."""
+    """Units of the recurrent core: ppo's and a2c's (with recurrent), r2d1's LSTM."""
     rnn_critic: bool = False
     """Recurrent agents: the value head gets its own features and core."""
     device: Annotated[str, Flag("--device")] = "cpu"
@@ -252,18 +254,20 @@ class RunConfig:
     def _check_recurrent(self, algo: AlgoSpec) -> None:
         """The recurrent core's fields (``recurrent``, ``rnn_size``, ``rnn_critic``) against
         the algorithm."""
+        check_positive(rnn_size=self.rnn_size)
         if self.recurrent is not None:
             check_core(self.recurrent)
             if algo.uses_replay:
+                # its agent reads rnn_size without recurrent: recurrent by itself
+                spaces = EnvSpaces.of(self.env_factory().resolved())
                 own = (
-                    f"{self.algo} is recurrent by itself (its LSTM: {self.algo}.rnn_size)"
-                    if hasattr(self.algo_config(), "rnn_size")
-                    else f"{self.algo} has no recurrent agent (r2d1 is the recurrent Q-learner)"
+                    f"{self.algo} has no recurrent agent (r2d1 is the recurrent Q-learner)"
+                    if "rnn_size" in algo.unread_model_settings(self, spaces)
+                    else f"{self.algo} is recurrent by itself (its LSTM: rnn_size)"
                 )
                 raise ValueError(
                     f"recurrent={self.recurrent!r} is for ppo and a2c; {own}: set recurrent=none"
                 )
-            check_positive(rnn_size=self.rnn_size)
             if getattr(self.algo_config(), "compile", None):
                 raise ValueError(
                     f"{self.algo}.compile=true is not supported with "
@@ -520,11 +524,10 @@ def check_read_key(config: RunConfig, key: str) -> None:
             "config key 'tune_seconds' is the trial length of tune_workers=true "
             "(--n-workers auto), which this run does not set: it would ignore it"
         )
-    if key in ("rnn_size", "rnn_critic") and config.recurrent is None:
+    if key == "rnn_critic" and config.recurrent is None:
         raise ValueError(
             f"config key {key!r} shapes ppo's and a2c's recurrent core, and this "
-            "run has none (recurrent=none): set recurrent=lstm or gru too, or "
-            "leave it (r2d1's LSTM: r2d1.rnn_size)"
+            "run has none (recurrent=none): set recurrent=lstm or gru too, or leave it"
         )
     if key == "obs_clip" and not config.normalize_obs:
         raise ValueError(

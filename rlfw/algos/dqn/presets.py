@@ -146,6 +146,7 @@ def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
         return {
             "batch_B": base["batch_B"] if family == "atari" else 8,
             "batch_T": 40,
+            "rnn_size": 512 if family == "atari" else 128,
             "r2d1": dict(
                 learning_rate=1e-4,
                 optimizer="adam",
@@ -159,7 +160,6 @@ def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
                 priority_beta=0.6,
                 batch_size=32,
                 replay_ratio=1 / 40,
-                rnn_size=512 if family == "atari" else 128,
                 replay_capacity=200_000 if family == "atari" else 100_000,
                 learning_starts=20_000,
                 target_update_interval=10_000,
@@ -172,6 +172,7 @@ def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
         "batch_B": 8,
         "batch_T": 40,
         "hidden": (64,),
+        "rnn_size": 64,
         "r2d1": dict(
             learning_rate=1e-3,
             optimizer="adam",
@@ -181,7 +182,6 @@ def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
             n_step=3,
             batch_size=32,
             replay_ratio=1 / 16,
-            rnn_size=64,
             replay_capacity=100_000,
             learning_starts=5_000,
             target_update_interval=2_000,

@@ -38,7 +38,8 @@ def unrescale(x: torch.Tensor, eps: float = RESCALE_EPS) -> torch.Tensor:
 class R2D1Config(DQNConfig):
     """DQN's settings plus the sequences: ``burn_in`` + ``learn_steps`` (+ ``n_step`` for
     the last targets) rows each, a new one every ``period`` rows; ``eta`` mixes a
-    sequence's max and mean |TD| into its priority; ``rnn_size`` units of LSTM.
+    sequence's max and mean |TD| into its priority. The LSTM's units are the run's
+    ``rnn_size`` (one setting for every recurrent core).
     ``batch_size`` counts sequences; ``replay_ratio`` is updates per env step as for DQN
     (each update learns ``batch_size x learn_steps`` steps)."""
 
@@ -50,8 +51,6 @@ class R2D1Config(DQNConfig):
     """Rows between the starts of consecutive sequences."""
     eta: float = 0.9
     """A sequence's priority: eta x max |TD| + (1 - eta) x mean |TD|."""
-    rnn_size: int = 128
-    """Units of the LSTM."""
     n_step: int = 5
     double_dqn: bool = True
     dueling: bool = True
@@ -82,7 +81,6 @@ class R2D1Config(DQNConfig):
                 "learned in some sequence)",
             ),
             eta=(self.eta, 0 <= self.eta <= 1, "must be in [0, 1]"),
-            rnn_size=(self.rnn_size, self.rnn_size > 0, "must be > 0"),
             advantage_learning=(
                 self.advantage_learning,
                 self.advantage_learning == 0,

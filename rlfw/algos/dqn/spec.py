@@ -11,7 +11,7 @@ from rlfw.algos.dqn.categorical import C51, C51Config
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
 from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_preset
 from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
-from rlfw.algos.spec import AgentBuilder, AlgoSpec, Preset, image_network_note
+from rlfw.algos.spec import AgentBuilder, AlgoSpec, Preset, UnreadSettings, image_network_note
 from rlfw.envs import EnvSpaces
 from rlfw.envs.masks import masks_actions
 
@@ -27,10 +27,19 @@ def q_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
         "ortho_init": f"{config.algo}'s Q-network has its own initialization (its "
         "CNN orthogonal, its MLP PyTorch's); ortho_init is for ppo's and "
         "a2c's MLP",
+        "rnn_size": f"{config.algo}'s Q-network has no recurrent core (r2d1's has)",
     }
     image = image_network_note(config, spaces)
     if image:
         unread["hidden"] = image
+    return unread
+
+
+def recurrent_q_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings ``build_r2d1_agent`` ignores: the Q-learners' (its LSTM reads
+    ``rnn_size``)."""
+    unread = q_network_unread(config, spaces)
+    del unread["rnn_size"]
     return unread
 
 
@@ -64,7 +73,7 @@ def build_r2d1_agent(config: Any, spaces: EnvSpaces) -> RecurrentDqnAgent:
     return RecurrentDqnAgent.build_recurrent(
         spaces,
         config.batch_B,
-        own.rnn_size,
+        config.rnn_size,
         config.hidden,
         own.dueling,
         config.device,
@@ -80,8 +89,9 @@ def _q_learner(
     preset: Preset,
     build_agent: AgentBuilder = build_dqn_agent,
     summary: str = "",
+    unread: UnreadSettings = q_network_unread,
 ) -> AlgoSpec:
-    return AlgoSpec(name, algo_cls, config_cls, build_agent, summary, preset, q_network_unread)
+    return AlgoSpec(name, algo_cls, config_cls, build_agent, summary, preset, unread)
 
 
 SPECS = (
@@ -95,5 +105,12 @@ SPECS = (
         summary="Rainbow minus noisy nets: C51 with 3-step double-Q targets, a dueling "
         "head and prioritized replay (rlfw/algos/dqn/presets.py)",
     ),
-    _q_learner("r2d1", R2D1, R2D1Config, r2d1_preset, build_agent=build_r2d1_agent),
+    _q_learner(
+        "r2d1",
+        R2D1,
+        R2D1Config,
+        r2d1_preset,
+        build_agent=build_r2d1_agent,
+        unread=recurrent_q_network_unread,
+    ),
 )

@@ -52,6 +52,11 @@ def actor_critic_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
             f"it turns on gSDE exploration for Box actions, and "
             f"{config.env}'s actions {spaces.action} are not a Box"
         )
+    if config.recurrent is None:
+        unread["rnn_size"] = (
+            "it shapes ppo's and a2c's recurrent core, and this run has none "
+            "(recurrent=none): set recurrent=lstm or gru too"
+        )
     if image or config.recurrent is not None:
         unread["ortho_init"] = (
             "it is for the feed-forward MLP actor-critic; CNN and "

@@ -42,6 +42,7 @@ def qpg_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
     unread = {
         "ortho_init": f"{config.algo}'s networks have PyTorch's default initialization, "
         "as SB3's; ortho_init is for ppo's and a2c's MLP",
+        "rnn_size": f"{config.algo}'s networks have no recurrent core",
     }
     if not config.sde_sample_freq:
         unread["log_std_init"] = (
