@@ -39,8 +39,9 @@ extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 setup(
     name="rlfw",
     version="0.1.0",
-    description="Modular deep RL: interchangeable samplers, one [T,B] buffer, PPO/A2C/DQN, "
-    "sync/concurrent/async/multi-process runners, run folders that are safe to share.",
+    description="Modular deep RL: interchangeable samplers, one [T,B] buffer, nine "
+    "algorithms (PPO, A2C, DQN, C51, Rainbow, R2D1, SAC, TD3, DDPG), sync/concurrent/"
+    "async/multi-process runners, run folders that are safe to share.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["rlfw", "rlfw.*"]),

@@ -36,7 +36,8 @@ class AsyncRunner(Runner):
     """Sampler and learner free-running in separate processes (see the module docstring).
 
     Works with every sampler kind (the sampler and its workers live in the sampler
-    process) and with PPO, A2C and DQN. Checkpoints, evaluation, restarts and Ctrl-C are
+    process) and with every registered algorithm (a replay learner shares its replay with
+    the sampler process). Checkpoints, evaluation, restarts and Ctrl-C are
     the skeleton's; a dead sampler process is a ``WorkerError`` within ``POLL_S``."""
 
     samples_with_learner_agent = False
