@@ -76,8 +76,9 @@ def test_changed_from_preset_names_each_flag_that_rebuilds_the_run():
     )
     assert changes == changed_from_preset(config_from_args(args))
     dqn = RunConfig.for_env("CartPole-v1", "dqn", steps=10_000)
-    dqn.c51.atoms = 21  # a registered algorithm's config, made on first use
-    assert changed_from_preset(dqn) == {"c51.atoms": 21}
+    dqn.dqn.gamma = 0.5
+    dqn.c51.atoms = 21  # another algorithm's settings: the run never reads them
+    assert changed_from_preset(dqn) == {"dqn.gamma": 0.5}
 
 
 def test_every_committed_policy_is_an_exported_folder_that_loads_without_running_code():

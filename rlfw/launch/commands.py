@@ -15,12 +15,6 @@ from typing import Annotated
 from rlfw.utils.settings import Flag
 
 
-def _suites() -> list[str]:
-    from rlfw.bench.suites import SUITES  # the bench layer sits above launch
-
-    return sorted(SUITES)
-
-
 @dataclass
 class TrustOptions:
     """What a command may import or unpickle: only what its command line names."""
@@ -160,8 +154,8 @@ class SweepOptions:
 class BenchmarkOptions:
     """``rlfw benchmark``'s own options."""
 
-    suite: Annotated[str, Flag("--suite", choices=_suites)]
-    """The suite to run."""
+    suite: Annotated[str, Flag("--suite")]
+    """The suite to run (the command's description lists them)."""
     peer: Annotated[str | None, Flag("--peer", choices={"sb3": "sb3"})] = None
     """Also run stable-baselines3 with rl-baselines3-zoo's settings."""
     out: Annotated[str | None, Flag("--out")] = None
