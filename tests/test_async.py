@@ -15,7 +15,7 @@ from rlfw.launch.config import apply_overrides, schedule_for
 from rlfw.runners import AsyncRunner
 from rlfw.samplers import WorkerError
 
-from conftest import children, first_passing_seeds, shm_entries
+from conftest import children, shm_entries
 
 
 def async_config(algo="dqn", itrs=12, sampler="serial", seed=0):
@@ -258,6 +258,9 @@ def _async_dqn_final_return(seed: int) -> float:
 
 
 @pytest.mark.slow
-def test_async_dqn_learns_cartpole_final_policy_for_two_of_three_seeds():
-    finals = first_passing_seeds(_async_dqn_final_return, (0, 1, 2), lambda f: f >= 475, need=2)
-    assert sum(f >= 475 for f in finals) >= 2, finals
+def test_async_dqn_learns_cartpole_final_policy():
+    """The DQN preset through the async runner, 50k steps: seed 0's final greedy policy
+    holds >= 475 over 20 episodes (one seed: a check that learning works through the
+    shared replay; the seeds' statistics are the benchmark suites')."""
+    final = _async_dqn_final_return(0)
+    assert final >= 475, final

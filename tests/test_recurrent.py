@@ -398,17 +398,13 @@ def _novel_final_return(seed: int, recurrent: str | None) -> float:
 @pytest.mark.slow
 def test_memory_solves_cartpole_without_velocities_and_no_memory_does_not():
     """The preset run ``rlfw train --env rlfw/CartPoleNoVel-v1 --set recurrent=lstm``: the
-    final LSTM policy (20 fresh episodes, greedy) holds >= 475 for 2 of seeds 0, 1, 2 at
-    the preset's 250k steps (measured: 8 of seeds 0-7, the lowest 497.4; at the former
-    150k only 5 of 8, so 2 of 3 failed about one time in three on any change of bits);
-    the same run without the core stays far below (measured 41.9: positions alone cannot
-    tell which way the pole falls). Seeds 1 and 2 run first beside the feed-forward run,
-    three at once on the two cores; seed 0 runs only where one of them misses, so the
-    verdict is the three seeds' whatever the order."""
-    *finals, feed_forward = map_in_processes(
-        _novel_final_return, [(1, "lstm"), (2, "lstm"), (0, None)], at_once=3
+    final LSTM policy (20 fresh episodes, greedy) of seed 1 holds >= 475 at the preset's
+    250k steps (measured: 8 of seeds 0-7, the lowest 497.4); the same run without the
+    core stays far below (measured 41.9: positions alone cannot tell which way the pole
+    falls). A check of the mechanism, one seed each: what the seeds say is measured in
+    the benchmark suites."""
+    memory, feed_forward = map_in_processes(
+        _novel_final_return, [(1, "lstm"), (0, None)], at_once=2
     )
-    if sum(f >= 475 for f in finals) < 2:
-        finals += map_in_processes(_novel_final_return, [(0, "lstm")])
-    assert sum(f >= 475 for f in finals) >= 2, finals
+    assert memory >= 475, memory
     assert feed_forward < 250, feed_forward
