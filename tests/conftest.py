@@ -168,22 +168,6 @@ def map_in_processes(fn: Callable, jobs: Sequence[tuple], at_once: int | None = 
     return backend.map(in_a_process, jobs, report=lambda result: None)
 
 
-def first_passing_seeds(
-    fn: Callable[[int], float], seeds: Sequence[int], passes: Callable[[float], bool], need: int
-) -> list[float]:
-    """``fn(seed)`` for ``seeds`` in order, a core's worth at a time
-    (``map_in_processes``), until ``need`` of the results pass; the results of every seed
-    run, in seed order. The same seeds run as a one-at-a-time loop with an early stop
-    would run, except that a wave's last seeds run even when its first ones suffice."""
-    n_cores = _usable_cores()
-    results: list[float] = []
-    for start in range(0, len(seeds), n_cores):
-        results += map_in_processes(fn, [(s,) for s in seeds[start : start + n_cores]])
-        if sum(map(passes, results)) >= need:
-            break
-    return results
-
-
 # A short PPO CartPole run (checkpoints at 256 and 512 steps) that the run-folder tests copy.
 TINY_TRAIN = [
     "train",
