@@ -28,6 +28,7 @@ from rlfw.models.cnn import model_kind
 from rlfw.models.encoders import EncodedModel, ObservationEncoder, is_fixed_encoder
 from rlfw.models.normalize import NormalizedModel
 from rlfw.models.recurrent import RecurrentActorCritic, check_core
+from rlfw.models.settings import MODEL_DEFAULTS
 
 
 def distribution_for(
@@ -102,20 +103,20 @@ class ActorCriticAgent(ModelAgent):
     def build(
         cls,
         spaces: EnvSpaces,
-        model: str = "auto",
-        hidden: Sequence[int] = (64, 64),
-        activation: str = "tanh",
-        device: str = "cpu",
+        model: str = MODEL_DEFAULTS.model,
+        hidden: Sequence[int] = MODEL_DEFAULTS.hidden,
+        activation: str = MODEL_DEFAULTS.activation,
+        device: str = MODEL_DEFAULTS.device,
         algo: str = "ppo/a2c",
-        normalize_obs: bool = False,
-        obs_clip: float = 10.0,
-        log_std_init: float = 0.0,
-        recurrent: str | None = None,
-        rnn_size: int = 128,
-        rnn_critic: bool = False,
-        ortho_init: bool = True,
-        obs_norm_update: str = "batch",
-        sde_sample_freq: int = 0,
+        normalize_obs: bool = MODEL_DEFAULTS.normalize_obs,
+        obs_clip: float = MODEL_DEFAULTS.obs_clip,
+        log_std_init: float = MODEL_DEFAULTS.log_std_init,
+        recurrent: str | None = MODEL_DEFAULTS.recurrent,
+        rnn_size: int = MODEL_DEFAULTS.rnn_size,
+        rnn_critic: bool = MODEL_DEFAULTS.rnn_critic,
+        ortho_init: bool = MODEL_DEFAULTS.ortho_init,
+        obs_norm_update: str = MODEL_DEFAULTS.obs_norm_update,
+        sde_sample_freq: int = MODEL_DEFAULTS.sde_sample_freq,
         encoders: Mapping[str, nn.Module] | None = None,
         action_mask: bool = False,
     ) -> "ActorCriticAgent":

@@ -19,6 +19,7 @@ from rlfw.models.cnn import model_kind
 from rlfw.models.encoders import ObservationEncoder
 from rlfw.models.q_network import QNetwork
 from rlfw.models.recurrent_q import RecurrentQNetwork
+from rlfw.models.settings import MODEL_DEFAULTS
 
 # The Q-network's class: ``QNetwork`` (DQN, C51) unless said otherwise (R2D1's recurrent one).
 QT = TypeVar("QT", bound=nn.Module, default=QNetwork)
@@ -212,7 +213,7 @@ class RecurrentDqnAgent(DqnAgent[RecurrentQNetwork]):
         cls,
         spaces: EnvSpaces,
         batch_B: int,
-        rnn_size: int = 128,
+        rnn_size: int = MODEL_DEFAULTS.rnn_size,
         hidden: Sequence[int] = (64,),
         dueling: bool = True,
         device: str = "cpu",

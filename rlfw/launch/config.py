@@ -20,6 +20,7 @@ from rlfw.logging.wandb_writer import WandbOptions, wandb_module
 from rlfw.models.cnn import MODELS, check_model
 from rlfw.models.normalize import OBS_NORM_UPDATES
 from rlfw.models.recurrent import check_core
+from rlfw.models.settings import MODEL_DEFAULTS
 from rlfw.registry import ALGOS, MODEL_SETTINGS, RUNNERS, SAMPLERS, AlgoSpec
 from rlfw.runfolder.files import read_json_object
 from rlfw.runners import RunSchedule
@@ -88,32 +89,32 @@ class RunConfig:
     """Steps per env per batch: the T of [T, B]."""
     seed: Annotated[int, Flag("--seed")] = 0
     """The run's seed: env seeds, action sampling and the network's initial weights."""
-    model: Annotated[str, Flag("--model", choices={m: m for m in MODELS})] = "auto"
+    model: Annotated[str, Flag("--model", choices={m: m for m in MODELS})] = MODEL_DEFAULTS.model
     """The network: 'mlp', 'cnn', or 'auto' (a CNN sized to uint8 images, else an MLP)."""
-    hidden: tuple[int, ...] = (64, 64)
+    hidden: tuple[int, ...] = MODEL_DEFAULTS.hidden
     """Widths of the MLP's hidden layers (empty: none)."""
-    activation: str = "tanh"
+    activation: str = MODEL_DEFAULTS.activation
     """Activation of the MLP's hidden layers: 'tanh' or 'relu'."""
-    log_std_init: float = 0.0
+    log_std_init: float = MODEL_DEFAULTS.log_std_init
     """Gaussian policies: the initial log standard deviation."""
-    ortho_init: bool = True
+    ortho_init: bool = MODEL_DEFAULTS.ortho_init
     """MLP actor-critic: orthogonal initialization (false: PyTorch's default)."""
-    sde_sample_freq: int = 0
+    sde_sample_freq: int = MODEL_DEFAULTS.sde_sample_freq
     """MLP, Box actions: gSDE exploration, its noise matrix resampled every this many env
     steps (0: plain Gaussian noise)."""
-    recurrent: str | None = None
+    recurrent: str | None = MODEL_DEFAULTS.recurrent
     """ppo/a2c: an 'lstm' or 'gru' core between the torso and the heads (none: feed-forward)."""
-    rnn_size: int = 128
+    rnn_size: int = MODEL_DEFAULTS.rnn_size
     """Units of the recurrent core: ppo's and a2c's (with recurrent), r2d1's LSTM."""
-    rnn_critic: bool = False
+    rnn_critic: bool = MODEL_DEFAULTS.rnn_critic
     """Recurrent agents: the value head gets its own features and core."""
-    device: Annotated[str, Flag("--device")] = "cpu"
+    device: Annotated[str, Flag("--device")] = MODEL_DEFAULTS.device
     """The torch device of the learner's model ('cpu', 'cuda', 'cuda:1')."""
-    normalize_obs: bool = False
+    normalize_obs: bool = MODEL_DEFAULTS.normalize_obs
     """ppo/a2c/sac/td3/ddpg: normalize observations by their running mean and std."""
-    obs_clip: float = 10.0
+    obs_clip: float = MODEL_DEFAULTS.obs_clip
     """Normalized observations are clipped to ±this."""
-    obs_norm_update: str = "batch"
+    obs_norm_update: str = MODEL_DEFAULTS.obs_norm_update
     """When the observation statistics update: once per 'batch', or at every env 'step'."""
     n_eval_envs: int = 4
     """Envs that evaluation episodes are spread over."""

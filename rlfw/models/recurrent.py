@@ -18,6 +18,7 @@ from torch import nn
 
 from rlfw.models.cnn import NatureCNN, SmallCNN, image_torso
 from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
+from rlfw.models.settings import MODEL_DEFAULTS
 
 CORES = ("lstm", "gru")
 
@@ -164,7 +165,7 @@ class RecurrentActorCritic(nn.Module):
         obs_shape: Sequence[int],
         n_policy_params: int,
         core: str = "lstm",
-        rnn_size: int = 128,
+        rnn_size: int = MODEL_DEFAULTS.rnn_size,
         hidden: Sequence[int] = (64,),
         activation: str = "tanh",
         gaussian_dim: int = 0,

@@ -11,6 +11,7 @@ from torch import nn
 
 from rlfw.models.q_network import DuelingHead
 from rlfw.models.recurrent import RecurrentTorso
+from rlfw.models.settings import MODEL_DEFAULTS
 
 
 class RecurrentQNetwork(nn.Module):
@@ -22,7 +23,7 @@ class RecurrentQNetwork(nn.Module):
         self,
         obs_shape: Sequence[int],
         n_actions: int,
-        rnn_size: int = 128,
+        rnn_size: int = MODEL_DEFAULTS.rnn_size,
         hidden: Sequence[int] = (64,),
         dueling: bool = True,
         image: bool = False,
