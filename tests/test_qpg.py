@@ -592,11 +592,10 @@ def _fetch_reach_success(seed: int, steps: int) -> float:
 @pytest.mark.slow
 def test_sac_with_her_reaches_the_goals_of_fetch_reach():
     """SB3's SAC + HER (the zoo's settings) reaches 1.0 by 10k steps. Without normalized
-    observations both stay near 0 that long (measured: SB3 0.0-0.1 from 1k to 8k)."""
-    from conftest import map_in_processes
-
-    rates = map_in_processes(_fetch_reach_success, [(0, 6000), (1, 6000)])
-    assert all(rate >= 0.9 for rate in rates), rates
+    observations both stay near 0 that long (measured: SB3 0.0-0.1 from 1k to 8k). Seed
+    0 at 6k steps (seeds 0 and 1 both passed; the robotics suite measures the seeds)."""
+    rate = _fetch_reach_success(0, 6000)
+    assert rate >= 0.9, rate
 
 
 def test_prioritized_n_step_replay_feeds_the_critics_td_errors_back():
