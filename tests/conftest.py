@@ -57,19 +57,27 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)  # after -m has deselected what does not run
 def pytest_collection_modifyitems(config, items):
     """Long tests first, split evenly: pytest-xdist's worksteal scheduler hands each of its
-    two workers one contiguous half of the collection and steals from the ends, so the
-    learning checks (slow) and whole-run tests (integration) are dealt alternately to the
-    front of each half. Left in file order, most of them landed in one half and the suite
-    ended with one core idle while the other ran them."""
+    N workers one contiguous share of the collection and steals from the ends, so the
+    learning checks (slow) and whole-run tests (integration) are dealt in turn to the
+    front of each share. Left in file order, most of them landed in one share and the
+    suite ended with cores idle while one worker ran them."""
     heavy = {"slow": [], "integration": []}
     rest = []
     for item in items:
         kind = next((k for k in heavy if item.get_closest_marker(k)), None)
         (heavy[kind] if kind else rest).append(item)
     ordered = heavy["slow"] + heavy["integration"]
-    first, second = ordered[0::2], ordered[1::2]
-    cut = max(0, len(items) // 2 - len(first))  # worker 1 gets the first floor(n/2)
-    items[:] = first + rest[:cut] + second + rest[cut:]
+    workers = getattr(config.option, "numprocesses", None)
+    n = workers if isinstance(workers, int) and workers > 1 else 1
+    out, remaining, taken = [], len(items), 0
+    for i in range(n):  # worksteal's first split: len(pending) // nodes left, in turn
+        share = remaining // (n - i)
+        remaining -= share
+        dealt = ordered[i::n]
+        fill = max(0, share - len(dealt))
+        out += dealt + rest[taken : taken + fill]
+        taken += fill
+    items[:] = out + rest[taken:]
 
 
 def bits(x: torch.Tensor) -> torch.Tensor:
