@@ -67,7 +67,8 @@ def pytest_collection_modifyitems(config, items):
         kind = next((k for k in heavy if item.get_closest_marker(k)), None)
         (heavy[kind] if kind else rest).append(item)
     ordered = heavy["slow"] + heavy["integration"]
-    workers = getattr(config.option, "numprocesses", None)
+    # collection runs in each worker, where xdist clears numprocesses: its count is here
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
     n = workers if isinstance(workers, int) and workers > 1 else 1
     out, remaining, taken = [], len(items), 0
     for i in range(n):  # worksteal's first split: len(pending) // nodes left, in turn
