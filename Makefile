@@ -24,11 +24,12 @@ run: $(STAMP)
 # test-fast is the unit tier for day-to-day work: it leaves out the learning checks (slow)
 # and the whole-run tests (integration); make test runs every tier.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
-# Three pytest-xdist workers on two cores, one torch thread per process: a test waits on
-# its subprocesses (start-ups, pipes, process exits) much of its time, and with two
-# workers the suite kept 1.46 of the 2 cores busy. The tests marked isolated assert
-# machine-wide state (/dev/shm) that a neighbour would change: they run after, alone.
-PARALLEL := OMP_NUM_THREADS=1 $(PYTEST) -n 3 --dist worksteal
+# Two pytest-xdist workers, one torch thread per process: most tests keep one core busy
+# (process start-ups, small nets); three were slower end to end (16:31 against 15:00-15:15
+# on a clean clone: the learning checks' own processes then contend). The tests marked
+# isolated assert machine-wide state (/dev/shm) that a neighbour would change: they run
+# after, alone.
+PARALLEL := OMP_NUM_THREADS=1 $(PYTEST) -n 2 --dist worksteal
 # lint first: a rule broken (pyproject.toml's [tool.ruff] and [tool.mypy]), an unformatted
 # file or a type error fails the suite before it runs
 lint: $(STAMP)
