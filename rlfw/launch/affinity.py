@@ -172,7 +172,8 @@ def plan_affinity(
 # to pay much: alone, one thread took the same time on PPO CartPole and 6-11% longer on R2D1
 # CartPoleNoVel and DQN MinAtar; beside a second run on 2 cores, two threads each spun while
 # waiting on each other (R2D1 12x slower each), one thread each kept 0.95x or better
-# (the retired experiments/bench/side_by_side.py; docs/notes/2026-12-07-retired-...).
+# (the retired experiments/bench/side_by_side.py, its finding in
+# docs/notes/2026-12-07-retired-investigation-scripts.md).
 SMALL_NETWORK_PARAMS = 1_000_000
 
 
