@@ -103,7 +103,7 @@ def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
         assert shared == []
 
 
-@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "ppo"])
+@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "ppo", "appo"])
 @pytest.mark.integration
 def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on

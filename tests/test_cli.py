@@ -17,7 +17,28 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["train", "--algo", "impala"], f"algorithm 'impala' unknown; choose from {ALGOS.names()}"),
+        (["train", "--algo", "apex"], f"algorithm 'apex' unknown; choose from {ALGOS.names()}"),
+        (
+            ["train", "--algo", "appo", "--set", "appo.vtrace_rho=0"],
+            "APPOConfig.vtrace_rho = 0.0 is invalid: must be > 0 (V-trace's ρ̄)",
+        ),
+        (
+            ["train", "--algo", "impala", "--set", "impala.vtrace_c=-1"],
+            "IMPALAConfig.vtrace_c = -1.0 is invalid: must be > 0 (V-trace's c̄)",
+        ),
+        (
+            ["train", "--algo", "appo", "--set", "appo.gae_lambda=1.5"],
+            "APPOConfig.gae_lambda = 1.5 is invalid: must be in [0, 1]",
+        ),
+        (
+            ["train", "--algo", "impala", "--set", "impala.advantage=gae"],
+            "IMPALAConfig.advantage = 'gae' is invalid: impala is a2c on V-trace targets and takes "
+            "'vtrace' (for GAE use --algo a2c)",
+        ),
+        (
+            ["train", "--algo", "dqn", "--set", "dqn.advantage=vtrace"],
+            "unknown config key 'dqn.advantage'; dqn's keys: dqn.learning_rate,",
+        ),
         (["train", "--sampler", "warp"], "sampler 'warp' unknown; choose from"),
         (["train", "--env", "NoSuchEnv-v0"], "unknown env id 'NoSuchEnv-v0'"),
         (["train", "--n-envs", "0"], "batch_B must be a positive integer, got 0"),
@@ -317,7 +338,7 @@ def test_set_assigns_typed_values_to_any_field():
 @pytest.mark.parametrize(
     "assignment,message",
     [
-        ("ppo.epoch=4", "unknown config key 'ppo.epoch'; valid keys: algo, env,"),
+        ("ppo.epoch=4", "unknown config key 'ppo.epoch'; ppo's keys: ppo.learning_rate,"),
         ("nonsense=1", "unknown config key 'nonsense'"),
         ("ppo.epochs=four", "config key 'ppo.epochs' takes an integer, got 'four'"),
         ("ppo.epochs=4.5", "config key 'ppo.epochs' takes an integer, got '4.5'"),

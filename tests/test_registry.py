@@ -191,6 +191,8 @@ def test_the_docs_table_of_samplers_is_the_registry_s():
 _SMALL_RUNS = {
     "ppo": ("CartPole-v1", {}),
     "a2c": ("CartPole-v1", {}),
+    "appo": ("CartPole-v1", {}),
+    "impala": ("CartPole-v1", {}),
     "dqn": ("CartPole-v1", {"learning_starts": 64}),
     "c51": ("CartPole-v1", {"learning_starts": 64}),
     "rainbow": ("CartPole-v1", {"learning_starts": 64}),

@@ -2,12 +2,14 @@
 
 from rlfw.algos.base import Algorithm, ReplayAlgorithm
 from rlfw.algos.dqn import C51, DQN, R2D1, C51Config, DQNConfig, R2D1Config
-from rlfw.algos.pg import A2C, PPO, A2CConfig, PPOConfig
+from rlfw.algos.pg import A2C, APPO, IMPALA, PPO, A2CConfig, APPOConfig, IMPALAConfig, PPOConfig
 from rlfw.algos.qpg import DDPG, SAC, TD3, DDPGConfig, SACConfig, TD3Config
 
 __all__ = [
     "A2C",
     "A2CConfig",
+    "APPO",
+    "APPOConfig",
     "Algorithm",
     "C51",
     "C51Config",
@@ -15,6 +17,8 @@ __all__ = [
     "DDPGConfig",
     "DQN",
     "DQNConfig",
+    "IMPALA",
+    "IMPALAConfig",
     "PPO",
     "PPOConfig",
     "R2D1",

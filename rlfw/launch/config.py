@@ -595,7 +595,14 @@ def _with_workers() -> list[str]:
 
 
 def _unknown_key(key: str) -> str:
-    return f"unknown config key {key!r}; valid keys: {', '.join(config_keys())}"
+    """The error for ``key``, listing the keys of its group when it names one (an
+    algorithm's, ``schedule``...), so the line stays readable."""
+    keys = config_keys()
+    group = key.split(".", 1)[0]
+    own = [k for k in keys if "." in key and k.startswith(f"{group}.")]
+    if own:
+        return f"unknown config key {key!r}; {group}'s keys: {', '.join(own)}"
+    return f"unknown config key {key!r}; valid keys: {', '.join(keys)}"
 
 
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")

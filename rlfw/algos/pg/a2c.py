@@ -12,7 +12,13 @@ from rlfw.agents.base import Agent, Observation
 from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
-from rlfw.algos.pg.common import advantages, agent_info, common_checks, explained_variance
+from rlfw.algos.pg.common import (
+    advantages,
+    agent_info,
+    common_checks,
+    current_policy,
+    explained_variance,
+)
 from rlfw.buffers import Samples, tree_map
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -46,11 +52,22 @@ class A2CConfig:
     """Scaled rewards are clipped to ±this."""
     normalize_advantage: bool = False
     """Normalize advantages over the batch."""
+    advantage: str = "gae"
+    """The advantage estimator: 'gae', or 'vtrace' (IMPALA's targets from the learner's
+    current policy and values, for batches sampled by older weights)."""
+    vtrace_rho: float = 1.0
+    """V-trace's ρ̄: the truncation of the importance weights in the advantages and
+    temporal differences (the fixed point's policy lies between μ and π)."""
+    vtrace_c: float = 1.0
+    """V-trace's c̄: the truncation of the trace coefficients (how far a correction
+    propagates back); gae_lambda scales them as the paper's λ."""
     compile: Annotated[bool | None, Flag("--compile", choices=COMPILE_MODES)] = None
     """torch.compile the learner's loss: on, off, or auto (none: where it pays off)."""
 
     def validate(self) -> None:
-        check_config("A2CConfig", **common_checks(self), compile=check_compile(self.compile))
+        check_config(
+            type(self).__name__, **common_checks(self), compile=check_compile(self.compile)
+        )
 
 
 class A2C(PolicyGradient):
@@ -73,11 +90,14 @@ class A2C(PolicyGradient):
         c = self.config
         lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
-        adv, ret = advantages(samples, c, self.normalizers.reward(samples))
-        if c.normalize_advantage:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         self.agent.train_mode()
         observation = self.agent.training_observations(samples)
+        current = (
+            current_policy(self.agent, samples, observation) if c.advantage == "vtrace" else None
+        )
+        adv, ret = advantages(samples, c, self.normalizers.reward(samples), current)
+        if c.normalize_advantage:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         if self.recurrent:  # the whole batch as B sequences from their stored states
             state = cast(torch.Tensor, samples.agent_state)  # a recurrent agent's
             loss, stats = self._loss(

@@ -1,4 +1,5 @@
-"""Pieces PPO and A2C share: config checks, advantages, diagnostics."""
+"""Pieces the policy-gradient algorithms share: config checks, advantages (GAE or
+V-trace), diagnostics."""
 
 from __future__ import annotations
 
@@ -6,15 +7,22 @@ from typing import Any, Protocol, cast
 
 import torch
 
+from rlfw.agents.actor_critic import ActorCriticAgent
 from rlfw.agents.base import ModelAgent
 from rlfw.algos.optim import OPTIMIZERS, Replicas
 from rlfw.algos.pg.gae import generalized_advantages
+from rlfw.algos.pg.vtrace import vtrace
 from rlfw.buffers import AgentInfo, Samples, tree_map
 from rlfw.models.normalize import RewardScaler
 
+# "gae": advantages from the sampling-time values, as if the batch were the learner's own;
+# "vtrace": IMPALA's off-policy targets from the learner's current policy and values
+ADVANTAGE_ESTIMATORS = ("gae", "vtrace")
+
 
 class PgConfig(Protocol):
-    """The settings every policy-gradient config (``PPOConfig``, ``A2CConfig``) has."""
+    """The settings every policy-gradient config (``PPOConfig``, ``A2CConfig`` and the
+    V-trace ones built on them) has."""
 
     learning_rate: float
     optimizer: str
@@ -25,8 +33,22 @@ class PgConfig(Protocol):
     max_grad_norm: float | None
     normalize_reward: bool
     reward_clip: float
+    advantage: str
+    vtrace_rho: float
+    vtrace_c: float
 
     def validate(self) -> None: ...
+
+
+def require_vtrace(config: PgConfig, algo: str, instead: str) -> None:
+    """``ValueError`` unless ``config`` estimates with V-trace: ``algo`` is ``instead``
+    on V-trace targets, and ``instead`` is the way to GAE."""
+    if config.advantage != "vtrace":
+        raise ValueError(
+            f"{type(config).__name__}.advantage = {config.advantage!r} is invalid: {algo} "
+            f"is {instead} on "
+            f"V-trace targets and takes 'vtrace' (for GAE use --algo {instead})"
+        )
 
 
 def agent_info(samples: Samples) -> AgentInfo:
@@ -56,15 +78,45 @@ def common_checks(config: PgConfig) -> dict[str, tuple[object, bool, str]]:
         reward_clip=(c.reward_clip, c.reward_clip > 0, "must be > 0"),
         optimizer_eps=(c.optimizer_eps, c.optimizer_eps > 0, "must be > 0"),
         value_coef=(c.value_coef, c.value_coef >= 0, "must be >= 0"),
+        advantage=(
+            c.advantage,
+            c.advantage in ADVANTAGE_ESTIMATORS,
+            f"one of {ADVANTAGE_ESTIMATORS}",
+        ),
+        vtrace_rho=(c.vtrace_rho, c.vtrace_rho > 0, "must be > 0 (V-trace's ρ̄)"),
+        vtrace_c=(c.vtrace_c, c.vtrace_c > 0, "must be > 0 (V-trace's c̄)"),
     )
 
 
 def advantages(
-    samples: Samples, config: PgConfig, reward: torch.Tensor | None = None
+    samples: Samples,
+    config: PgConfig,
+    reward: torch.Tensor | None = None,
+    current: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE advantages and returns of a ``Samples`` batch, flattened to ``[T * B]``
-    (``reward``: the batch's rewards as the learner sees them, if not the raw ones)."""
+    """Advantages and value targets of a ``Samples`` batch, flattened to ``[T * B]``
+    (``reward``: the batch's rewards as the learner sees them, if not the raw ones):
+    GAE's, or with ``config.advantage == "vtrace"`` V-trace's from ``current``, the
+    learner's (log-prob of each action taken, value) ``[T, B]`` (``current_policy``)."""
     reward = samples.reward if reward is None else reward
+    if config.advantage == "vtrace":
+        if current is None:
+            raise ValueError("V-trace needs the learner's current log-probs and values")
+        logp, value = current
+        adv, ret = vtrace(
+            reward,
+            value,
+            agent_info(samples).logp,
+            logp,
+            samples.terminated,
+            samples.truncated,
+            samples.bootstrap_value,
+            config.gamma,
+            config.gae_lambda,
+            config.vtrace_rho,
+            config.vtrace_c,
+        )
+        return adv.flatten(), ret.flatten()
     adv, ret = generalized_advantages(
         reward,
         agent_info(samples).value,
@@ -75,6 +127,25 @@ def advantages(
         config.gae_lambda,
     )
     return adv.flatten(), ret.flatten()
+
+
+def current_policy(
+    agent: ActorCriticAgent, samples: Samples, observation: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The learner's current log-prob of each action taken and value, ``[T, B]``, without
+    gradient (V-trace's π and V): ``observation`` as ``agent.training_observations`` gives
+    it; a recurrent agent replays each column from its stored state."""
+    shape = samples.reward.shape
+    with torch.no_grad():
+        if samples.agent_state is not None:
+            logp, _, value = agent.evaluate_actions(
+                observation, samples.action, samples.agent_state[0], samples.episode_start
+            )
+        else:
+            logp, _, value = agent.evaluate_actions(
+                tree_map(lambda x: x.flatten(0, 1), observation), samples.action.flatten(0, 1)
+            )
+    return logp.reshape(shape), value.reshape(shape)
 
 
 class BatchNormalizers:

@@ -15,7 +15,13 @@ from rlfw.algos.compile import COMPILE_MODES, check_compile, compile_loss
 from rlfw.algos.optim import Replicas, gradient_step, linear_schedule, set_lr
 from rlfw.algos.pg.base import PolicyGradient
 from rlfw.algos.pg.categorical_loss import categorical_ppo_loss
-from rlfw.algos.pg.common import advantages, agent_info, common_checks, explained_variance
+from rlfw.algos.pg.common import (
+    advantages,
+    agent_info,
+    common_checks,
+    current_policy,
+    explained_variance,
+)
 from rlfw.buffers import Samples, tree_index, tree_map, tree_take
 from rlfw.utils.checks import check_config
 from rlfw.utils.settings import Flag
@@ -72,6 +78,16 @@ class PPOConfig:
     """Scaled rewards are clipped to ±this."""
     normalize_advantage: bool = True
     """Normalize advantages per minibatch."""
+    advantage: str = "gae"
+    """The advantage estimator: 'gae', or 'vtrace' (IMPALA's targets from the learner's
+    current policy and values, recomputed at the start of every epoch, for batches
+    sampled by older weights; the surrogate's ratio stays against the sampling policy)."""
+    vtrace_rho: float = 1.0
+    """V-trace's ρ̄: the truncation of the importance weights in the advantages and
+    temporal differences (the fixed point's policy lies between μ and π)."""
+    vtrace_c: float = 1.0
+    """V-trace's c̄: the truncation of the trace coefficients (how far a correction
+    propagates back); gae_lambda scales them as the paper's λ."""
     compile: Annotated[bool | None, Flag("--compile", choices=COMPILE_MODES)] = None
     """torch.compile the learner's loss: on, off, or auto (none: where the run is long
     enough to win back the compile time)."""
@@ -80,7 +96,7 @@ class PPOConfig:
 
     def validate(self) -> None:
         check_config(
-            "PPOConfig",
+            type(self).__name__,
             **common_checks(self),
             amp=(self.amp, self.amp in AMP_MODES, f"one of {AMP_MODES}"),
             epochs=(
@@ -146,10 +162,19 @@ class PPO(PolicyGradient):
         lr = linear_schedule(c.learning_rate, itr, self.n_itr, c.anneal_lr)
         set_lr(self.optimizer, lr)
         clip = linear_schedule(c.clip, itr, self.n_itr, c.anneal_clip)
-        adv, ret = advantages(samples, c, self.normalizers.reward(samples))
+        reward = self.normalizers.reward(samples)
         batch_T = samples.reward.shape[0]
         observation = self.agent.training_observations(samples)
         info = agent_info(samples)
+        self.agent.train_mode()
+        vtrace = c.advantage == "vtrace"
+
+        def targets() -> tuple[torch.Tensor, torch.Tensor]:
+            """(advantages, value targets) ``[T * B]``; V-trace's from the weights now."""
+            current = current_policy(self.agent, samples, observation) if vtrace else None
+            return advantages(samples, c, reward, current)
+
+        adv, ret = targets()
         columns: tuple[Any, ...]  # the observation (a tree) first, then tensors
         if self.recurrent:
             # Minibatches are sets of whole columns, each replayed from its stored state.
@@ -158,8 +183,7 @@ class PPO(PolicyGradient):
                 samples.action,
                 info.logp,
                 info.value,
-                adv.view(batch_T, -1),
-                ret.view(batch_T, -1),
+                *self._as_columns(adv, ret, batch_T),
                 samples.episode_start,
             )
             initial_state = cast(torch.Tensor, samples.agent_state)[0]  # a recurrent agent's
@@ -170,22 +194,23 @@ class PPO(PolicyGradient):
                 samples.action.flatten(0, 1),
                 info.logp.flatten(),
                 info.value.flatten(),
-                adv,
-                ret,
+                *self._as_columns(adv, ret, batch_T),
             )
             n, per = len(adv), c.minibatch_size
         mb = min(per, n)
         if self._loss is None:
             n_steps = self.n_itr * c.epochs * math.ceil(n / mb)
             self._loss = compile_loss(self._losses, c.compile, self.agent.model, n_steps)
-        self.agent.train_mode()
         clip_t = torch.tensor(clip)  # a tensor: a compiled loss need not recompile per value
         totals = torch.zeros(len(STATS), dtype=torch.float64)
         grad_norms = 0.0
         n_updates = 0
         # each epoch's gather reuses the last one's memory
         shuffled: list[Any] = [None] * len(columns)
-        for _ in range(c.epochs):
+        for epoch in range(c.epochs):
+            if vtrace and epoch > 0:  # the targets of the weights this epoch starts from
+                adv, ret = targets()
+                columns = (*columns[:4], *self._as_columns(adv, ret, batch_T), *columns[6:])
             order = torch.randperm(n, generator=self.generator)
             for start in range(0, n, mb):
                 if self.recurrent:
@@ -213,6 +238,15 @@ class PPO(PolicyGradient):
             }
         )
         return out
+
+    def _as_columns(
+        self, adv: torch.Tensor, ret: torch.Tensor, batch_T: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``[T * B]`` targets as the minibatch columns hold them: ``[T, B]`` for a
+        recurrent agent (whole columns), flat otherwise."""
+        if self.recurrent:
+            return adv.view(batch_T, -1), ret.view(batch_T, -1)
+        return adv, ret
 
     def _minibatch_step(
         self,

@@ -404,3 +404,38 @@ def ppo_preset(env_id: str, family: str) -> dict[str, Any]:
 
 def a2c_preset(env_id: str, family: str) -> dict[str, Any]:
     return resolve(A2C_PRESETS, env_id, family)
+
+
+def _renamed(preset: dict[str, Any], source: str, name: str) -> dict[str, Any]:
+    """``preset`` with its algorithm group (``source``) renamed ``name``."""
+    out = {k: v for k, v in preset.items() if k != source}
+    if source in preset:
+        out[name] = dict(preset[source])
+    return out
+
+
+def appo_preset(env_id: str, family: str) -> dict[str, Any]:
+    """PPO's preset for the env (its table's entry, with that entry's source), on V-trace
+    targets: APPO is Sample Factory's PPO with V-trace, and starting from PPO's tuned
+    settings makes the two differ in the correction alone (the lag study's comparison)."""
+    return _renamed(ppo_preset(env_id, family), "ppo", "appo")
+
+
+def impala_preset(env_id: str, family: str) -> dict[str, Any]:
+    """A2C's preset for the env (its table's entry, with that entry's source), on V-trace
+    targets; on MinAtar and Atari the IMPALA paper's Atari settings (Espeholt et al. 2018,
+    table G.1: 32 envs x 20-step unrolls, RMSProp lr 6e-4, decay 0.99, eps 0.01, entropy
+    0.01, baseline cost 0.5 on half the squared error (value_coef 0.25 here), gradient
+    norm clipped at 40)."""
+    out = _renamed(a2c_preset(env_id, family), "a2c", "impala")
+    if family in MINATAR + ATARI:
+        out.update(batch_B=32, batch_T=20)
+        out["impala"] = dict(
+            learning_rate=6e-4,
+            optimizer="rmsprop",
+            optimizer_eps=0.01,
+            entropy_coef=0.01,
+            value_coef=0.25,
+            max_grad_norm=40.0,
+        )
+    return out

@@ -1,5 +1,5 @@
-"""PPO and A2C as rlfw knows them: their configs, the actor-critic agent they train, the
-model settings it reads, and their presets."""
+"""PPO, A2C and their V-trace forms (APPO, IMPALA) as rlfw knows them: their configs, the
+actor-critic agent they train, the model settings it reads, and their presets."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import gymnasium as gym
 
 from rlfw.agents import ActorCriticAgent
 from rlfw.algos.pg.a2c import A2C, A2CConfig
+from rlfw.algos.pg.appo import APPO, APPOConfig
+from rlfw.algos.pg.impala import IMPALA, IMPALAConfig
 from rlfw.algos.pg.ppo import PPO, PPOConfig
-from rlfw.algos.pg.presets import a2c_preset, ppo_preset
+from rlfw.algos.pg.presets import a2c_preset, appo_preset, impala_preset, ppo_preset
 from rlfw.algos.spec import AlgoSpec, image_network_note
 from rlfw.envs import EnvSpaces
 from rlfw.envs.masks import masks_actions
@@ -54,7 +56,7 @@ def actor_critic_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
         )
     if config.recurrent is None:
         unread["rnn_size"] = (
-            "it shapes ppo's and a2c's recurrent core, and this run has none "
+            f"it shapes {config.algo}'s recurrent core, and this run has none "
             "(recurrent=none): set recurrent=lstm or gru too"
         )
     if image or config.recurrent is not None:
@@ -86,6 +88,22 @@ SPECS = (
         A2CConfig,
         build_actor_critic,
         preset=a2c_preset,
+        unread_model_settings=actor_critic_unread,
+    ),
+    AlgoSpec(
+        "appo",
+        APPO,
+        APPOConfig,
+        build_actor_critic,
+        preset=appo_preset,
+        unread_model_settings=actor_critic_unread,
+    ),
+    AlgoSpec(
+        "impala",
+        IMPALA,
+        IMPALAConfig,
+        build_actor_critic,
+        preset=impala_preset,
         unread_model_settings=actor_critic_unread,
     ),
 )
