@@ -115,18 +115,35 @@ def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):
     assert logged == result.eval_history
 
 
-@pytest.mark.parametrize("sampler", ["serial", "cpu", "alternating"])
-def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeypatch, sampler):
+@pytest.mark.parametrize(
+    "sampler,algo",
+    [
+        ("serial", "ppo"),
+        ("cpu", "ppo"),
+        ("alternating", "ppo"),
+        ("serial", "appo"),
+        ("cpu", "impala"),
+    ],
+)
+def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(
+    tmp_path, monkeypatch, sampler, algo
+):
     from conftest import children
 
     whole = build_runner(
-        small_config(sampler=sampler), str(tmp_path / "whole"), progress=False, stdout=False
+        small_config(algo=algo, sampler=sampler),
+        str(tmp_path / "whole"),
+        progress=False,
+        stdout=False,
     )
     with whole:
         whole.train()
 
     part = build_runner(
-        small_config(sampler=sampler), str(tmp_path / "part"), progress=False, stdout=False
+        small_config(algo=algo, sampler=sampler),
+        str(tmp_path / "part"),
+        progress=False,
+        stdout=False,
     )
     real = type(part.sampler).obtain_samples
 
@@ -139,11 +156,12 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
     with part:
         result = part.train()
     assert result.interrupted and result.iterations == 4
-    assert latest_checkpoint(str(tmp_path / "part")).endswith("ckpt_000000000768.pt")
+    per_itr = whole.sampler.batch_B * whole.sampler.batch_T
+    assert latest_checkpoint(str(tmp_path / "part")).endswith(f"ckpt_{3 * per_itr:012d}.pt")
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
 
     resumed = build_runner(
-        small_config(sampler=sampler),
+        small_config(algo=algo, sampler=sampler),
         str(tmp_path / "part"),
         resume=True,
         progress=False,
@@ -151,7 +169,7 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(tmp_path, monkeyp
     )
     with resumed:
         final = resumed.train()
-    assert final.env_steps == 6 * 256
+    assert final.env_steps == 6 * per_itr
     a, b = snapshot(whole), snapshot(resumed)
     assert a.keys() == b.keys()
     assert children() == []  # `with runner:` closed every sampler
