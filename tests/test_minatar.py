@@ -35,6 +35,21 @@ def test_the_games_are_registered_by_importing_rlfw_alone():
     assert gym.spec("MinAtar/Breakout-v1").max_episode_steps == MAX_EPISODE_STEPS
 
 
+def test_making_a_game_leaves_seaborn_unimported_until_a_frame_is_drawn():
+    """MinAtar's module imports seaborn (1.2 s of CPU) for its palette alone: every process
+    that makes a game, each sampler worker, skips it; an rgb_array frame still draws."""
+    code = (
+        "import sys, gymnasium, rlfw; env = gymnasium.make('MinAtar/Breakout-v1', "
+        "render_mode='rgb_array'); env.reset(seed=0); env.step(0); "
+        "before = 'seaborn' in sys.modules; frame = env.render(); "
+        "print(before, 'seaborn' in sys.modules, frame.shape, int(frame.max()) > 0)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == ["False", "True", "(160,", "160,", "3)", "True"]
+
+
 @pytest.mark.parametrize("name", list(GAMES))
 def test_observations_are_minatar_s_channels_first_as_uint8(name):
     """Step for step against MinAtar's own env with the same seed and actions."""

@@ -8,6 +8,8 @@ MinAtar's channels) is uint8 pixels the networks scale the same way."""
 from __future__ import annotations
 
 import importlib.util
+import sys
+import types
 from typing import Any, cast
 
 import gymnasium as gym
@@ -62,9 +64,33 @@ class ChannelsFirstPixels(gym.ObservationWrapper):
 def make_minatar(game: str, **kwargs: Any) -> gym.Env:
     """MinAtar's own gymnasium env for ``game`` (its defaults: sticky actions 0.1,
     difficulty ramping), minimal action set, channels-first uint8 observations."""
-    from minatar.gym import BaseEnv  # imported by the env, not by rlfw: it is an extra
+    # imported by the env, not by rlfw: it is an extra
+    base_env = _import_minatar_gym().BaseEnv
+    return ChannelsFirstPixels(base_env(game, use_minimal_action_set=True, **kwargs))
 
-    return ChannelsFirstPixels(BaseEnv(game, use_minimal_action_set=True, **kwargs))
+
+class _ImportedOnUse(types.ModuleType):
+    """Stands for a module that is imported at its first attribute access."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _import_minatar_gym() -> types.ModuleType:
+    """``minatar.gym``, without importing seaborn: MinAtar's module imports it (with pandas
+    and scipy, 1.2 s of CPU in every process that makes a MinAtar env, each sampler worker
+    included) for the colour palette of its own display window alone. A stand-in takes
+    seaborn's place while MinAtar loads and stays its ``sns``, importing seaborn if that
+    window is ever opened; ``sys.modules`` is left as it was."""
+    if "minatar.gym" in sys.modules or "seaborn" in sys.modules:
+        return importlib.import_module("minatar.gym")
+    stand_in = _ImportedOnUse("seaborn")
+    sys.modules["seaborn"] = stand_in
+    try:
+        return importlib.import_module("minatar.gym")
+    finally:
+        if sys.modules.get("seaborn") is stand_in:
+            del sys.modules["seaborn"]
 
 
 def register_minatar_envs() -> None:
