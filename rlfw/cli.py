@@ -322,11 +322,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         config = _checked_config(
             read_json_object(args.config, "config file"), args.plugin, f"config file {args.config}"
         )
-        config.algo = given_value(args, "algo") or config.algo
-        config.env = given_value(args, "env") or config.env
+        config.algo = _preset_choice(args, "algo") or config.algo
+        config.env = _preset_choice(args, "env") or config.env
     else:
         config = RunConfig.for_env(
-            given_value(args, "env") or RunConfig.env, given_value(args, "algo") or RunConfig.algo
+            _preset_choice(args, "env") or RunConfig.env,
+            _preset_choice(args, "algo") or RunConfig.algo,
         )
     steps = given_value(args, "schedule.n_steps")
     if steps is not None:
@@ -334,6 +335,18 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     apply_flags(config, args)
     config.plugins = tuple(dict.fromkeys([*config.plugins, *args.plugin]))
     return config
+
+
+def _preset_choice(args: argparse.Namespace, key: str) -> Any:
+    """The algorithm or env the user chose, by its flag or by ``--set KEY=...`` (the last
+    one given wins, as ``--set`` applies last): either way it picks the preset, so that
+    ``--set algo=a2c`` (a sweep's grid) runs what ``--algo a2c`` runs."""
+    value = given_value(args, key)
+    for assignment in args.set:
+        name, sep, setting = assignment.partition("=")
+        if sep and name.strip() == key:
+            value = setting.strip()
+    return value
 
 
 def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:

@@ -335,6 +335,21 @@ def test_set_assigns_typed_values_to_any_field():
     assert config.ppo.normalize_advantage is False and config.n_workers == 2
 
 
+def test_set_algo_or_env_picks_the_preset_as_the_flag_does():
+    """A sweep's ``--grid algo=a2c,impala`` passes ``--set algo=...``: the run must be the
+    algorithm's own (its preset's batch shape and settings), not PPO's with a new name."""
+    from rlfw.cli import config_from_args, make_parser
+
+    def config(*argv):
+        return config_from_args(make_parser().parse_args(["train", *argv]))
+
+    for algo in ("a2c", "impala"):
+        by_set = config("--env", "Acrobot-v1", "--set", f"algo={algo}")
+        assert by_set == config("--env", "Acrobot-v1", "--algo", algo)
+        assert (by_set.batch_B, by_set.batch_T) == (8, 5)  # A2C's preset, not PPO's 16 x 256
+    assert config("--set", "env=Acrobot-v1") == config("--env", "Acrobot-v1")
+
+
 @pytest.mark.parametrize(
     "assignment,message",
     [
