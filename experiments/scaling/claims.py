@@ -2,6 +2,7 @@
 
     python experiments/scaling/claims.py --part batch --scale small    # docs/scaling/small/
     python experiments/scaling/claims.py --part runners --scale small
+    python experiments/scaling/claims.py --part runners --scale lag   # docs/scaling/lag/
     python experiments/scaling/claims.py --part batch --scale smoke --out /tmp/claims
     python experiments/scaling/claims.py --part batch --report-only    # rebuild from records
     python experiments/scaling/claims.py --part batch --algos ppo,a2c  # DQN's runs later
@@ -19,7 +20,9 @@ runners (HTS-RL: concurrent learning keeps sync's sample efficiency; stale async
 policies lose some): sync, concurrent and async runners for PPO and A2C at equal env steps
 (async at its default lead, one update stale like concurrent, and with a lead of 4, three
 updates stale), final evaluation IQM with CIs, curves against steps and seconds, and each
-one's measured policy lag.
+one's measured policy lag. At the lag scale (GA3C, IMPALA: does a stale policy hurt, and
+does V-trace correct it?): PPO as it is, APPO and IMPALA (V-trace) under the async runner
+at leads 1, 2, 4, 8 and 16 (policy lag 0 to 15 updates) and the concurrent runner.
 
 Every run is an `rlfw.bench.job` child process with one torch thread, at most two at once
 (one core each); each finished run leaves a small record under OUT/records/ that is
@@ -58,6 +61,9 @@ RUNNER_VARIANTS = {
     "concurrent": (("runner", "concurrent"),),
     "async": (("runner", "async"),),
     "async-lag3": (("runner", "async"), ("async_lead", "4")),
+    # the lag study (issue 72): the async runner's lead k samples each batch with weights
+    # k - 1 updates old; lead 1 is sync's schedule in a process of its own
+    **{f"lead-{k}": (("runner", "async"), ("async_lead", str(k))) for k in (1, 2, 4, 8, 16)},
 }
 
 
@@ -80,6 +86,15 @@ SCALES = {
         {"ppo": 1_000_000, "a2c": 1_000_000, "dqn": 250_000},
         ("sync", "concurrent", "async", "async-lag3"),
     ),
+    # 2 games x 3 seeds x 3 algorithms x 6 runner settings, 500k steps a run (PPO's 1M
+    # halved to fit the 108 runs in a few hours on 2 cores)
+    "lag": Claims(
+        ("Breakout", "SpaceInvaders"),
+        3,
+        (1,),
+        {"ppo": 500_000, "appo": 500_000, "impala": 500_000},
+        ("concurrent", "lead-1", "lead-2", "lead-4", "lead-8", "lead-16"),
+    ),
 }
 
 
@@ -89,16 +104,22 @@ SCALES = {
 # its value loss weighing 0.5 and clipped at 0.2 (pgx's larger-error form; the preset's
 # until 2026-12-05); pinned, so a run added later is the same experiment as the committed
 # ones, and the batch factors scale these.
-STUDY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "ppo": (
+def _ppo_study(algo: str) -> tuple[tuple[str, str], ...]:
+    return (
         ("batch_B", "16"),
         ("batch_T", "128"),
-        ("ppo.learning_rate", "0.0003"),
-        ("ppo.epochs", "3"),
-        ("ppo.minibatch_size", "256"),
-        ("ppo.value_coef", "0.5"),
-        ("ppo.value_clip", "0.2"),
+        (f"{algo}.learning_rate", "0.0003"),
+        (f"{algo}.epochs", "3"),
+        (f"{algo}.minibatch_size", "256"),
+        (f"{algo}.value_coef", "0.5"),
+        (f"{algo}.value_clip", "0.2"),
     )
+
+
+# APPO takes PPO's: the lag study's two differ in the V-trace correction alone.
+STUDY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "ppo": _ppo_study("ppo"),
+    "appo": _ppo_study("appo"),
 }
 
 
