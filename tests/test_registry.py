@@ -138,7 +138,7 @@ def test_an_env_from_a_plugin_trains_in_every_process_the_run_starts(tmp_path, f
 def test_unknown_names_are_refused_naming_what_is_registered():
     for kind, name, registry in (
         ("sampler", "warp", SAMPLERS),
-        ("algorithm", "impala", ALGOS),
+        ("algorithm", "apex", ALGOS),
         ("runner", "hyper", RUNNERS),
     ):
         with pytest.raises(
@@ -193,6 +193,7 @@ _SMALL_RUNS = {
     "a2c": ("CartPole-v1", {}),
     "appo": ("CartPole-v1", {}),
     "impala": ("CartPole-v1", {}),
+    "pqn": ("CartPole-v1", {}),
     "dqn": ("CartPole-v1", {"learning_starts": 64}),
     "c51": ("CartPole-v1", {"learning_starts": 64}),
     "rainbow": ("CartPole-v1", {"learning_starts": 64}),

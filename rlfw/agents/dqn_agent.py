@@ -92,9 +92,11 @@ class DqnAgent(ModelAgent, Generic[QT]):
         v_min: float = -10.0,
         v_max: float = 10.0,
         action_mask: bool = False,
+        layer_norm: bool = False,
     ) -> "DqnAgent":
         """ε-greedy over a Q-network; ``atoms > 1``: a C51 head on ``[v_min, v_max]``
-        (actions greedy on the distributions' means)."""
+        (actions greedy on the distributions' means); ``layer_norm``: a LayerNorm before
+        each hidden ReLU (PQN's network)."""
         action_space = check_discrete_actions(spaces.action, "dqn")
         obs = spaces.observation
         encoder = None if isinstance(obs, gym.spaces.Box) else ObservationEncoder(obs, model)
@@ -109,6 +111,7 @@ class DqnAgent(ModelAgent, Generic[QT]):
             v_min,
             v_max,
             encoder,
+            layer_norm,
         )
         # a QNetwork's agent, whatever cls's Q-network (R2D1's agent has build_recurrent)
         make = cast("type[DqnAgent[QNetwork]]", cls)

@@ -12,7 +12,7 @@ from torch import nn
 from rlfw.algos.flat_params import FlatParameters
 from rlfw.utils.checks import NonFiniteError, check_finite
 
-OPTIMIZERS = ("adam", "rmsprop")
+OPTIMIZERS = ("adam", "rmsprop", "radam")
 
 GradSync = Callable[[torch.Tensor], None]  # in place: a gradient made the replicas' common one
 
@@ -51,6 +51,8 @@ def make_optimizer(flat: FlatParameters, name: str, lr: float, eps: float) -> to
     if name == "rmsprop":
         # alpha/eps as in the A3C paper and SB3's A2C (TF-style RMSprop settings).
         return torch.optim.RMSprop([flat.flat], lr=lr, alpha=0.99, eps=eps, foreach=False)
+    if name == "radam":  # PQN's (Liu et al. 2020: Adam with its early variance rectified)
+        return torch.optim.RAdam([flat.flat], lr=lr, eps=eps)
     raise ValueError(f"optimizer {name!r} unknown; choose from {OPTIMIZERS}")
 
 

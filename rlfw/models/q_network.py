@@ -1,5 +1,6 @@
 """Q-networks for DQN: MLP or CNN torso, plain or dueling head, action values or (C51)
-categorical return distributions over a fixed support."""
+categorical return distributions over a fixed support; optionally a LayerNorm before each
+hidden ReLU (PQN's network)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,78 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from rlfw.models.cnn import NatureCNN, SmallCNN, image_torso, model_kind
 from rlfw.models.encoders import ObservationEncoder
-from rlfw.models.mlp import MLP, flatten_obs
+from rlfw.models.mlp import MLP, flatten_obs, orthogonal_init
+
+
+class FeatureNorm(nn.LayerNorm):
+    """torch's LayerNorm over the last dim, as a class of rlfw's: it computes the same in
+    train and eval mode, and ``rlfw.agents.base.modes_matter`` takes rlfw's modules at
+    their word, so an agent need not switch modes around every batch for it."""
+
+
+class ChannelNorm(FeatureNorm):
+    """LayerNorm over the channels at each position of ``[N, C, H, W]`` feature maps: what
+    a LayerNorm over the last axis of a channels-last convolution's output does in
+    purejaxql's PQN CNNs (Gallici et al. 2024)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class LayerNormMLP(nn.Module):
+    """``in_dim -> hidden...`` with Linear -> LayerNorm -> ReLU per layer (PQN's MLP:
+    purejaxql's and CleanRL's pqn.py), orthogonal weights as ``MLP``'s; ``out_dim`` is the
+    last width (the input's, with no hidden layer)."""
+
+    def __init__(self, in_dim: int, hidden: Sequence[int]):
+        super().__init__()
+        widths = [in_dim, *hidden]
+        linears = [nn.Linear(a, b) for a, b in zip(widths, widths[1:])]
+        norms = [FeatureNorm(width) for width in hidden]
+        self.linears, self.norms = nn.ModuleList(linears), nn.ModuleList(norms)
+        # the layers in order, typed (a plain tuple: registered once, in the lists above)
+        self._layers = tuple(zip(linears, norms))
+        self.out_dim = widths[-1]
+        orthogonal_init(self.linears, gain=2**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for linear, norm in self._layers:
+            x = torch.relu(norm(F.linear(x, linear.weight, linear.bias)))
+        return x
+
+
+class LayerNormImageTorso(nn.Module):
+    """An image torso of ``image_torso``'s (its layers and their initialization) with a
+    LayerNorm before each ReLU: over the channels after each convolution, over the
+    features after the dense layer, as purejaxql's PQN CNNs place them. CleanRL's
+    pqn_atari_envpool.py normalizes each convolution's whole ``[C, H, W]`` output instead."""
+
+    def __init__(self, torso: NatureCNN | SmallCNN):
+        super().__init__()
+        self.torso = torso
+        # the torso's layers in order (plain tuples: registered once, inside the torso)
+        self._convs = tuple(m for m in torso.convs if isinstance(m, nn.Conv2d))
+        self._dense = tuple(m for m in torso.fc if isinstance(m, nn.Linear))  # its one
+        self.conv_norms = nn.ModuleList(ChannelNorm(c.out_channels) for c in self._convs)
+        self.fc_norm = FeatureNorm(torso.out_dim)
+        self.out_dim = torso.out_dim
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        lead = frames.shape[:-3]
+        x = frames.reshape(-1, *frames.shape[-3:])
+        if getattr(self.torso, "channels_last", False):  # the layout its convolutions run in
+            x = x.contiguous(memory_format=torch.channels_last)
+        x = x.float().mul_(1.0 / 255.0)
+        for conv, norm in zip(self._convs, self.conv_norms):
+            x = torch.relu(norm(conv(x)))
+        (dense,) = self._dense
+        x = torch.relu(self.fc_norm(F.linear(x.flatten(1), dense.weight, dense.bias)))
+        return x.reshape(*lead, -1)
 
 
 class DuelingHead(nn.Module):
@@ -57,7 +125,9 @@ class QNetwork(nn.Module):
     (scaled inside); vectors an MLP with ReLU. With ``atoms > 1`` the head holds a
     categorical distribution of the return per action on ``atoms`` evenly spaced values
     from ``v_min`` to ``v_max`` (``log_distribution``); the action values are its means.
-    ``encoder`` (an ``ObservationEncoder``) reads a nested observation into the MLP."""
+    ``encoder`` (an ``ObservationEncoder``) reads a nested observation into the MLP.
+    ``layer_norm``: a LayerNorm before each hidden ReLU (``LayerNormMLP``,
+    ``LayerNormImageTorso``), as PQN's network has."""
 
     support: torch.Tensor  # the atoms' return values (C51 heads only)
 
@@ -73,6 +143,7 @@ class QNetwork(nn.Module):
         v_min: float = -10.0,
         v_max: float = 10.0,
         encoder: ObservationEncoder | None = None,
+        layer_norm: bool = False,
     ):
         super().__init__()
         # A nested observation's per-leaf encoder; its features are the MLP's input.
@@ -80,9 +151,14 @@ class QNetwork(nn.Module):
         if encoder is not None:
             obs_shape, obs_dtype, model = (encoder.out_dim,), np.dtype(np.float32), "mlp"
         kind = model_kind(model, obs_shape, obs_dtype)
+        self.torso: NatureCNN | SmallCNN | MLP | LayerNormImageTorso | LayerNormMLP
         if kind == "cnn":
-            self.torso: NatureCNN | SmallCNN | MLP = image_torso(tuple(obs_shape))
+            image = image_torso(tuple(obs_shape))
+            self.torso = LayerNormImageTorso(image) if layer_norm else image
             self.obs_ndim = 3
+        elif layer_norm:
+            self.torso = LayerNormMLP(int(np.prod(obs_shape)), hidden)
+            self.obs_ndim = len(obs_shape)
         else:
             self.torso = MLP(int(np.prod(obs_shape)), hidden, None, activation="relu")
             self.obs_ndim = len(obs_shape)

@@ -62,7 +62,7 @@ class DQNConfig:
     anneal_lr: bool = False
     """Decay the learning rate linearly to 0 over the run."""
     optimizer: str = "adam"
-    """'adam' or 'rmsprop'."""
+    """'adam', 'rmsprop' or 'radam'."""
     optimizer_eps: float = 1e-8
     """The optimizer's epsilon."""
     gamma: float = 0.99

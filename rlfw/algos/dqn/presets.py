@@ -1,6 +1,6 @@
 """DQN's tuned settings as a table (``rlfw.algos.preset_table``), each entry with its
-source, and C51's, Rainbow's and R2D1's, derived from it. Why each entry is what it is:
-``docs/presets.md``."""
+source, and C51's, Rainbow's and R2D1's, derived from it; PQN's, a table of its own. Why
+each entry is what it is: ``docs/presets.md``."""
 
 from __future__ import annotations
 
@@ -192,3 +192,81 @@ def r2d1_preset(env_id: str, family: str) -> dict[str, Any]:
             prioritized=False,
         ),
     }
+
+
+# PQN's: CleanRL's pqn.py and pqn_atari_envpool.py (vwxyzjn/cleanrl, commit fe8d8a0) and
+# purejaxql's pqn_minatar.yaml (mttga/purejaxql, commit 47af6d7). minibatch_size is their
+# batch over num_minibatches; schedules given as fractions of the run stay fractions.
+PQN_PRESETS: tuple[PresetEntry, ...] = (
+    PresetEntry(
+        ("classic",),
+        "CleanRL pqn.py defaults (its benchmark runs CartPole, Acrobot, MountainCar on them)",
+        {
+            "batch_B": 4,
+            "batch_T": 128,
+            "hidden": (120, 84),
+            "schedule": {"n_steps": 500_000},
+            "pqn": dict(
+                learning_rate=2.5e-4,
+                anneal_lr=True,
+                optimizer="radam",
+                gamma=0.99,
+                lam=0.65,
+                epochs=4,
+                minibatch_size=128,
+                max_grad_norm=10.0,
+                epsilon_start=1.0,
+                epsilon_final=0.05,
+                exploration_fraction=0.5,
+            ),
+        },
+    ),
+    PresetEntry(
+        ("minatar",),
+        "purejaxql pqn_minatar.yaml (128 envs x 32 steps, 2 epochs x 32 minibatches)",
+        {
+            "batch_B": 128,
+            "batch_T": 32,
+            "pqn": dict(
+                learning_rate=5e-4,
+                anneal_lr=True,
+                optimizer="radam",
+                gamma=0.99,
+                lam=0.65,
+                epochs=2,
+                minibatch_size=128,
+                max_grad_norm=10.0,
+                epsilon_start=1.0,
+                epsilon_final=0.05,
+                exploration_fraction=0.1,
+            ),
+        },
+    ),
+    PresetEntry(
+        ("atari",),
+        "CleanRL pqn_atari_envpool.py, evaluated ε-greedy at 0.05 as dqn's Atari preset",
+        {
+            "batch_B": 8,
+            "batch_T": 128,
+            "schedule": {"eval_greedy": True},
+            "pqn": dict(
+                learning_rate=2.5e-4,
+                anneal_lr=True,
+                optimizer="radam",
+                gamma=0.99,
+                lam=0.65,
+                epochs=4,
+                minibatch_size=256,
+                max_grad_norm=10.0,
+                epsilon_start=1.0,
+                epsilon_final=0.01,
+                exploration_fraction=0.1,
+                eval_epsilon=0.05,
+            ),
+        },
+    ),
+)
+
+
+def pqn_preset(env_id: str, family: str) -> dict[str, Any]:
+    return resolve(PQN_PRESETS, env_id, family)

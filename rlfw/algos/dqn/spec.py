@@ -1,15 +1,22 @@
-"""DQN, C51, Rainbow and R2D1 as rlfw knows them: their configs, the Q-learning agents they
+"""DQN, C51, Rainbow, R2D1 and PQN as rlfw knows them: their configs, the Q-learning agents they
 train, the model settings those read, and their presets."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlfw.agents.dqn_agent import DqnAgent, RecurrentDqnAgent
+from rlfw.agents.dqn_agent import DqnAgent, RecurrentDqnAgent, check_discrete_actions
 from rlfw.algos.base import Algorithm
 from rlfw.algos.dqn.categorical import C51, C51Config
 from rlfw.algos.dqn.dqn import DQN, DQNConfig
-from rlfw.algos.dqn.presets import c51_preset, dqn_preset, r2d1_preset, rainbow_preset
+from rlfw.algos.dqn.pqn import PQN, PQNConfig
+from rlfw.algos.dqn.presets import (
+    c51_preset,
+    dqn_preset,
+    pqn_preset,
+    r2d1_preset,
+    rainbow_preset,
+)
 from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
 from rlfw.algos.spec import AgentBuilder, AlgoSpec, Preset, UnreadSettings, image_network_note
 from rlfw.envs import EnvSpaces
@@ -82,6 +89,39 @@ def build_r2d1_agent(config: Any, spaces: EnvSpaces) -> RecurrentDqnAgent:
     )
 
 
+def pqn_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings ``build_pqn_agent`` ignores: the Q-learners' (its MLP is
+    initialized orthogonally, as its CNN)."""
+    unread = q_network_unread(config, spaces)
+    unread["ortho_init"] = (
+        "pqn's Q-network is initialized orthogonally (its output layer PyTorch's); "
+        "ortho_init is for ppo's and a2c's MLP"
+    )
+    return unread
+
+
+def build_pqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
+    """PQN's agent: ε-greedy over a Q-network with a LayerNorm before each hidden ReLU
+    (its config's ``layer_norm``), no dueling head; feed-forward only."""
+    check_discrete_actions(spaces.action, "pqn")  # named for pqn, before the build's check
+    if config.recurrent is not None:
+        raise ValueError(
+            f"recurrent={config.recurrent!r} is for ppo and a2c; pqn has no recurrent "
+            "agent (r2d1 is the recurrent Q-learner): set recurrent=none"
+        )
+    own = config.algo_config()
+    return DqnAgent.build(
+        spaces,
+        config.batch_B,
+        config.model,
+        config.hidden,
+        device=config.device,
+        eval_epsilon=own.eval_epsilon,
+        action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
+        layer_norm=own.layer_norm,
+    )
+
+
 def _q_learner(
     name: str,
     algo_cls: type[Algorithm],
@@ -112,5 +152,13 @@ SPECS = (
         r2d1_preset,
         build_agent=build_r2d1_agent,
         unread=recurrent_q_network_unread,
+    ),
+    _q_learner(
+        "pqn",
+        PQN,
+        PQNConfig,
+        pqn_preset,
+        build_agent=build_pqn_agent,
+        unread=pqn_network_unread,
     ),
 )

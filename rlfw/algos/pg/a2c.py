@@ -33,7 +33,7 @@ class A2CConfig:
     anneal_lr: bool = False
     """Decay the learning rate linearly to 0 over the run."""
     optimizer: str = "rmsprop"
-    """'rmsprop' (the paper's) or 'adam'."""
+    """'rmsprop' (the paper's), 'adam' or 'radam'."""
     optimizer_eps: float = 1e-5
     """The optimizer's epsilon."""
     gamma: float = 0.99

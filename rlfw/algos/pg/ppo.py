@@ -45,7 +45,7 @@ class PPOConfig:
     anneal_lr: bool = False
     """Decay the learning rate linearly to 0 over the run."""
     optimizer: str = "adam"
-    """'adam' or 'rmsprop'."""
+    """'adam', 'rmsprop' or 'radam'."""
     optimizer_eps: float = 1e-5
     """The optimizer's epsilon (SB3's and CleanRL's Adam 1e-5; torch's 1e-8 sharpens
     faster)."""
