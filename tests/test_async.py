@@ -3,6 +3,8 @@
 import csv
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -103,15 +105,18 @@ def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
         assert shared == []
 
 
-@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "ppo", "appo"])
+@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "dqn-busy", "ppo", "appo"])
 @pytest.mark.integration
 def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
-    while it samples) or not: the same run, bitwise (prioritized replay too: its priorities
-    follow the learner's batches only)."""
+    while it samples) or not, or the machine kept busy by another process: the same run,
+    bitwise (prioritized replay too: its priorities follow the learner's batches only).
+    The full size, 100k steps: experiments/bench/async_under_load.py."""
 
     def run(name, delay_s):
         config = async_config(algo.split("-")[0], itrs=16)
+        if algo == "dqn-busy":  # no delay: a process spinning beside the second run
+            delay_s = 0.0
         if algo == "dqn-prioritized":
             apply_overrides(config, {"dqn": {"prioritized": True}})
         runner = build_runner(config, str(tmp_path / name), progress=False, stdout=False)
@@ -127,7 +132,16 @@ def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
             runner.train()
         return snapshot(runner)
 
-    fast, slow = run("fast", 0.0), run("slow", 0.3)
+    fast = run("fast", 0.0)
+    busy = None
+    if algo == "dqn-busy":
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        slow = run("slow", 0.3)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
     assert fast.keys() == slow.keys()
     for key in fast:
         assert torch.equal(fast[key], slow[key]), key
