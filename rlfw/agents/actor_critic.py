@@ -9,7 +9,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
+from rlfw.agents.base import (
+    AgentState,
+    AgentStep,
+    ModelAgent,
+    Observation,
+    invariant_rows,
+)
 from rlfw.agents.distributions import (
     Bernoulli,
     Categorical,
@@ -255,8 +261,14 @@ class ActorCriticAgent(ModelAgent):
         self, obs: Observation, state: AgentState
     ) -> tuple[torch.Tensor, torch.Tensor, AgentState, torch.Tensor | None]:
         """(policy params, value, next state, the model's normalized input or None) of one
-        step."""
-        obs = self._obs(obs)
+        step, each row's bits the same however many rows the call has (``invariant_rows``:
+        samplers split the slots among workers and groups differently)."""
+        return invariant_rows(self._forward_rows, self._obs(obs), state)
+
+    def _forward_rows(
+        self, obs: Any, state: AgentState
+    ) -> tuple[torch.Tensor, torch.Tensor, AgentState, torch.Tensor | None]:
+        """``_forward`` on the rows as given (tensors on the device)."""
         model, model_input = self.model, None
         if self.per_step_statistics:  # keep what the network saw: the learner needs it
             normalized = cast(NormalizedModel, self.model)  # per-step statistics imply one

@@ -1,17 +1,23 @@
 """What samplers call on every agent and algorithms share (the ``Agent`` protocol), the
-record a step returns (``AgentStep``), and ``ModelAgent``, which implements the mode and
-weight parts for any agent whose parameters live in ``self.model``."""
+record a step returns (``AgentStep``), ``ModelAgent``, which implements the mode and
+weight parts for any agent whose parameters live in ``self.model``, and
+``invariant_rows``, which makes a sampling-time forward pass give each row the same bits
+however many rows one call has."""
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from typing import (
     Any,
+    Callable,
     Iterator,
     Mapping,
     NamedTuple,
     Optional,
     Protocol,
     Sequence,
+    TypeVar,
     Union,
     cast,
     runtime_checkable,
@@ -22,7 +28,7 @@ import torch
 from torch import nn
 
 from rlfw.buffers.samples import StepInfo
-from rlfw.buffers.tree import tree_map, tree_to
+from rlfw.buffers.tree import Tree, tree_leaves, tree_map, tree_to
 from rlfw.models.normalize import NormalizedModel
 
 
@@ -56,6 +62,64 @@ def reset_states(state: AgentState, done: np.ndarray | torch.Tensor) -> None:
         done = torch.as_tensor(done, device=state.device)
         if done.any():
             state[done] = 0
+
+
+# A sampling-time forward pass runs on a multiple of this many rows, on one intra-op
+# thread (``invariant_rows``). Measured on torch 2.13+cpu (MKL 2024.2, oneDNN 3.12,
+# AVX-512), one thread: MKL's sgemm (every Linear, LSTM/GRU cell product) gives a row other
+# bits in a call of fewer than 4 rows; its sgemv (a Linear to one output: the value head)
+# computes the last (rows mod 4) rows of a call apart; oneDNN's convolution gives other
+# bits to a 1-row call. In calls of any multiple of 4 rows (4 to 1024 tried) every row got
+# the same bits. With more threads MKL splits a call's rows among them, and each share
+# rounds as a call of its size would (2 threads: 5, 6, 7, 9, 10, 11 rows differ), so the
+# pass runs on one thread, as every worker and the gpu, queue and native samplers'
+# inference already do. Padding costs at most 3 rows of compute, only in calls whose row
+# count is not a multiple of 4. Cutting every call into chunks of exactly k rows would not
+# rest on that measurement, but its extra calls cost 2-15x for 64 rows (k = 4 to 16, MLP
+# and MinAtar CNN, measured); with oneDNN disabled, torch's own convolution gave other bits
+# in calls of 1 to 8 rows than in one of 64, and the products after it still need the
+# padding.
+ROW_BLOCK = 4
+
+R = TypeVar("R")
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """One torch intra-op thread for a block, the caller's count restored after it; left
+    as it is off the main thread (the concurrent runner's sampling thread), where the
+    count, global to the process, would change under the learner's ops mid-update."""
+    before = torch.get_num_threads()
+    if before == 1 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def pad_rows(tree: Tree, extra: int) -> Tree:
+    """Each tensor leaf ``[n, ...]`` with its last row repeated ``extra`` more times: real
+    rows keep any leaf valid (a code in range, a mask with a valid action)."""
+    return tree_map(lambda x: torch.cat([x, x[-1:].expand(extra, *x.shape[1:])]), tree)
+
+
+def invariant_rows(forward: Callable[..., R], *rows: Tree) -> R:
+    """``forward(*rows)`` with each row's result independent of how many rows there are:
+    the trees of tensors ``rows`` (leading dim ``n``; None allowed) padded to a multiple
+    of ``ROW_BLOCK`` rows, run on one thread, every output tensor cut back to ``n`` rows.
+    What samplers record then has the same bits whichever sampler (serial, workers with
+    a share of the slots, groups, a queue's batches) made the call."""
+    leaves = tree_leaves(rows[0])
+    n = int(leaves[0].shape[0]) if leaves else 0
+    extra = -n % ROW_BLOCK
+    with _one_thread():
+        if not extra:
+            return forward(*rows)
+        out = forward(*(pad_rows(tree, extra) for tree in rows))
+    return cast(R, tree_map(lambda x: x[:n], out))
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from typing_extensions import TypeVar
 
-from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation
+from rlfw.agents.base import AgentState, AgentStep, ModelAgent, Observation, invariant_rows
 from rlfw.agents.distributions import masked_logits
 from rlfw.buffers import QInfo
 from rlfw.envs.masks import MASK_KEY
@@ -136,7 +136,7 @@ class DqnAgent(ModelAgent, Generic[QT]):
         """(Q-values, the valid-action mask or None); invalid actions' values are the
         dtype's lowest, so a max or argmax never picks one."""
         obs = self._obs(obs)
-        q: torch.Tensor = self.model(obs)
+        q: torch.Tensor = invariant_rows(self.model, obs)
         if not self.masked:
             return q, None
         mask = cast("Mapping[str, torch.Tensor]", obs)[MASK_KEY]  # a masked agent's are dicts
@@ -247,11 +247,11 @@ class RecurrentDqnAgent(DqnAgent[RecurrentQNetwork]):
         slots: Sequence[int] | None = None,
         state: AgentState = None,
     ) -> AgentStep:
-        q, next_state = self.q(self._obs(obs), state)
+        q, next_state = invariant_rows(self.q, self._obs(obs), state)
         return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values), next_state)
 
     @torch.no_grad()
     def value(self, obs: Observation, state: AgentState = None) -> torch.Tensor:
-        q, _ = self.q(self._obs(obs), state)
+        q, _ = invariant_rows(self.q, self._obs(obs), state)
         best: torch.Tensor = q.max(-1).values
         return best
