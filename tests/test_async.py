@@ -111,7 +111,7 @@ def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
     while it samples) or not, or the machine kept busy by another process: the same run,
     bitwise (prioritized replay too: its priorities follow the learner's batches only).
-    The full size, 100k steps: experiments/bench/async_under_load.py."""
+    The full size, 100k steps: experiments/async_under_load.py."""
 
     def run(name, delay_s):
         config = async_config(algo.split("-")[0], itrs=16)

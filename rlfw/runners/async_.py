@@ -13,7 +13,7 @@ sampled with the weights published after batch ``k - lead`` (policy lag ``lead -
 updates), and the learner's minibatches for batch ``k`` draw only from the batches up to
 ``k`` (the sampler writes ahead into rows the learner does not see yet). Runs repeat
 bitwise whatever the timing: the learner held back or the machine kept busy by another
-process (tested at 16 batches; 100k DQN steps in ``experiments/bench/async_under_load.py``).
+process (tested at 16 batches; 100k DQN steps in ``experiments/async_under_load.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ runner twice, once alone and once beside a process that keeps a core busy, and c
 every tensor of the final agent and optimizer bit for bit. The test suite checks the same
 at a few thousand steps (``tests/test_async.py``); this is the full size.
 
-    python experiments/bench/async_under_load.py [--steps 100000] [--prioritized]
+    python experiments/async_under_load.py [--steps 100000] [--prioritized]
 """
 
 from __future__ import annotations
