@@ -371,8 +371,7 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
     for core_setting in ({"rnn_critic": True}, {"rnn_size": 64}):  # would be ignored
         with pytest.raises(
             ValueError,
-            match="shapes ppo's recurrent core, and this "
-            "run has none .* set recurrent=lstm or gru",
+            match="shapes ppo's recurrent core, and this run has none .* set recurrent=lstm or gru",
         ):
             RunConfig.for_env("CartPole-v1", **core_setting)
     assert RunConfig.for_env("CartPole-v1", recurrent="gru", rnn_size=64).rnn_size == 64

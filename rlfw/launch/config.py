@@ -527,8 +527,8 @@ def check_read_key(config: RunConfig, key: str) -> None:
         )
     if key == "rnn_critic" and config.recurrent is None:
         raise ValueError(
-            f"config key {key!r} shapes ppo's and a2c's recurrent core, and this "
-            "run has none (recurrent=none): set recurrent=lstm or gru too, or leave it"
+            f"config key {key!r} shapes {config.algo}'s recurrent core, and this run "
+            "has none (recurrent=none): set recurrent=lstm or gru too, or leave it"
         )
     if key == "obs_clip" and not config.normalize_obs:
         raise ValueError(
