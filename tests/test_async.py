@@ -105,7 +105,7 @@ def test_the_sampler_process_never_writes_the_learners_weights(tmp_path):
         assert shared == []
 
 
-@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "dqn-busy", "ppo", "appo"])
+@pytest.mark.parametrize("algo", ["dqn", "dqn-prioritized", "dqn-busy", "ppo", "appo", "pqn"])
 @pytest.mark.integration
 def test_async_runs_repeat_bitwise_whatever_the_timing(tmp_path, algo):
     """The learner held back (the sampler runs its full lead ahead and the weights move on
