@@ -75,6 +75,11 @@ class Claims:
     factors: tuple[int, ...]
     steps: dict  # algo -> env steps per run (its keys: the algorithms studied)
     runners: tuple[str, ...] = ("sync", "concurrent", "async")  # of RUNNER_VARIANTS
+    first: tuple[str, ...] = ()  # of runners: run these before the rest
+
+    @property
+    def run_order(self) -> tuple[str, ...]:
+        return self.first + tuple(r for r in self.runners if r not in self.first)
 
 
 SCALES = {
@@ -96,6 +101,7 @@ SCALES = {
         (1,),
         {"ppo": 500_000, "appo": 500_000, "impala": 500_000},
         ("lead-1", "lead-2", "lead-4", "lead-8", "lead-16"),
+        first=("lead-1", "lead-16", "lead-4"),
     ),
 }
 
@@ -169,6 +175,9 @@ def batch_jobs(claims: Claims) -> list[Job]:
 
 
 def runner_jobs(claims: Claims) -> list[Job]:
+    """Game by game, and within a game each runner setting for every algorithm before the
+    next setting (the extremes first where the scale lists them so): a study stopped early
+    still compares the algorithms at the settings it reached."""
     return [
         Job(
             "rlfw",
@@ -179,10 +188,10 @@ def runner_jobs(claims: Claims) -> list[Job]:
             settings=STUDY_SETTINGS.get(algo, ()) + RUNNER_VARIANTS[variant],
             label=variant,
         )
+        for game in claims.games
+        for variant in claims.run_order
         for algo in claims.steps
         if algo != "dqn"
-        for game in claims.games
-        for variant in claims.runners
         for seed in range(claims.seeds)
     ]
 
