@@ -23,7 +23,7 @@ import gymnasium as gym
 import torch
 
 from rlfw.agents.base import Agent
-from rlfw.buffers import Samples, tree_map
+from rlfw.buffers import Samples, tree_index, tree_map
 from rlfw.buffers.replay import Replay
 from rlfw.samplers.base import SamplerBase, allocate_samples
 from rlfw.samplers.episodes import EpisodeInfo
@@ -68,35 +68,52 @@ class ReplayWriter(Protocol):
     def append(self, samples: Samples) -> object: ...
 
 
+def buffer_views(stacked: Samples, count: int) -> list[Samples]:
+    """The ``count`` on-policy ``[T, B]`` buffers held in one stacked ``[count, T, B]``
+    shared tree: passed to a process as one tree (a file descriptor per leaf, not per
+    buffer and leaf), each buffer a view."""
+    return [tree_index(stacked, i) for i in range(count)]
+
+
 class SharedWeights:
     """The learner's last ``slots`` weight versions in shared memory, version ``v`` in slot
     ``v % slots``: the sampler process loads exactly the version a batch is due, even when
-    the learner has published a newer one meanwhile."""
+    the learner has published a newer one meanwhile.
+
+    Each weight is one shared tensor with a leading slot dimension, and a slot is a view of
+    it: a process receives one file descriptor per weight however many slots there are
+    (the forkserver start method sends at most 256 with a process's arguments)."""
 
     def __init__(self, agent: Agent, ctx: ProcessContext, slots: int):
-        self.slots = [
-            {k: share_memory(v.detach().cpu().clone()) for k, v in agent.state_dict().items()}
-            for _ in range(slots)
-        ]
+        self.stacked = {
+            k: share_memory(v.detach().cpu().unsqueeze(0).repeat(slots, *([1] * v.dim())))
+            for k, v in agent.state_dict().items()
+        }
         self.versions = share_memory(torch.full((slots,), -1, dtype=torch.int64))
         self.lock = ctx.Lock()
 
+    @property
+    def slots(self) -> list[dict[str, torch.Tensor]]:
+        """Each slot's weights, as views of the stacked tensors."""
+        count = len(self.versions)
+        return [{k: v[i] for k, v in self.stacked.items()} for i in range(count)]
+
     def publish(self, agent: Agent, version: int) -> None:
-        slot = version % len(self.slots)
+        slot = version % len(self.versions)
         with self.lock:
             for key, value in agent.state_dict().items():
-                self.slots[slot][key].copy_(value)
+                self.stacked[key][slot].copy_(value)
             self.versions[slot] = version
 
     def pull(self, agent: Agent, version: int, have: int, alive: Callable[[], bool]) -> int:
         """Load ``version`` into ``agent`` (unless it holds it: ``have``), waiting until
         it is published; returns it, or -1 if ``alive()`` turned False meanwhile."""
-        slot = version % len(self.slots)
+        slot = version % len(self.versions)
         while True:
             with self.lock:
                 if int(self.versions[slot]) == version:
                     if version != have:
-                        agent.load_state_dict(self.slots[slot])
+                        agent.load_state_dict({k: v[slot] for k, v in self.stacked.items()})
                     return version
             if not alive():
                 return -1
@@ -118,11 +135,11 @@ class FreeRunningLoop:
         lead: int,
         writer: ReplayWriter | None,
         replay_lock: Lock | None,
-        buffers: list[Samples] | None,
+        buffers: Samples | None,
     ):
         self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
         self.lead, self.writer, self.replay_lock = lead, writer, replay_lock
-        self.buffers = buffers
+        self.buffers = None if buffers is None else buffer_views(buffers, lead)
 
     def handle(self, command: str, payload: Any) -> Any:
         if command == "state":
@@ -197,9 +214,10 @@ def _sampler_main(
     lead: int,
     writer: ReplayWriter | None,
     replay_lock: Lock | None,
-    buffers: list[Samples] | None,
+    buffers: Samples | None,
 ) -> None:
-    """The sampler process (see ``FreeRunningLoop``)."""
+    """The sampler process (see ``FreeRunningLoop``); ``buffers``: the ``lead`` on-policy
+    buffers stacked (``buffer_views``)."""
     worker_setup(None)
     loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock, buffers)
 
@@ -301,7 +319,6 @@ class SamplerProcess:
             self.sampler.observation_space(),
             self.batch_T,
             self.batch_B,
-            shared=not self.uses_replay,
         )
         writer: ReplayWriter | None = None
         lock: Lock | None = None
@@ -316,9 +333,13 @@ class SamplerProcess:
         else:
             # one buffer per batch the sampler may hold ahead: batch k goes to buffer
             # k % lead, whose previous batch (k - lead) the learner released first
-            self.buffers = [example] + [
-                tree_map(lambda x: x.clone().share_memory_(), example) for _ in range(self.lead - 1)
-            ]
+            # (one stacked tree: see ``buffer_views``)
+            stacked = tree_map(
+                lambda x: x.unsqueeze(0).repeat(self.lead, *([1] * x.dim())).share_memory_(),
+                example,
+            )
+            self.buffers = buffer_views(stacked, self.lead)
+            example = self.buffers[0]
         self.samples = example
         self.weights: SharedWeights | None = SharedWeights(agent, ctx, self.lead)
         self.credits: Semaphore | None = ctx.Semaphore(self.lead)
@@ -340,7 +361,7 @@ class SamplerProcess:
                         self.lead,
                         writer,
                         lock,
-                        self.buffers,
+                        None if self.buffers is None else stacked,
                     )
                 ],
                 self.start_method,
