@@ -51,21 +51,22 @@ def recurrent_q_network_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]
 
 
 def build_dqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
-    """The Q-learning agent of any DQN-family algorithm (its config: dueling, ε at
-    evaluation, and for C51 the support)."""
+    """The Q-learning agent of any feed-forward Q-learner (its config: ε at evaluation,
+    and where it has them the dueling head, C51's support, PQN's layer norm)."""
     own = config.algo_config()
     return DqnAgent.build(
         spaces,
         config.batch_B,
         config.model,
         config.hidden,
-        own.dueling,
+        getattr(own, "dueling", False),
         device=config.device,
         eval_epsilon=own.eval_epsilon,
         atoms=getattr(own, "atoms", 1),
         v_min=getattr(own, "v_min", -10.0),
         v_max=getattr(own, "v_max", 10.0),
         action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
+        layer_norm=getattr(own, "layer_norm", False),
     )
 
 
@@ -109,17 +110,7 @@ def build_pqn_agent(config: Any, spaces: EnvSpaces) -> DqnAgent:
             f"recurrent={config.recurrent!r} is for ppo and a2c; pqn has no recurrent "
             "agent (r2d1 is the recurrent Q-learner): set recurrent=none"
         )
-    own = config.algo_config()
-    return DqnAgent.build(
-        spaces,
-        config.batch_B,
-        config.model,
-        config.hidden,
-        device=config.device,
-        eval_epsilon=own.eval_epsilon,
-        action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
-        layer_norm=own.layer_norm,
-    )
+    return build_dqn_agent(config, spaces)
 
 
 def _q_learner(
