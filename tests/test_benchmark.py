@@ -301,7 +301,9 @@ def test_bad_benchmark_flags_are_refused_before_anything_runs(argv, message, tmp
 
 def test_plan_covers_every_entry_framework_and_seed_at_the_preset_budget():
     jobs = plan(SUITES["classic"], ("rlfw", "sb3"), [0, 1, 2])
-    assert len(jobs) == 9 * 2 * 3  # PPO x4, A2C, DQN, SAC, TD3, DDPG
+    # PPO x4, A2C, DQN, SAC, TD3, DDPG with their peer; PQN x2 alone (SB3 has none)
+    assert len(jobs) == 9 * 2 * 3 + 2 * 3
+    assert not [j for j in jobs if j.algo == "pqn" and j.framework == "sb3"]
     assert Job("rlfw", "ppo", "MountainCarContinuous-v0", 20_000, 0) in jobs  # its preset's
     assert Job("sb3", "td3", "Pendulum-v1", 20_000, 1) in jobs  # the zoo's budget
     assert Job("rlfw", "ppo", "CartPole-v1", 120_000, 2) in jobs
@@ -349,7 +351,7 @@ def test_an_entry_s_further_recorded_seeds_stay_in_its_plan(tmp_path):
     assert seeds["rlfw", "ppo", "Pendulum-v1"] == [0, 1, 2, 5, 6]
     assert seeds["sb3", "ppo", "Pendulum-v1"] == [0, 1, 2, 5]
     assert seeds["rlfw", "ppo", "CartPole-v1"] == [0, 1, 2]
-    assert len(jobs) == 9 * 2 * 3 + 3
+    assert len(jobs) == 9 * 2 * 3 + 2 * 3 + 3
 
 
 def test_a_v5_mujoco_id_reads_the_zoos_v4_block(tmp_path):

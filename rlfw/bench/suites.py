@@ -67,7 +67,9 @@ MINATAR_GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway")
 # SB3's PPO step ~8k env steps/s on MinAtar (24 runs of 2M: ~1 h), their DQN ~500-800
 # (one update of 32 per step; 24 runs of 250k: ~1.7 h). DQN's 250k is 1/20 of the MinAtar
 # paper's 5M frames: it shows the early curve, not the final score.
-MINATAR_BUDGET = {"ppo": 2_000_000, "dqn": 250_000}
+MINATAR_BUDGET = {"ppo": 2_000_000, "dqn": 250_000, "pqn": 2_000_000}
+# PQN on two of the games at PPO's budget (issue 72); SB3 has no PQN, so rlfw's runs only
+PQN_MINATAR_GAMES = ("Breakout", "SpaceInvaders")
 NO_MASK = Ablation(
     "no-mask",
     (("env_options.action_mask", "none"),),
@@ -98,6 +100,8 @@ SUITES: dict[str, Suite] = {
             Entry("ppo", "MountainCarContinuous-v0"),
             Entry("a2c", "CartPole-v1"),
             Entry("dqn", "CartPole-v1"),
+            Entry("pqn", "CartPole-v1", peer=False),
+            Entry("pqn", "Acrobot-v1", peer=False),
             Entry("sac", "Pendulum-v1"),
             Entry("td3", "Pendulum-v1"),
             Entry("ddpg", "Pendulum-v1"),
@@ -133,11 +137,16 @@ SUITES: dict[str, Suite] = {
             Entry(algo, f"MinAtar/{game}-v1", MINATAR_BUDGET[algo])
             for algo in ("ppo", "dqn")
             for game in MINATAR_GAMES
+        )
+        + tuple(
+            Entry("pqn", f"MinAtar/{game}-v1", MINATAR_BUDGET["pqn"], peer=False)
+            for game in PQN_MINATAR_GAMES
         ),
         peer_settings="same",
         time_goal=0.5,
         about="MinAtar (PPO 2M, DQN 250k steps; the peer is SB3 with rlfw's "
-        "settings and network), about 3 hours with its peer on 2 cores",
+        "settings and network; PQN 2M on Breakout and SpaceInvaders, rlfw's alone), "
+        "about 3.5 hours with its peer on 2 cores",
     ),
     "minatar-qlearning": Suite(
         tuple(
@@ -214,6 +223,10 @@ REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("a2c", "CartPole"): (f"500.0 ± 0.0 ({_ZOO}, CartPole-v1, 500k steps)",),
     ("dqn", "CartPole"): (f"500.0 ± 0.0 ({_ZOO}, CartPole-v1, 50k steps)",),
     ("ppo", "Acrobot"): (f"-73.5 ± 18.2 ({_ZOO}, Acrobot-v1, 1M steps)",),
+    # CleanRL's docs/rl-algorithms/pqn.md: mean ± std over seeds of the training episodes'
+    # return at the end (ε-greedy at 0.05), 500k steps
+    ("pqn", "CartPole"): ("495.13 ± 6.89 (CleanRL pqn.py, CartPole-v1, 500k steps)",),
+    ("pqn", "Acrobot"): ("-95.63 ± 5.73 (CleanRL pqn.py, Acrobot-v1, 500k steps)",),
     ("ppo", "Pendulum"): (f"-172.2 ± 104.2 ({_ZOO}, Pendulum-v1 with gSDE, 100k steps)",),
     ("ppo", "MountainCarContinuous"): (
         "94.57 ± 0.45 (rl-baselines3-zoo's trained agent on the Hugging Face hub, "
