@@ -15,7 +15,9 @@ from test_runner import small_config, snapshot
 from rlfw.launch.build import build_runner
 from rlfw.launch.config import apply_overrides, schedule_for
 from rlfw.runners import AsyncRunner
+from rlfw.runners.async_ import handoff_batches
 from rlfw.samplers import WorkerError
+from rlfw.samplers.async_ import Handoffs
 
 from conftest import children, shm_entries
 
@@ -68,16 +70,19 @@ def test_async_dqn_holds_the_configured_replay_ratio_and_bounds_the_sampler_lead
     assert children() == []
 
 
-@pytest.mark.parametrize("lead", [2, 4, 16])
-def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path, lead):
+@pytest.mark.parametrize("lead, handoff", [(2, 1), (4, 1), (16, 1), (2, 3)])
+def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path, lead, handoff):
     """``async_lead`` (``--set async_lead=4``): batch k is drawn with the weights after
-    batch k - lead, a policy lag of lead - 1 updates. Lead 16 (the lag study's longest)
-    once failed to start under forkserver: its 16 buffers and weight slots were more file
-    descriptors than a process's arguments may carry."""
+    batch k - lead, a policy lag of lead - 1 updates; with hand-offs of several batches
+    (``async_handoff``), hand-off h with the weights after hand-off h - lead. Lead 16 (the
+    lag study's longest) once failed to start under forkserver: its 16 buffers and weight
+    slots were more file descriptors than a process's arguments may carry."""
     run_dir = str(tmp_path / "run")
-    itrs = max(6, lead + 2)
+    itrs = max(6, lead * handoff + 2)
     config = async_config("ppo", itrs=itrs)
     config.async_lead = lead
+    if handoff > 1:
+        config.async_handoff = handoff
     runner = build_runner(config, run_dir, progress=False, stdout=False)
     seen = []
     real = runner.algo.optimize
@@ -90,10 +95,36 @@ def test_async_ppo_takes_each_batch_as_it_completes_and_logs_its_lag(tmp_path, l
     with runner:
         result = runner.train()
     assert [itr for itr, _ in seen] == list(range(itrs)) and result.env_steps == itrs * 256
-    for itr, versions in seen:  # batch itr has the weights after batch itr - lead
-        assert versions == [max(itr - lead + 1, 0)], (itr, versions)
+    for itr, versions in seen:  # hand-off h has the weights after hand-off h - lead
+        assert versions == [max(itr // handoff - lead + 1, 0) * handoff], (itr, versions)
     lags = [float(r["train/policy_lag"]) for r in progress(run_dir)]
-    assert lags and lags[-1] == lead - 1 and all(0 <= lag <= lead - 1 for lag in lags), lags
+    longest = lead * handoff - 1  # a hand-off's last batch
+    assert lags and all(0 <= lag <= longest for lag in lags), lags
+    if handoff == 1:
+        assert lags[-1] == lead - 1, lags
+
+
+def test_hand_offs_fix_each_batch_s_weights_and_slot():
+    """Hand-offs of 3 batches from batch 5, the sampler 2 hand-offs ahead: batches 5-10 take
+    the starting weights, 11-13 those after batch 7 (version 8), 14-16 version 11; each
+    version sits in its own of the 2 slots until the sampler no longer needs it."""
+    plan = Handoffs(lead=2, size=3, first=5)
+    assert [plan.weights_due(i) for i in range(5, 17)] == [5] * 6 + [8] * 3 + [11] * 3
+    assert [i for i in range(5, 17) if plan.starts(i)] == [5, 8, 11, 14]
+    assert [i for i in range(5, 17) if plan.ends(i)] == [7, 10, 13, 16]
+    assert [plan.slot(v) for v in (5, 8, 11, 14)] == [0, 1, 0, 1]
+    assert [Handoffs(lead=2).weights_due(i) for i in range(4)] == [0, 0, 1, 2]
+
+
+def test_a_replay_learner_hands_off_64_steps_by_default_an_on_policy_one_each_batch():
+    dqn = build_runner(async_config(itrs=8), None, progress=False, stdout=False)
+    ppo = build_runner(small_config(algo="ppo", itrs=2), None, progress=False, stdout=False)
+    with dqn, ppo:
+        assert handoff_batches(None, dqn.algo, 1) == 64  # as SAC's preset: 1 env x 1 step
+        assert handoff_batches(None, dqn.algo, 48) == 2
+        assert handoff_batches(None, dqn.algo, 256) == 1
+        assert handoff_batches(None, ppo.algo, 1) == 1
+        assert handoff_batches(5, ppo.algo, 1) == 5
 
 
 @pytest.mark.integration

@@ -58,6 +58,11 @@ FAST = ["--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--no-p
             "async_lead must be a positive integer, got 0",
         ),
         (["train", "--set", "async_lead=4"], "async_lead=4 is for runner 'async'"),
+        (
+            ["train", "--runner", "async", "--set", "async_handoff=0"],
+            "async_handoff must be a positive integer, got 0",
+        ),
+        (["train", "--set", "async_handoff=8"], "async_handoff=8 is for runner 'async'"),
         (["train", "--n-workers", "auto"], "n_workers 'auto' with sampler 'serial' cannot work"),
         (["train", "--n-workers", "many"], "takes a positive integer or 'auto', got 'many'"),
         (

@@ -371,7 +371,7 @@ MASTER = textwrap.dedent("""
         if sys.argv[1].startswith("async-"):  # its own process runs the sampler's workers
             sampler = SamplerProcess(sampler, lead=2)
             sampler.initialize(agent)
-            sampler.publish(agent, 0)
+            sampler.begin(agent, 0)
         else:
             sampler.initialize(agent)
         sampler.obtain_samples(0)

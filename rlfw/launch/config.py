@@ -81,8 +81,12 @@ class RunConfig:
     """How sampling and learning are composed: sync, concurrent (HTS-RL: policy lag
     exactly one, ppo/a2c) or async (a sampler process running ahead)."""
     async_lead: int = 2
-    """Runner async: batches its sampler may run ahead of the learner (policy lag
-    ``async_lead - 1``)."""
+    """Runner async: hand-offs its sampler may run ahead of the learner (with one batch per
+    hand-off, a policy lag of ``async_lead - 1`` updates)."""
+    async_handoff: int | None = None
+    """Runner async: batches per hand-off between its sampler and the learner (one credit
+    and one weight load each); default: 1 for on-policy learners, enough batches for 64
+    env steps for replay learners (SAC's one-step batches)."""
     batch_B: Annotated[int, Flag("--batch-B", "--n-envs")] = 8
     """Envs stepped per batch: the B of [T, B]."""
     batch_T: Annotated[int, Flag("--batch-T")] = 32
@@ -171,6 +175,22 @@ class RunConfig:
             and self.algo_configs() == other.algo_configs()
         )
 
+    def _check_async_settings(self) -> None:
+        """The async runner's own settings, set only for it (``async_lead`` is checked
+        positive with the sizes)."""
+        if self.async_lead != RunConfig.async_lead and self.runner != "async":  # not the default
+            raise ValueError(
+                f"async_lead={self.async_lead} is for runner 'async' (the hand-offs "
+                f"its sampler may run ahead); runner {self.runner!r} has none"
+            )
+        if self.async_handoff is not None:
+            if self.runner != "async":
+                raise ValueError(
+                    f"async_handoff={self.async_handoff} is for runner 'async' (batches per "
+                    f"hand-off to its sampler process); runner {self.runner!r} has none"
+                )
+            check_positive(async_handoff=self.async_handoff)
+
     def validate(self) -> None:
         """Every check that can fail before work starts, each naming the bad value."""
         algo = ALGOS.get(self.algo)
@@ -205,11 +225,7 @@ class RunConfig:
                     f"hidden must list positive layer widths (or be empty: no "
                     f"hidden layer), got {list(self.hidden)}"
                 )
-        if self.async_lead != RunConfig.async_lead and self.runner != "async":  # not the default
-            raise ValueError(
-                f"async_lead={self.async_lead} is for runner 'async' (the batches "
-                f"its sampler may run ahead); runner {self.runner!r} has none"
-            )
+        self._check_async_settings()
         if self.normalize_obs and not getattr(
             algo.algo_cls, "accepts_normalize_obs", not algo.uses_replay
         ):

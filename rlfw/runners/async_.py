@@ -7,17 +7,22 @@ and the learner does exactly the configured ``replay_ratio x T x B`` updates per
 PPO/A2C: the sampler fills ``lead`` shared ``[T, B]`` buffers in turn and the learner takes each
 batch as it completes. Either way the sampler may run at most ``lead`` batches ahead of what
 the learner has consumed (it waits for a credit), and the learner waits when no batch is
-ready, so the replay ratio holds in both directions. Policy lag, achieved replay ratio and
-both sides' idle time are logged. Timing decides nothing the run computes: batch ``k`` is
-sampled with the weights published after batch ``k - lead`` (policy lag ``lead - 1``
-updates), and the learner's minibatches for batch ``k`` draw only from the batches up to
-``k`` (the sampler writes ahead into rows the learner does not see yet). Runs repeat
+ready, so the replay ratio holds in both directions. Batches pass in hand-offs of
+``handoff`` batches (one credit and one weight load each; by default one batch, and for a
+replay learner as many as make ``HANDOFF_STEPS`` env steps: SAC's one-step batches would
+otherwise pay a handshake per step), and the lead counts hand-offs. Policy lag, achieved
+replay ratio and both sides' idle time are logged. Timing decides nothing the run
+computes: hand-off ``h`` is sampled with the weights published after hand-off ``h - lead``
+(with single-batch hand-offs, a policy lag of ``lead - 1`` updates), and the learner's
+minibatches for batch ``k`` draw only from the batches up to ``k`` (the sampler writes
+ahead into rows the learner does not see yet). Runs repeat
 bitwise whatever the timing: the learner held back or the machine kept busy by another
 process (tested at 16 batches; 100k DQN steps in ``experiments/async_under_load.py``).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable, cast
 
@@ -31,6 +36,22 @@ from rlfw.samplers.async_ import BatchReport, SamplerProcess
 from rlfw.samplers.base import Sampler, SamplerBase
 from rlfw.samplers.machinery.workers import DEFAULT_START_METHOD
 
+# A replay learner's hand-off carries at least this many env steps by default: one
+# handshake (a credit, a weight load, a message each way: about 1.5 ms on 2 cores) then
+# costs under 2% of a one-update-per-step learner's time (SAC: ~8 ms an update).
+HANDOFF_STEPS = 64
+
+
+def handoff_batches(handoff: int | None, algo: Algorithm, steps_per_batch: int) -> int:
+    """Batches per hand-off: ``handoff`` when set; else one for an on-policy learner (its
+    lag is the lead's, as the lag study measures it) and, for a replay learner, the
+    fewest batches that make ``HANDOFF_STEPS`` env steps."""
+    if handoff is not None:
+        return handoff
+    if not isinstance(algo, ReplayAlgorithm):
+        return 1
+    return max(1, math.ceil(HANDOFF_STEPS / steps_per_batch))
+
 
 class AsyncRunner(Runner):
     """Sampler and learner free-running in separate processes (see the module docstring).
@@ -42,7 +63,11 @@ class AsyncRunner(Runner):
 
     samples_with_learner_agent = False
     shares_replay = True  # a replay algorithm learns from what the sampler process appends
-    config_fields = {"lead": "async_lead", "start_method": "start_method"}
+    config_fields = {
+        "lead": "async_lead",
+        "handoff": "async_handoff",
+        "start_method": "start_method",
+    }
 
     def __init__(
         self,
@@ -52,13 +77,15 @@ class AsyncRunner(Runner):
         schedule: RunSchedule,
         lead: int = 2,
         start_method: str = DEFAULT_START_METHOD,
+        handoff: int | None = None,
         **kwargs: Any,
     ):
+        size = handoff_batches(handoff, algo, sampler.batch_T * sampler.batch_B)
         replay = None
         if isinstance(algo, ReplayAlgorithm):
             algo.check_shared_replay()
-            replay = self._shared_replay(algo, sampler.seed, lead * sampler.batch_T)
-        process = SamplerProcess(sampler, lead, start_method, replay)
+            replay = self._shared_replay(algo, sampler.seed, lead * size * sampler.batch_T)
+        process = SamplerProcess(sampler, lead, start_method, replay, handoff=size)
         # a sampler to the skeleton, though its batches are None with a replay
         super().__init__(algo, agent, cast(Sampler, process), schedule, **kwargs)
         self.idle = {"learner": 0.0, "sampler": 0.0}
@@ -72,7 +99,7 @@ class AsyncRunner(Runner):
     def _shared_replay(
         algo: ReplayAlgorithm, seed: int, reserve_rows: int
     ) -> Callable[[Samples], Replay]:
-        """The replay the sampler process appends to (up to ``lead`` batches beyond what
+        """The replay the sampler process appends to (up to ``lead`` hand-offs beyond what
         the learner sees): made once, kept across restarts."""
 
         def make(example: Samples) -> Replay:
@@ -92,8 +119,7 @@ class AsyncRunner(Runner):
         self.idle["sampler"] += report.idle_s
         self.reporter.episodes += episodes
         self._learn(cast(Samples, samples), itr)  # None with a replay, unread by _update
-        self._process.publish(self.agent, itr + 1)
-        self._process.release()
+        self._process.learned(self.agent, itr)
         self._record_async(itr, report)
         return self._after_update(itr)
 
@@ -125,7 +151,7 @@ class AsyncRunner(Runner):
 
     def _on_startup(self) -> None:
         self.idle = {"learner": 0.0, "sampler": 0.0}
-        self._process.publish(self.agent, self.start_itr)  # the process starts on these
+        self._process.begin(self.agent, self.start_itr)  # the process starts on these
 
     def _on_restart(self, itr: int) -> None:
-        self._process.publish(self.agent, itr)  # the checkpoint's weights, not the pre-restart
+        self._process.begin(self.agent, itr)  # the checkpoint's weights, not the pre-restart

@@ -2,12 +2,15 @@
 as rlpyt's async samplers), started, watched and stopped by the same ``WorkerPool`` as
 every other sampler process.
 
-The process samples batch after batch, each after taking a credit (the learner returns one
-per batch consumed, so the sampler is at most ``lead`` batches ahead), with the weights the
-learner published after batch ``itr - lead``: a fixed policy lag, whatever the timing. A
+Batches pass in hand-offs of ``size`` batches (``Handoffs``): the process takes a credit
+and loads weights once per hand-off (the learner returns the credit when it has learned the
+hand-off's last batch, so the sampler is at most ``lead`` hand-offs ahead), the weights the
+learner published after the hand-off ``lead`` before: a fixed policy lag, whatever the
+timing. A hand-off of many small batches pays one handshake for all of them (SAC's preset
+samples one step per batch; a handshake per step cost more than the overlap gained). A
 batch goes either into a shared-memory replay (under the replay's lock, so a minibatch never
-mixes a half-written batch in) or into one of ``lead`` shared on-policy ``[T, B]`` buffers
-in turn; a ``batch`` message reports it (with the replay rows written so far).
+mixes a half-written batch in) or into one of ``lead x size`` shared on-policy ``[T, B]``
+buffers in turn; a ``batch`` message reports it (with the replay rows written so far).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import copy
 import multiprocessing as mp
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
@@ -59,6 +63,39 @@ class BatchReport(NamedTuple):
     rows_written: int  # replay rows appended up to and including this batch (or 0)
 
 
+@dataclass(frozen=True)
+class Handoffs:
+    """Which batches pass together and which weights sample them: from batch ``first`` on,
+    hand-offs of ``size`` batches; the sampler may be ``lead`` hand-offs ahead of the
+    learner, so hand-off ``h`` is sampled with the weights published after hand-off
+    ``h - lead`` (the first ``lead`` with the starting weights, version ``first``). A
+    function of the configuration alone: the run's bits never depend on timing."""
+
+    lead: int
+    size: int = 1
+    first: int = 0
+
+    def index(self, itr: int) -> int:
+        """The hand-off batch ``itr`` belongs to."""
+        return (itr - self.first) // self.size
+
+    def starts(self, itr: int) -> bool:
+        """Batch ``itr`` opens a hand-off (the sampler takes a credit and loads weights)."""
+        return (itr - self.first) % self.size == 0
+
+    def ends(self, itr: int) -> bool:
+        """Batch ``itr`` closes a hand-off (the learner publishes and returns a credit)."""
+        return (itr + 1 - self.first) % self.size == 0
+
+    def weights_due(self, itr: int) -> int:
+        """The version (updates learned) of the weights that sample batch ``itr``."""
+        return self.first + max(self.index(itr) - self.lead + 1, 0) * self.size
+
+    def slot(self, version: int) -> int:
+        """The shared-weights slot of ``version``, a hand-off boundary (``SharedWeights``)."""
+        return ((version - self.first) // self.size) % self.lead
+
+
 class ReplayWriter(Protocol):
     """What the sampler process appends batches through: a replay's ``writer``."""
 
@@ -76,9 +113,9 @@ def buffer_views(stacked: Samples, count: int) -> list[Samples]:
 
 
 class SharedWeights:
-    """The learner's last ``slots`` weight versions in shared memory, version ``v`` in slot
-    ``v % slots``: the sampler process loads exactly the version a batch is due, even when
-    the learner has published a newer one meanwhile.
+    """The learner's last ``slots`` weight versions in shared memory, each in the slot its
+    ``Handoffs`` gives: the sampler process loads exactly the version a batch is due, even
+    when the learner has published a newer one meanwhile.
 
     Each weight is one shared tensor with a leading slot dimension, and a slot is a view of
     it: a process receives one file descriptor per weight however many slots there are
@@ -98,17 +135,18 @@ class SharedWeights:
         count = len(self.versions)
         return [{k: v[i] for k, v in self.stacked.items()} for i in range(count)]
 
-    def publish(self, agent: Agent, version: int) -> None:
-        slot = version % len(self.versions)
+    def publish(self, agent: Agent, version: int, slot: int) -> None:
         with self.lock:
             for key, value in agent.state_dict().items():
                 self.stacked[key][slot].copy_(value)
             self.versions[slot] = version
 
-    def pull(self, agent: Agent, version: int, have: int, alive: Callable[[], bool]) -> int:
-        """Load ``version`` into ``agent`` (unless it holds it: ``have``), waiting until
-        it is published; returns it, or -1 if ``alive()`` turned False meanwhile."""
-        slot = version % len(self.versions)
+    def pull(
+        self, agent: Agent, version: int, slot: int, have: int, alive: Callable[[], bool]
+    ) -> int:
+        """Load ``version`` from ``slot`` into ``agent`` (unless it holds it: ``have``),
+        waiting until it is published; returns it, or -1 if ``alive()`` turned False
+        meanwhile."""
         while True:
             with self.lock:
                 if int(self.versions[slot]) == version:
@@ -122,9 +160,10 @@ class SharedWeights:
 
 class FreeRunningLoop:
     """The sampler process's side of the async runner: answers ``state``/``load`` like any
-    worker, and ``run`` (the first batch's index) samples batch after batch, each when its
-    credit comes back and with the weights it is due, into the replay storage (DQN) or the
-    on-policy buffers, answering the learner's commands between batches until ``close``."""
+    worker, and ``run`` (the first batch's index) samples batch after batch, each hand-off
+    when its credit comes back and with the weights it is due, into the replay storage (DQN)
+    or the on-policy buffers, answering the learner's commands between batches until
+    ``close``."""
 
     def __init__(
         self,
@@ -132,14 +171,16 @@ class FreeRunningLoop:
         sampler: SamplerBase,
         weights: SharedWeights,
         credits: Semaphore,
-        lead: int,
+        handoffs: Handoffs,
         writer: ReplayWriter | None,
         replay_lock: Lock | None,
         buffers: Samples | None,
     ):
         self.conn, self.sampler, self.weights, self.credits = conn, sampler, weights, credits
-        self.lead, self.writer, self.replay_lock = lead, writer, replay_lock
-        self.buffers = None if buffers is None else buffer_views(buffers, lead)
+        self.handoffs, self.writer, self.replay_lock = handoffs, writer, replay_lock
+        self.buffers = (
+            None if buffers is None else buffer_views(buffers, handoffs.lead * handoffs.size)
+        )
 
     def handle(self, command: str, payload: Any) -> Any:
         if command == "state":
@@ -162,18 +203,25 @@ class FreeRunningLoop:
     def run(self, itr: int) -> str:
         """Sample from batch ``itr`` on until told to close (or orphaned)."""
         assert self.sampler.agent is not None  # initialized before the process serves
-        first, version = itr, -1
+        plan = replace(self.handoffs, first=itr)
+        version = -1
         while True:
-            idle = self._wait_for_credit()
-            if idle is None:
-                return CLOSED
-            # Batch itr is due the weights after batch itr - lead: its credit came back
-            # once the learner had published them, so the lag is fixed whatever the
-            # timing (the first batches use the start's weights).
-            version = self.weights.pull(
-                self.sampler.agent, max(itr - self.lead + 1, first), version, self.answer_waiting
-            )
-            if version < 0:
+            idle = 0.0
+            if plan.starts(itr):
+                waited = self._wait_for_credit()
+                if waited is None:
+                    return CLOSED
+                # The hand-off is due the weights after the one `lead` before: its credit
+                # came back once the learner had published them, so the lag is fixed
+                # whatever the timing (the first hand-offs use the start's weights).
+                due = plan.weights_due(itr)
+                version = self.weights.pull(
+                    self.sampler.agent, due, plan.slot(due), version, self.answer_waiting
+                )
+                if version < 0:
+                    return CLOSED
+                idle = waited
+            elif not self.answer_waiting():
                 return CLOSED
             samples, episodes = self.sampler.obtain_samples(itr)
             rows = self._deliver(samples, itr, version)
@@ -211,15 +259,15 @@ def _sampler_main(
     agent: Agent,
     weights: SharedWeights,
     credits: Semaphore,
-    lead: int,
+    handoffs: Handoffs,
     writer: ReplayWriter | None,
     replay_lock: Lock | None,
     buffers: Samples | None,
 ) -> None:
-    """The sampler process (see ``FreeRunningLoop``); ``buffers``: the ``lead`` on-policy
-    buffers stacked (``buffer_views``)."""
+    """The sampler process (see ``FreeRunningLoop``); ``buffers``: the ``lead x size``
+    on-policy buffers stacked (``buffer_views``)."""
     worker_setup(None)
-    loop = FreeRunningLoop(conn, sampler, weights, credits, lead, writer, replay_lock, buffers)
+    loop = FreeRunningLoop(conn, sampler, weights, credits, handoffs, writer, replay_lock, buffers)
 
     def make_handler() -> tuple[Handler, Callable[[], None]]:
         sampler.initialize(agent)
@@ -257,12 +305,13 @@ class _WatchedLock:
 class SamplerProcess:
     """A sampler of any kind, run free in its own process; looks like a sampler to the
     runner (``initialize``, ``obtain_samples``, ``evaluate``, state, ``close``), plus
-    ``publish`` (new weights) and ``release`` (one batch consumed: a credit back).
+    ``begin`` (the weights it starts from) and ``learned`` (a batch learned: at the end of a
+    hand-off, new weights and a credit back).
 
     ``replay`` (for replay-based algorithms) gives the shared-memory replay for batches
     shaped like its argument; the process appends to it. Without one, batches arrive in
-    ``lead`` shared on-policy buffers in turn. ``lead`` bounds how many batches the sampler
-    may be ahead.
+    ``lead x handoff`` shared on-policy buffers in turn. ``lead`` bounds how many hand-offs
+    of ``handoff`` batches the sampler may be ahead.
     """
 
     def __init__(
@@ -271,9 +320,13 @@ class SamplerProcess:
         lead: int = 2,
         start_method: str = DEFAULT_START_METHOD,
         replay: Callable[[Samples], Replay] | None = None,
+        handoff: int = 1,
     ):
         if lead < 1:
-            raise ValueError(f"lead must be >= 1 batch, got {lead}")
+            raise ValueError(f"lead must be >= 1 hand-off, got {lead}")
+        if handoff < 1:
+            raise ValueError(f"handoff must be >= 1 batch, got {handoff}")
+        self.handoffs = Handoffs(lead, handoff)
         self.sampler, self.lead, self.start_method = sampler, lead, start_method
         self.make_replay = replay
         self.batch_T, self.batch_B = sampler.batch_T, sampler.batch_B
@@ -332,13 +385,14 @@ class SamplerProcess:
             writer = self.replay.writer
         else:
             # one buffer per batch the sampler may hold ahead: batch k goes to buffer
-            # k % lead, whose previous batch (k - lead) the learner released first
+            # k % count, whose previous batch (k - count) the learner released first
             # (one stacked tree: see ``buffer_views``)
+            count = self.lead * self.handoffs.size
             stacked = tree_map(
-                lambda x: x.unsqueeze(0).repeat(self.lead, *([1] * x.dim())).share_memory_(),
+                lambda x: x.unsqueeze(0).repeat(count, *([1] * x.dim())).share_memory_(),
                 example,
             )
-            self.buffers = buffer_views(stacked, self.lead)
+            self.buffers = buffer_views(stacked, count)
             example = self.buffers[0]
         self.samples = example
         self.weights: SharedWeights | None = SharedWeights(agent, ctx, self.lead)
@@ -358,7 +412,7 @@ class SamplerProcess:
                         copy.deepcopy(agent),
                         self.weights,
                         self.credits,
-                        self.lead,
+                        self.handoffs,
                         writer,
                         lock,
                         None if self.buffers is None else stacked,
@@ -412,14 +466,20 @@ class SamplerProcess:
         samples = None if self.buffers is None else self.buffers[report.index % len(self.buffers)]
         return samples, report.episodes
 
-    def publish(self, agent: Agent, version: int) -> None:
+    def begin(self, agent: Agent, itr: int) -> None:
+        """The process's first batch is ``itr``, sampled (as the next ``lead`` hand-offs)
+        with ``agent``'s weights: at the start, a resume or a restart."""
         assert self.weights is not None  # initialized, not closed
-        self.weights.publish(agent, version)
+        self.handoffs = replace(self.handoffs, first=itr)
+        self.weights.publish(agent, itr, self.handoffs.slot(itr))
 
-    def release(self) -> None:
-        """The learner is done with the oldest batch: the sampler may start another."""
-        assert self.credits is not None  # initialized, not closed
-        self.credits.release()
+    def learned(self, agent: Agent, itr: int) -> None:
+        """The learner is done with batch ``itr``: at a hand-off's end, ``agent``'s weights
+        go out as version ``itr + 1`` and the sampler may start another hand-off."""
+        assert self.weights is not None and self.credits is not None  # initialized
+        if self.handoffs.ends(itr):
+            self.weights.publish(agent, itr + 1, self.handoffs.slot(itr + 1))
+            self.credits.release()
 
     def evaluate(
         self, n_episodes: int, greedy: bool = True, limits: EvalLimits = EvalLimits()
