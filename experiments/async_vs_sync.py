@@ -55,7 +55,7 @@ class LearningClock:
         return (s1 - s0) / (t1 - t0)
 
 
-def run(case: Case, runner: str, seed: int) -> dict[str, Any]:
+def run(case: Case, runner: str, seed: int, handoff: int | None = None) -> dict[str, Any]:
     config = apply_overrides(
         RunConfig(algo=case.algo, env=case.env, seed=seed), preset(case.algo, case.env)
     )
@@ -67,6 +67,8 @@ def run(case: Case, runner: str, seed: int) -> dict[str, Any]:
             case.algo: {"learning_starts": case.learning_starts},
         },
     )
+    if handoff is not None:
+        config.async_handoff = handoff
     total = case.learning_starts + case.steps
     config.schedule = RunSchedule(n_steps=total, eval_every=None, log_every=total)
     clock = LearningClock()
@@ -86,17 +88,21 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=sorted(CASES))
     parser.add_argument("--steps", type=int, help="learning steps per run (default: the case's)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--handoff", type=int, help="async_handoff (default: the runner's; 1: a handshake a batch)"
+    )
     args = parser.parse_args()
     for name in args.cases:
         case = CASES[name]
         if args.steps:
             case = Case(case.algo, case.env, args.steps, case.learning_starts, case.sampler)
         sync = run(case, "sync", args.seed)
-        asynchronous = run(case, "async", args.seed)
+        asynchronous = run(case, "async", args.seed, args.handoff)
         idle = ", ".join(f"{k} idle {v:.0f} s" for k, v in asynchronous["idle"].items())
         print(
             f"{name} ({case.algo} {case.env}, {case.sampler} sampler, {case.steps:,} learning "
-            f"steps): sync {sync['rate']:.1f} env steps/s (replay ratio "
+            f"steps, async_handoff {args.handoff or 'default'}): sync {sync['rate']:.1f} "
+            "env steps/s (replay ratio "
             f"{sync['replay_ratio']:.2f}), async {asynchronous['rate']:.1f} (replay ratio "
             f"{asynchronous['replay_ratio']:.2f}; {idle}): async / sync "
             f"{asynchronous['rate'] / sync['rate']:.2f}x"
