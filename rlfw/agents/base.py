@@ -80,6 +80,12 @@ def reset_states(state: AgentState, done: np.ndarray | torch.Tensor) -> None:
 # in calls of 1 to 8 rows than in one of 64, and the products after it still need the
 # padding.
 ROW_BLOCK = 4
+# ... and on at least this many: on a Xeon with AMX (2026-12-07, the same torch), MKL's
+# sgemm gave a row other bits in every call of 1 to 10 rows than in a call of 256, the
+# multiples of 4 up to 8 included; from 11 rows on every row count agreed. A call of fewer
+# rows (a single env, a small worker share) computes 16: a few rows more of a small MLP,
+# up to 16x one row of a CNN.
+MIN_ROWS = 16
 
 R = TypeVar("R")
 
@@ -109,12 +115,13 @@ def pad_rows(tree: Tree, extra: int) -> Tree:
 def invariant_rows(forward: Callable[..., R], *rows: Tree) -> R:
     """``forward(*rows)`` with each row's result independent of how many rows there are:
     the trees of tensors ``rows`` (leading dim ``n``; None allowed) padded to a multiple
-    of ``ROW_BLOCK`` rows, run on one thread, every output tensor cut back to ``n`` rows.
+    of ``ROW_BLOCK`` rows and at least ``MIN_ROWS``, run on one thread, every output tensor
+    cut back to ``n`` rows.
     What samplers record then has the same bits whichever sampler (serial, workers with
     a share of the slots, groups, a queue's batches) made the call."""
     leaves = tree_leaves(rows[0])
     n = int(leaves[0].shape[0]) if leaves else 0
-    extra = -n % ROW_BLOCK
+    extra = max(n + -n % ROW_BLOCK, MIN_ROWS) - n if n else 0
     with _one_thread():
         if not extra:
             return forward(*rows)
