@@ -56,9 +56,10 @@ def peer_python() -> str:
         subprocess.run([sys.executable, "-m", "venv", PEER_VENV], check=True)
         pip = [python, "-m", "pip", "install", "-q"]
         subprocess.run([*pip, "torch==2.13.0"], check=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
-            pins.write("torch==2.13.0\n")
-        subprocess.run([*pip, "-c", pins.name, *PEER_PACKAGES], check=True)
+        pins = os.path.join(PEER_VENV, "constraints.txt")  # kept with the venv it made
+        with open(pins, "w") as f:
+            f.write("torch==2.13.0\n")
+        subprocess.run([*pip, "-c", pins, *PEER_PACKAGES], check=True)
     return python
 
 
