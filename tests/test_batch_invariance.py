@@ -132,6 +132,25 @@ def test_an_mlp_row_gets_the_same_bits_in_calls_of_every_size_up_to_17():
         assert torch.equal(torch.cat(parts).view(torch.int32), whole.view(torch.int32)), n
 
 
+def test_greedy_evaluation_runs_its_own_rows_and_sampling_the_padded_floor():
+    """Evaluation (greedy, the same calls under every sampler) skips the padding a 1-env
+    sampling call pays: the network sees 1 row, not ``MIN_ROWS``."""
+    from rlfw.agents.base import MIN_ROWS
+    from rlfw.agents.dqn_agent import DqnAgent
+
+    space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    spaces = EnvSpaces(space, gym.spaces.Discrete(3))
+    for agent in (ActorCriticAgent.build(spaces), DqnAgent.build(spaces, 1, hidden=(8,))):
+        seen: list[int] = []
+        agent.model.register_forward_pre_hook(lambda _, args: seen.append(len(args[0])))
+        obs, noise = torch.zeros(1, 4), torch.zeros(1, *agent.noise_shape)
+        agent.sample_mode()
+        agent.step(obs, noise)
+        agent.eval_mode()
+        agent.step(obs, noise)
+        assert seen == [MIN_ROWS, 1], type(agent).__name__
+
+
 # -- whole runs: every sampler records the serial sampler's batches and ends with its weights
 
 SAMPLERS = ["cpu", "gpu", "alternating", "queue"]

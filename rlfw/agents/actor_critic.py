@@ -262,8 +262,9 @@ class ActorCriticAgent(ModelAgent):
     ) -> tuple[torch.Tensor, torch.Tensor, AgentState, torch.Tensor | None]:
         """(policy params, value, next state, the model's normalized input or None) of one
         step, each row's bits the same however many rows the call has (``invariant_rows``:
-        samplers split the slots among workers and groups differently)."""
-        return invariant_rows(self._forward_rows, self._obs(obs), state)
+        samplers split the slots among workers and groups differently); unpadded when greedy
+        (evaluation makes the same calls under every sampler)."""
+        return invariant_rows(self._forward_rows, self._obs(obs), state, pad=not self.greedy)
 
     def _forward_rows(
         self, obs: Any, state: AgentState

@@ -112,16 +112,18 @@ def pad_rows(tree: Tree, extra: int) -> Tree:
     return tree_map(lambda x: torch.cat([x, x[-1:].expand(extra, *x.shape[1:])]), tree)
 
 
-def invariant_rows(forward: Callable[..., R], *rows: Tree) -> R:
+def invariant_rows(forward: Callable[..., R], *rows: Tree, pad: bool = True) -> R:
     """``forward(*rows)`` with each row's result independent of how many rows there are:
     the trees of tensors ``rows`` (leading dim ``n``; None allowed) padded to a multiple
     of ``ROW_BLOCK`` rows and at least ``MIN_ROWS``, run on one thread, every output tensor
     cut back to ``n`` rows.
     What samplers record then has the same bits whichever sampler (serial, workers with
-    a share of the slots, groups, a queue's batches) made the call."""
+    a share of the slots, groups, a queue's batches) made the call. ``pad=False`` (greedy
+    evaluation, whose envs every sampler steps in one place with the same calls) runs the
+    rows as given, on one thread: a 1-env evaluation of a CNN then costs one row, not 16."""
     leaves = tree_leaves(rows[0])
     n = int(leaves[0].shape[0]) if leaves else 0
-    extra = max(n + -n % ROW_BLOCK, MIN_ROWS) - n if n else 0
+    extra = max(n + -n % ROW_BLOCK, MIN_ROWS) - n if n and pad else 0
     with _one_thread():
         if not extra:
             return forward(*rows)

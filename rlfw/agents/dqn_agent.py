@@ -136,7 +136,7 @@ class DqnAgent(ModelAgent, Generic[QT]):
         """(Q-values, the valid-action mask or None); invalid actions' values are the
         dtype's lowest, so a max or argmax never picks one."""
         obs = self._obs(obs)
-        q: torch.Tensor = invariant_rows(self.model, obs)
+        q: torch.Tensor = invariant_rows(self.model, obs, pad=not self.greedy)
         if not self.masked:
             return q, None
         mask = cast("Mapping[str, torch.Tensor]", obs)[MASK_KEY]  # a masked agent's are dicts
@@ -247,7 +247,7 @@ class RecurrentDqnAgent(DqnAgent[RecurrentQNetwork]):
         slots: Sequence[int] | None = None,
         state: AgentState = None,
     ) -> AgentStep:
-        q, next_state = invariant_rows(self.q, self._obs(obs), state)
+        q, next_state = invariant_rows(self.q, self._obs(obs), state, pad=not self.greedy)
         return AgentStep(self._epsilon_greedy(q, noise, slots), QInfo(q.max(-1).values), next_state)
 
     @torch.no_grad()
