@@ -19,8 +19,9 @@ extras = {
     "minatar": ["minatar>=1.0.15"],
     # MiniGrid's gridworlds under their own ids (MiniGrid-DoorKey-5x5-v0, ...)
     "minigrid": ["minigrid>=3.0"],
-    # PettingZoo's classic board games (connect four) as single-agent envs
-    "pettingzoo": ["pettingzoo>=1.24"],
+    # PettingZoo's classic board games (connect four) as single-agent envs, and PettingZoo
+    # Parallel envs (MPE's: mpe2.simple_spread_v3) with each agent a column of the batch
+    "pettingzoo": ["pettingzoo>=1.24", "mpe2>=1.1"],
     # sweeps as Ray tasks on a cluster (rlfw sweep --backend ray)
     "ray": ["ray>=2.9"],
     # `rlfw eval RUN --video`, `--video-every`: mp4/GIF encoding (imageio's ffmpeg plugin

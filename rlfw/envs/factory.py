@@ -17,6 +17,12 @@ import numpy as np
 from rlfw.envs.atari import AtariOptions, make_atari
 from rlfw.envs.masks import MASK_MODES, resolve_mask_mode, with_action_mask
 from rlfw.envs.minigrid import TileCodes, is_minigrid, register_minigrid_envs
+from rlfw.envs.multiagent import (
+    ColumnsEnv,
+    check_pettingzoo_module,
+    is_pettingzoo,
+    make_pettingzoo,
+)
 from rlfw.envs.robotics import is_robotics, register_robotics_envs
 
 
@@ -215,6 +221,8 @@ class EnvFactory:
             importlib.import_module(module)
         if is_atari(self.env_id) and self.entry is None:
             return make_atari(self.env_id, self.atari, train, self.render_mode)
+        if self.entry is None and is_pettingzoo(self.env_id):  # its agents are columns
+            return make_pettingzoo(self.env_id, **dict(self.kwargs))
         if self.entry is None and is_mujoco(self.env_id):
             route_mujoco_warnings()
         minigrid = self.entry is None and is_minigrid(self.env_id)
@@ -227,6 +235,8 @@ class EnvFactory:
         if self.render_mode is not None:
             kwargs["render_mode"] = self.render_mode
         env = make(**kwargs)
+        if isinstance(env, ColumnsEnv):  # many agents: it keeps its own episode statistics
+            return env
         if minigrid:
             env = TileCodes(env)
         if self.options.drop_keys:
@@ -239,7 +249,11 @@ class EnvFactory:
         """This factory with ``options.action_mask='auto'`` made concrete by one probe env
         (a mask in ``info`` becomes 'info'), so every env it builds agrees without each
         resetting a probe of its own."""
-        if self.options.action_mask != "auto" or is_atari(self.env_id):
+        if (
+            self.options.action_mask != "auto"
+            or is_atari(self.env_id)
+            or is_pettingzoo(self.env_id)
+        ):
             return self
         probe = self(True)
         try:
@@ -264,7 +278,9 @@ class EnvFactory:
         self.options.validate()
         if is_atari(self.env_id):
             self.atari.validate()
-        if self.entry is None:
+        if self.entry is None and is_pettingzoo(self.env_id):
+            check_pettingzoo_module(self.env_id)
+        elif self.entry is None:
             check_env_available(self.env_id)
             check_env_id(self.env_id)
 

@@ -9,14 +9,26 @@ import gymnasium as gym
 from rlfw.envs.factory import is_atari, is_mujoco
 from rlfw.envs.minatar import is_minatar
 from rlfw.envs.minigrid import is_minigrid
+from rlfw.envs.multiagent import is_pettingzoo
 from rlfw.envs.robotics import is_robotics
 
-FAMILIES = ("atari", "minatar", "minigrid", "robotics", "mujoco", "continuous", "classic")
+FAMILIES = (
+    "atari",
+    "minatar",
+    "minigrid",
+    "robotics",
+    "mujoco",
+    "continuous",
+    "classic",
+    "multiagent",
+)
 
 
 def env_family(env_id: str) -> str:
-    """'atari', 'minatar', 'minigrid', 'mujoco', 'continuous' (other Box-action envs) or
-    'classic'."""
+    """'atari', 'minatar', 'minigrid', 'mujoco', 'continuous' (other Box-action envs),
+    'multiagent' (a PettingZoo env module) or 'classic'."""
+    if is_pettingzoo(env_id):
+        return "multiagent"
     if is_atari(env_id):
         return "atari"
     if is_minatar(env_id):
@@ -39,7 +51,10 @@ def env_family(env_id: str) -> str:
 
 
 def base_name(env_id: str) -> str:
-    """'HalfCheetah' of 'HalfCheetah-v5' (and of 'ALE/Pong-v5': 'Pong')."""
+    """'HalfCheetah' of 'HalfCheetah-v5' (and of 'ALE/Pong-v5': 'Pong'; of
+    'mpe2.simple_spread_v3': 'simple_spread')."""
+    if is_pettingzoo(env_id):
+        return env_id.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
     return env_id.split("/")[-1].rsplit("-v", 1)[0]
 
 

@@ -23,7 +23,12 @@ RUN_LENGTH = {
     "minigrid": 100_000,  # rl-baselines3-zoo's budget for DoorKey-5x5 and Empty-Random-5x5
     "robotics": 20_000,  # rl-baselines3-zoo's (SAC + HER) budget for FetchReach
     "atari": 10_000_000,
+    # agent steps (every agent's step counts): MPE simple_spread's 3 agents x 25-step
+    # episodes, ~13k team episodes
+    "multiagent": 1_000_000,
 }
+# A many-agent family's batch: this many envs, each as many columns as it has agents.
+MULTIAGENT_ENVS = 8
 # How a family's envs are observed by every algorithm: MiniGrid's mission is text, which
 # no fixed-shape buffer holds (its tasks of one mission need it not).
 FAMILY_ENV_OPTIONS: dict[str, dict[str, Any]] = {"minigrid": {"drop_keys": ("mission",)}}
@@ -61,6 +66,11 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     if "n_steps" in schedule:
         schedule = {**schedule_for(schedule["n_steps"]), **schedule}
     family_settings: dict[str, Any] = {"schedule": {**_family_schedule(family), **schedule}}
+    if family == "multiagent":  # whole envs: batch_B counts columns, agents x envs
+        from rlfw.envs.factory import EnvFactory
+        from rlfw.envs.multiagent import factory_columns
+
+        family_settings["batch_B"] = MULTIAGENT_ENVS * factory_columns(EnvFactory(env_id))
     if family in FAMILY_ENV_OPTIONS:
         family_settings["env_options"] = FAMILY_ENV_OPTIONS[family]
     return merge_settings(tuned, family_settings)

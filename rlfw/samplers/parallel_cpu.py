@@ -70,7 +70,7 @@ class ParallelCpuSampler(ParallelSamplerBase):
     """
 
     def _setup(self) -> None:
-        self.slots = split_slots(self.batch_B, self.n_workers)
+        self.slots = split_slots(self.batch_B, self.n_workers, self.env_width)
 
     def _start(self, agent: Agent) -> Samples:
         samples = allocate_samples(

@@ -117,7 +117,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
                 f"n_workers={self.n_workers} must be a multiple of {self.n_groups} "
                 f"for {type(self).__name__}"
             )
-        self.worker_slots = split_slots(self.batch_B, self.n_workers)
+        self.worker_slots = split_slots(self.batch_B, self.n_workers, self.env_width)
         per_group = self.n_workers // self.n_groups
         self.groups = [range(w * per_group, (w + 1) * per_group) for w in range(self.n_groups)]
         self.act_ready: list[Semaphore] = []

@@ -123,7 +123,7 @@ class QueueSampler(ParallelSamplerBase):
         """``ParallelSamplerBase``'s arguments, plus the predictor's ``max_batch`` (default
         every env) and ``batch_wait_s``."""
         super().__init__(*args, **kwargs)
-        self.slots = split_slots(self.batch_B, self.n_workers)
+        self.slots = split_slots(self.batch_B, self.n_workers, self.env_width)
         self.widest = max(len(s) for s in self.slots)  # envs of the largest actor
         self.max_batch = self.batch_B if max_batch is None else max_batch
         if self.max_batch < self.widest:

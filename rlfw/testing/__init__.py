@@ -11,6 +11,7 @@ from rlfw.testing.agents import (
 )
 from rlfw.testing.envs import (
     ContinuousCountingEnv,
+    CountingAgentsGame,
     CountingEnv,
     CountMatchingEnv,
     FrameCountingEnv,
@@ -22,6 +23,7 @@ from rlfw.testing.envs import (
     SelfKillingEnv,
     SleepyEnv,
     TextLeafEnv,
+    counting_agents_env,
     stacked_frame_counting_env,
 )
 
@@ -29,6 +31,8 @@ __all__ = [
     "ConstantActionAgent",
     "ContinuousCountingEnv",
     "CountingAgent",
+    "CountingAgentsGame",
+    "counting_agents_env",
     "CountingEnv",
     "GoalCountingEnv",
     "NestedCountingEnv",

@@ -311,3 +311,71 @@ class GoalCountingEnv(gym.Env):
     ) -> np.ndarray:
         distance: np.ndarray = np.abs(achieved_goal - desired_goal).sum(-1)
         return -(distance > 0).astype(np.float32)
+
+
+class CountingAgentsGame:
+    """A two-agent game in PettingZoo's Parallel API (duck-typed: no pettingzoo needed)
+    whose every number is predictable, for many-agent columns.
+
+    Agent ``i`` observes ``[tag + 1000 i, episode, t]`` and gets reward ``(i + 1)(t + 1)``
+    on step ``t``. Episode ``k`` lasts ``lengths[k % len(lengths)]`` steps, then the agents
+    still playing terminate (``k`` even) or truncate (``k`` odd); the second agent leaves
+    (terminates) after ``second_leaves_after`` steps when the episode is longer, so one
+    run covers agents that leave while others play on.
+    """
+
+    possible_agents = ["first", "second"]
+
+    def __init__(self, lengths: tuple[int, ...] = (3, 5, 4), second_leaves_after: int = 2):
+        self.lengths, self.leave = tuple(lengths), second_leaves_after
+        self.agents: list[str] = []
+        self._tag, self._episode, self._t = 0.0, -1, 0
+
+    def observation_space(self, agent: str) -> gym.spaces.Box:
+        return gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+
+    def action_space(self, agent: str) -> gym.spaces.Discrete:
+        return gym.spaces.Discrete(3)
+
+    def _obs(self, agent: str) -> np.ndarray:
+        tag = self._tag + 1000 * self.possible_agents.index(agent)
+        return np.array([tag, self._episode, self._t], dtype=np.float32)
+
+    def state(self) -> np.ndarray:
+        return np.array([self._tag, self._episode, self._t], dtype=np.float32)
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        if seed is not None:
+            self._tag = float(seed % 997)
+        self._episode += 1
+        self._t = 0
+        self.agents = list(self.possible_agents)
+        return {a: self._obs(a) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        assert set(actions) == set(self.agents), (actions, self.agents)
+        rewards = {
+            a: float((self.possible_agents.index(a) + 1) * (self._t + 1)) for a in self.agents
+        }
+        self._t += 1
+        length = self.lengths[self._episode % len(self.lengths)]
+        ended = self._t >= length
+        terminated = {a: ended and self._episode % 2 == 0 for a in self.agents}
+        truncated = {a: ended and self._episode % 2 == 1 for a in self.agents}
+        if not ended and self._t == self.leave and "second" in self.agents:
+            terminated["second"] = True
+        observations = {a: self._obs(a) for a in self.agents}
+        self.agents = [a for a in self.agents if not (terminated[a] or truncated[a])]
+        return observations, rewards, terminated, truncated, {a: {} for a in actions}
+
+    def close(self) -> None:
+        pass
+
+
+def counting_agents_env() -> gym.Env:
+    """``CountingAgentsGame`` as rlfw columns (an ``EnvFactory`` entry)."""
+    from rlfw.envs.multiagent import ParallelColumns
+
+    return ParallelColumns(CountingAgentsGame, "counting agents")

@@ -57,6 +57,8 @@ class InterleavedSampler(ParallelSamplerBase):
     """Worker w of N steps env slots w, w + N, ... with its own CPU copy of the agent."""
 
     def _setup(self) -> None:
+        if self.env_width > 1:  # a strided share would split a many-agent env's columns
+            raise ValueError("the interleaved sampler steps one-agent envs only")
         if self.n_workers > self.batch_B:
             raise ValueError(f"n_workers={self.n_workers} exceeds batch_B={self.batch_B}")
         self.slots = [range(w, self.batch_B, self.n_workers) for w in range(self.n_workers)]

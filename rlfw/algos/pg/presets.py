@@ -11,6 +11,7 @@ from rlfw.algos.preset_table import PresetEntry, resolve
 CLASSIC, CONTINUOUS, MUJOCO = ("classic",), ("continuous",), ("mujoco",)
 MINIGRID = ("minigrid",)
 MINATAR, ATARI = ("minatar",), ("atari",)
+MULTIAGENT = ("multiagent",)
 
 # SB3's PPO defaults, which rl-baselines3-zoo's entries start from
 _SB3_PPO = dict(
@@ -308,6 +309,31 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
                 entropy_coef=0.01,
                 value_coef=0.5,
                 max_grad_norm=0.5,
+                normalize_advantage=True,
+            ),
+        },
+    ),
+    PresetEntry(
+        MULTIAGENT,
+        "MAPPO paper (Yu et al. 2022) MPE settings: lr 7e-4, 10 epochs of one minibatch, "
+        "clip 0.2, entropy 0.01, gradient norm 10, 64-unit layers; 8 envs x 100 steps "
+        "(the paper's 128 envs do not fit 2 cores)",
+        {
+            "hidden": (64, 64),
+            "activation": "relu",
+            "batch_T": 100,
+            "ppo": dict(
+                learning_rate=7e-4,
+                anneal_lr=False,
+                gamma=0.99,
+                gae_lambda=0.95,
+                epochs=10,
+                minibatch_size=100_000,  # one minibatch: the whole batch
+                clip=0.2,
+                value_clip=None,
+                entropy_coef=0.01,
+                value_coef=1.0,
+                max_grad_norm=10.0,
                 normalize_advantage=True,
             ),
         },

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
 
 from rlfw.buffers.tree import Tree, tree_assign, tree_copy, tree_paths
+from rlfw.envs.multiagent import ColumnsEnv, columns_of
 from rlfw.envs.spaces import leaf_keys, observation_rows
 from rlfw.envs.state import dumps_envs, loads_envs
 from rlfw.samplers.episodes import EpisodeInfo
@@ -56,6 +57,10 @@ class EnvGroup:
     ``step`` resets an env the same step it ends; ``next_obs`` then holds the new episode's
     first observation, and the true final observation of a *truncated* episode is kept in
     ``final_obs`` so the sampler can bootstrap from it (terminated ones need none).
+
+    A many-agent env (``ColumnsEnv``) fills ``width`` consecutive slots, one per agent, and
+    is seeded from its first slot; ``slots`` then holds whole envs (samplers split slots
+    in multiples of the width: ``split_slots``).
     """
 
     def __init__(
@@ -68,20 +73,42 @@ class EnvGroup:
         self.slots = list(slots)
         self.seed = seed
         self.train = train
-        self.envs = [env_factory(train) for _ in self.slots]
-        self.result = StepResult(len(self.slots), self.envs[0].observation_space)
+        first = env_factory(train)
+        self.width = columns_of(first)
+        if len(self.slots) % self.width:
+            first.close()
+            raise ValueError(
+                f"{len(self.slots)} slots do not hold whole envs of {self.width} agents "
+                f"each: use a multiple of {self.width} (batch_B and each worker's share)"
+            )
+        self.envs = [first] + [env_factory(train) for _ in range(len(self.slots) // self.width - 1)]
+        self.result = StepResult(len(self.slots), first.observation_space)
+
+    def _write_rows(self, e: int, rows: Any) -> None:
+        for j, obs in enumerate(rows):
+            self.result.write_obs(e * self.width + j, obs)
 
     def reset(self, round_index: int = 0) -> Tree:
         """Seeded reset of every env; returns the observations (also in ``result.next_obs``)."""
         purpose = TRAIN_ENV if self.train else EVAL_ENV
-        for i, (slot, env) in enumerate(zip(self.slots, self.envs)):
+        for e, env in enumerate(self.envs):
+            slot = self.slots[e * self.width]
             obs, _ = env.reset(seed=derive_seed(self.seed, purpose, round_index, slot))
-            self.result.write_obs(i, obs)
+            if self.width == 1:
+                self.result.write_obs(e, obs)
+            else:
+                self._write_rows(e, obs)
         return self.result.next_obs
 
     def reset_slot(self, i: int) -> None:
-        """Start a new episode in local env ``i`` (unseeded: its RNG continues)."""
-        self.result.write_obs(i, self.envs[i].reset()[0])
+        """Start a new episode in the env of local slot ``i`` (unseeded: its RNG continues;
+        a many-agent env restarts all its columns)."""
+        e = i // self.width
+        obs = self.envs[e].reset()[0]
+        if self.width == 1:
+            self.result.write_obs(i, obs)
+        else:
+            self._write_rows(e, obs)
 
     def step(
         self, actions: np.ndarray, active: np.ndarray | Sequence[bool] | None = None
@@ -89,6 +116,8 @@ class EnvGroup:
         r = self.result
         r.final_obs = {}
         r.episodes = []
+        if self.width > 1:
+            return self._step_columns(actions, active)
         for i, env in enumerate(self.envs):
             if active is not None and not active[i]:
                 continue
@@ -112,6 +141,28 @@ class EnvGroup:
                     r.final_obs[i] = tree_copy(obs)
                 obs, _ = env.reset()
             r.write_obs(i, obs)
+        return r
+
+    def _step_columns(
+        self, actions: np.ndarray, active: np.ndarray | Sequence[bool] | None
+    ) -> StepResult:
+        """``step`` for many-agent envs: each env takes its columns' actions at once."""
+        r, w = self.result, self.width
+        for e, env in enumerate(self.envs):
+            cols = slice(e * w, (e + 1) * w)
+            if active is not None and not active[e * w]:
+                continue
+            rows, reward, terminated, truncated, info = cast(ColumnsEnv, env).step(actions[cols])
+            r.reward[cols] = reward
+            r.terminated[cols] = terminated
+            r.truncated[cols] = truncated & ~terminated
+            for j in np.flatnonzero(r.truncated[cols]):
+                r.final_obs[e * w + int(j)] = tree_copy(rows[j])
+            if "episode" in info:  # every agent is done: one team episode
+                ep = info["episode"]
+                r.episodes.append(EpisodeInfo(float(ep["r"]), int(ep["l"]), self.slots[e * w]))
+                rows, _ = env.reset()
+            self._write_rows(e, rows)
         return r
 
     def state_dict(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import numpy as np
 
 from rlfw.agents.base import Agent, reset_states
 from rlfw.buffers.tree import Tree
+from rlfw.envs.multiagent import factory_columns
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.env_group import EnvGroup
 from rlfw.samplers.machinery.noise import SlotNoise
@@ -52,6 +53,7 @@ class Evaluator:
         start_method: str = DEFAULT_START_METHOD,
     ):
         check_positive(n_eval_envs=n_envs)
+        n_envs *= factory_columns(env_factory)  # a many-agent env's agents are columns
         if n_workers:  # envs in their own processes; the master only runs inference
             from rlfw.samplers.machinery.process_env_group import ProcessEnvGroup
 
@@ -72,13 +74,14 @@ class Evaluator:
     ) -> list[EpisodeInfo]:
         check_positive(n_episodes=n_episodes)
         limits.validate()
-        n_envs = len(self.group.slots)
+        n_envs = len(self.group.slots) // self.group.width
         quota = np.array([n_episodes // n_envs + (i < n_episodes % n_envs) for i in range(n_envs)])
         cap = limits.max_episode_steps or np.iinfo(np.int64).max
         budget = limits.max_steps or np.iinfo(np.int64).max
         obs = self.group.reset(round_index=call_index)
+        columns = len(self.group.slots)
         noise = SlotNoise.for_agent(
-            agent, self.seed, EVAL_NOISE, [call_index * n_envs + i for i in range(n_envs)]
+            agent, self.seed, EVAL_NOISE, [call_index * columns + i for i in range(columns)]
         )
         was_greedy = agent.greedy
         agent.greedy = greedy
@@ -97,11 +100,11 @@ class Evaluator:
         budget: int,
         was_greedy: bool,
     ) -> list[EpisodeInfo]:
-        n_envs = len(quota)
+        n_envs, width = len(quota), self.group.width
         done_count = np.zeros(n_envs, int)
         ep_return, ep_steps = np.zeros(n_envs), np.zeros(n_envs, int)
         episodes: list[EpisodeInfo] = []
-        state = agent.initial_state(n_envs)  # evaluation's own, fresh each episode
+        state = agent.initial_state(n_envs * width)  # evaluation's own, fresh each episode
         try:
             steps = 0
             while True:
@@ -116,26 +119,30 @@ class Evaluator:
                     break
                 step = agent.step(obs, noise.draw(), None, state)
                 state = step.state
-                result = self.group.step(agent.env_action(step.action), active)
+                active_columns = np.repeat(active, width)
+                result = self.group.step(agent.env_action(step.action), active_columns)
                 if state is not None:
-                    reset_states(state, active & (result.terminated | result.truncated))
+                    reset_states(state, active_columns & (result.terminated | result.truncated))
                 steps += int(active.sum())
-                ep_return[active] += result.reward[active]
+                # an env's return: its agents' rewards summed (one agent: its reward)
+                ep_return[active] += result.reward.reshape(n_envs, width).sum(1)[active]
                 ep_steps[active] += 1
                 for ep in result.episodes:
-                    if done_count[ep.slot] < quota[ep.slot]:
-                        episodes.append(ep._replace(truncated=bool(ep_steps[ep.slot] >= cap)))
-                        done_count[ep.slot] += 1
-                    ep_return[ep.slot], ep_steps[ep.slot] = 0.0, 0
+                    env = ep.slot // width
+                    if done_count[env] < quota[env]:
+                        cut = bool(ep_steps[env] >= cap)
+                        episodes.append(ep._replace(slot=env, truncated=cut))
+                        done_count[env] += 1
+                    ep_return[env], ep_steps[env] = 0.0, 0
                 for i in np.flatnonzero(active & (ep_steps >= cap)):  # cut by the cap
                     episodes.append(
                         EpisodeInfo(float(ep_return[i]), int(ep_steps[i]), int(i), True)
                     )
                     done_count[i] += 1
                     ep_return[i], ep_steps[i] = 0.0, 0
-                    self.group.reset_slot(int(i))
+                    self.group.reset_slot(int(i) * width)
                     if state is not None:
-                        reset_states(state, np.arange(n_envs) == i)
+                        reset_states(state, np.arange(n_envs * width) // width == i)
                 obs = self.group.result.next_obs
         finally:
             agent.greedy = was_greedy

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlfw.buffers.tree import Tree, tree_assign, tree_copy, tree_index, tree_map
+from rlfw.envs.multiagent import columns_of
 from rlfw.samplers.machinery.env_group import EnvGroup, StepResult
 from rlfw.samplers.machinery.workers import (
     DEFAULT_START_METHOD,
@@ -48,8 +49,11 @@ def _group_worker(
                     r.episodes,
                 )
             if command == "reset_slot":
-                group.reset_slot(payload)
-                return tree_copy(tree_index(group.result.next_obs, payload))
+                group.reset_slot(payload)  # restarts the slot's whole env: send its rows
+                first = payload - payload % group.width
+                return tree_copy(
+                    tree_index(group.result.next_obs, slice(first, first + group.width))
+                )
             raise ValueError(f"unknown command {command!r}")
 
         return handle, group.close
@@ -75,15 +79,15 @@ class ProcessEnvGroup:
         start_method: str = DEFAULT_START_METHOD,
     ):
         self.slots = list(range(n))
-        self.parts = split_slots(n, n_workers)
+        probe = env_factory(train)
+        try:
+            space, self.width = probe.observation_space, columns_of(probe)
+        finally:
+            probe.close()
+        self.parts = split_slots(n, min(n_workers, n // self.width), self.width)
         self.pool = WorkerPool(
             _group_worker, [(env_factory, part, seed, train) for part in self.parts], start_method
         )
-        probe = env_factory(train)
-        try:
-            space = probe.observation_space
-        finally:
-            probe.close()
         self.result = StepResult(n, space)
 
     def reset(self, round_index: int = 0) -> Tree:
@@ -111,7 +115,8 @@ class ProcessEnvGroup:
     def reset_slot(self, i: int) -> None:
         w = next(w for w, part in enumerate(self.parts) if i in part)
         self.pool.send_one(w, "reset_slot", i - self.parts[w].start)
-        self.result.write_obs(i, self.pool.receive(w))
+        first = i - i % self.width
+        tree_assign(self.result.next_obs, slice(first, first + self.width), self.pool.receive(w))
 
     def close(self) -> None:
         self.pool.close()

@@ -152,17 +152,25 @@ def describe_exit(code: int | None) -> str:
     return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
 
 
-def split_slots(batch_B: int, n_workers: int) -> list[range]:
-    """Contiguous slot ranges, sizes differing by at most one."""
+def split_slots(batch_B: int, n_workers: int, unit: int = 1) -> list[range]:
+    """Contiguous slot ranges of whole envs of ``unit`` slots each (a many-agent env's
+    agents), the envs per range differing by at most one."""
     check_positive(n_workers=n_workers)
-    if n_workers > batch_B:
+    if batch_B % unit:
         raise ValueError(
-            f"n_workers={n_workers} exceeds batch_B={batch_B}: each worker needs at least one env"
+            f"batch_B={batch_B} is not a whole number of envs of {unit} agents each: use a "
+            f"multiple of {unit}"
         )
-    base, extra = divmod(batch_B, n_workers)
+    n_envs = batch_B // unit
+    if n_workers > n_envs:
+        what = f"the {n_envs} envs of batch_B={batch_B}" if unit > 1 else f"batch_B={batch_B}"
+        raise ValueError(
+            f"n_workers={n_workers} exceeds {what}: each worker needs at least one env"
+        )
+    base, extra = divmod(n_envs, n_workers)
     bounds, start = [], 0
     for w in range(n_workers):
-        size = base + (w < extra)
+        size = (base + (w < extra)) * unit
         bounds.append(range(start, start + size))
         start += size
     return bounds

@@ -1,0 +1,121 @@
+"""Many-agent envs as columns (``rlfw.envs.multiagent``): each (env, agent) pair is one
+column of the batch, through every sampler and runner."""
+
+import numpy as np
+import pytest
+import torch
+
+from rlfw.buffers import tree_map
+from rlfw.envs import EnvFactory
+from rlfw.envs.multiagent import ParallelColumns
+from rlfw.samplers import SerialSampler
+from rlfw.samplers.machinery.evaluation import Evaluator
+from rlfw.testing import CountingAgent, CountingAgentsGame, counting_agents_env
+
+from conftest import sampler_kinds, trees_equal
+
+# rlfw's parallel samplers; the test plugin's strided sampler refuses many-agent envs
+PARALLEL = {
+    name: make for name, make in sampler_kinds().items() if name not in ("serial", "interleaved")
+}
+
+
+def collect(sampler, agent, n_batches):
+    sampler.initialize(agent)
+    return [
+        (tree_map(torch.clone, samples), sorted(episodes))
+        for samples, episodes in (sampler.obtain_samples(itr) for itr in range(n_batches))
+    ]
+
+
+FACTORY = EnvFactory("counting-agents", entry=counting_agents_env)
+
+
+def test_columns_hold_each_agent_s_steps_and_an_agent_that_left_adds_no_reward():
+    """One env of two agents, by hand: episode 0 lasts 3 steps and the second agent leaves
+    after 2 (its end reported once, then ended rows of reward 0 until the env resets);
+    episode 1 (5 steps) truncates both; each env episode reports the team return."""
+    with SerialSampler(FACTORY, 8, 2, seed=3) as sampler:
+        samples, episodes = collect(sampler, CountingAgent(), 1)[0]
+    reward = samples.reward.numpy()
+    np.testing.assert_array_equal(reward[:, 0], [1, 2, 3, 1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(reward[:, 1], [2, 4, 0, 2, 4, 0, 0, 0])
+    np.testing.assert_array_equal(samples.terminated.numpy()[:, 1], [0, 1, 1, 0, 1, 1, 1, 1])
+    np.testing.assert_array_equal(samples.terminated.numpy()[:, 0], [0, 0, 1, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(samples.truncated.numpy()[:, 0], [0, 0, 0, 0, 0, 0, 0, 1])
+    tags = samples.observation[0, :, 0].numpy()
+    assert tags[1] - tags[0] == 1000  # the second column is the second agent
+    assert [(e.ret, e.length, e.slot) for e in episodes] == [
+        (1 + 2 + 3 + 2 + 4, 3, 0),
+        (15 + 6, 5, 0),
+    ]
+
+
+@pytest.mark.parametrize("kind", list(PARALLEL))
+def test_many_agent_columns_equal_the_serial_samplers_exactly(kind):
+    """Two envs of two agents over two workers (each holds whole envs), agents leaving
+    early, terminated and truncated ends: every sampler's arrays as the serial one's."""
+    with SerialSampler(FACTORY, 7, 4, seed=11) as reference:
+        expected = collect(reference, CountingAgent(), 3)
+    with PARALLEL[kind](FACTORY, 7, 4, 11) as sampler:
+        got = collect(sampler, CountingAgent(), 3)
+    for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
+        assert trees_equal(exp_samples, got_samples)
+        assert exp_eps == got_eps
+
+
+def test_evaluation_plays_whole_envs_and_returns_team_episodes():
+    evaluator = Evaluator(FACTORY, 2, seed=0)
+    try:
+        episodes = evaluator.run(CountingAgent(), 3)
+    finally:
+        evaluator.close()
+    assert sorted((e.ret, e.length, e.slot) for e in episodes) == [
+        (12.0, 3, 0),
+        (12.0, 3, 1),
+        (21.0, 5, 0),
+    ]
+
+
+def test_slots_that_split_an_env_name_the_agents_per_env():
+    with pytest.raises(ValueError, match="batch_B=3 is not a whole number of envs of 2 agents"):
+        PARALLEL["cpu"](FACTORY, 4, 3, 0, n_workers=1)
+    with pytest.raises(ValueError, match="3 slots do not hold whole envs of 2 agents"):
+        SerialSampler(FACTORY, 4, 3).initialize(CountingAgent())
+
+
+def test_agents_of_different_spaces_without_groups_are_one_line():
+    class Mixed(CountingAgentsGame):
+        def action_space(self, agent):
+            import gymnasium as gym
+
+            return gym.spaces.Discrete(3 if agent == "first" else 4)
+
+    with pytest.raises(ValueError, match=r"mixed's agents have different spaces \(first: .*"):
+        ParallelColumns(Mixed, "mixed")
+
+
+def test_a_module_outside_the_pettingzoo_families_needs_the_command_line():
+    with pytest.raises(ValueError, match=r"--plugin mypkg\.my_game"):
+        EnvFactory("mypkg.my_game").validate()
+
+
+def test_mpe_simple_spread_trains_bitwise_equal_through_the_cpu_sampler():
+    """MPE's simple_spread (3 agents as 3 columns of each env), PPO with shared
+    parameters: two updates through the cpu sampler end with the serial sampler's weights."""
+    from rlfw.launch.build import build_runner
+    from rlfw.launch.config import RunConfig
+    from rlfw.runners import RunSchedule
+
+    weights = {}
+    for sampler in ("serial", "cpu"):
+        workers = {} if sampler == "serial" else {"n_workers": 2}
+        config = RunConfig.for_env(
+            "mpe2.simple_spread_v3", "ppo", sampler=sampler, batch_B=6, batch_T=16, **workers
+        )
+        config.schedule = RunSchedule(n_steps=2 * 16 * 6, eval_every=None, log_every=10_000)
+        runner = build_runner(config, None, progress=False, stdout=False)
+        with runner:
+            runner.train()
+        weights[sampler] = {k: v.clone() for k, v in runner.agent.state_dict().items()}
+    assert trees_equal(weights["serial"], weights["cpu"])
