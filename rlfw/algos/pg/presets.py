@@ -315,9 +315,7 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
     ),
     PresetEntry(
         MULTIAGENT,
-        "MAPPO paper (Yu et al. 2022) MPE settings: lr 7e-4, 10 epochs of one minibatch, "
-        "clip 0.2, entropy 0.01, gradient norm 10, 64-unit layers; 8 envs x 100 steps "
-        "(the paper's 128 envs do not fit 2 cores)",
+        "MAPPO paper (Yu et al. 2022) MPE settings, on 8 envs x 100 steps",
         {
             "hidden": (64, 64),
             "activation": "relu",
