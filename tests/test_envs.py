@@ -137,3 +137,18 @@ def test_mujoco_engine_warnings_print_once_and_leave_no_log_file(tmp_path):
     assert done.stderr.count("settotalmass") == notices, done.stderr
     assert ("MujocoWarning" in done.stderr) == bool(notices)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_env_without_a_time_limit_trains_and_its_evaluation_ends(tmp_path):
+    """CliffWalking-v1 has no time limit: a greedy policy that walks in a loop never ends
+    its episode, so the preset cuts evaluation episodes (counted in eval/episodes_cut)."""
+    from rlfw.cli import main
+    from rlfw.launch.config import RunConfig
+    from rlfw.launch.presets import UNLIMITED_EVAL_CAP
+
+    config = RunConfig.for_env("CliffWalking-v1")
+    assert config.schedule.eval_max_episode_steps == UNLIMITED_EVAL_CAP
+    assert RunConfig.for_env("CartPole-v1").schedule.eval_max_episode_steps is None
+    run = str(tmp_path / "run")
+    args = ["train", "--env", "CliffWalking-v1", "--steps", "512", "--eval-every", "256"]
+    assert main([*args, "--eval-episodes", "2", "--log-dir", run]) == 0

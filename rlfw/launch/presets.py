@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
+
 from rlfw.envs import AtariOptions, env_family
 from rlfw.envs.families import merge_settings
 from rlfw.registry import ALGOS
@@ -27,6 +29,10 @@ RUN_LENGTH = {
     # episodes, ~13k team episodes
     "multiagent": 1_000_000,
 }
+# Where a classic-control env has no time limit of its own (CliffWalking-v1, Blackjack-v1:
+# gymnasium registers none), an evaluation episode is cut at this many steps and counted in
+# eval/episodes_cut: a greedy policy that walks in a loop would otherwise never end it.
+UNLIMITED_EVAL_CAP = 1_000
 # A many-agent family's batch: this many envs, each as many columns as it has agents.
 MULTIAGENT_ENVS = 8
 # How a family's envs are observed by every algorithm: MiniGrid's mission is text, which
@@ -66,6 +72,9 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     if "n_steps" in schedule:
         schedule = {**schedule_for(schedule["n_steps"]), **schedule}
     family_settings: dict[str, Any] = {"schedule": {**_family_schedule(family), **schedule}}
+    spec = gym.registry.get(env_id)
+    if spec is not None and spec.max_episode_steps is None and family in ("classic", "continuous"):
+        family_settings["schedule"].setdefault("eval_max_episode_steps", UNLIMITED_EVAL_CAP)
     if family == "multiagent":  # whole envs: batch_B counts columns, agents x envs
         from rlfw.envs.factory import EnvFactory
         from rlfw.envs.multiagent import factory_columns
