@@ -43,6 +43,8 @@ def test_columns_hold_each_agent_s_steps_and_an_agent_that_left_adds_no_reward()
     np.testing.assert_array_equal(samples.terminated.numpy()[:, 1], [0, 1, 1, 0, 1, 1, 1, 1])
     np.testing.assert_array_equal(samples.terminated.numpy()[:, 0], [0, 0, 1, 0, 0, 0, 0, 0])
     np.testing.assert_array_equal(samples.truncated.numpy()[:, 0], [0, 0, 0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(samples.valid.numpy()[:, 1], [1, 1, 0, 1, 1, 0, 0, 0])
+    assert samples.valid[:, 0].all()
     tags = samples.observation[0, :, 0].numpy()
     assert tags[1] - tags[0] == 1000  # the second column is the second agent
     assert [(e.ret, e.length, e.slot) for e in episodes] == [
@@ -62,6 +64,47 @@ def test_many_agent_columns_equal_the_serial_samplers_exactly(kind):
     for (exp_samples, exp_eps), (got_samples, got_eps) in zip(expected, got):
         assert trees_equal(exp_samples, got_samples)
         assert exp_eps == got_eps
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_an_absent_agent_s_rows_add_nothing_to_the_update(algo):
+    """After its agent left, a column's rows (``valid`` False) are left out of the loss:
+    filling them with other observations, actions and sampling-time outputs changes no bit
+    of the update; without ``valid`` the same change moves the weights."""
+    import gymnasium as gym
+
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.algos.pg import A2C, PPO, A2CConfig, PPOConfig
+    from rlfw.envs import EnvSpaces
+
+    spaces = EnvSpaces(gym.spaces.Box(-np.inf, np.inf, (3,), np.float32), gym.spaces.Discrete(3))
+    torch.manual_seed(0)
+    agent = ActorCriticAgent.build(spaces)
+    with SerialSampler(FACTORY, 8, 4, seed=3) as sampler:
+        samples = collect(sampler, agent, 1)[0][0]
+    absent = ~samples.valid
+    assert absent.any()
+    scribbled = tree_map(torch.clone, samples)
+    scribbled.observation[absent] = 7.0
+    scribbled.action[absent] = 2
+    scribbled.agent_info.logp[absent] = -0.1
+    scribbled.agent_info.value[absent] = 3.0
+
+    def update(batch):
+        torch.manual_seed(1)
+        learner = ActorCriticAgent.build(spaces)
+        make = {
+            "ppo": lambda: PPO(PPOConfig(epochs=2, minibatch_size=8)),
+            "a2c": lambda: A2C(A2CConfig()),
+        }
+        algorithm = make[algo]()
+        algorithm.initialize(learner, n_itr=1)
+        algorithm.optimize(batch, 0)
+        return learner.state_dict()
+
+    assert trees_equal(update(samples), update(scribbled))
+    unmasked = update(scribbled._replace(valid=None))
+    assert not trees_equal(update(samples._replace(valid=None)), unmasked)
 
 
 def test_evaluation_plays_whole_envs_and_returns_team_episodes():

@@ -69,6 +69,10 @@ class Samples(NamedTuple):
     otherwise) is the true final observation of a truncated step ``t``, for learners that
     bootstrap from it with their own current networks (SAC, TD3, DDPG); such agents'
     batches leave ``bootstrap_value`` at 0. Rows of steps not truncated hold stale data.
+
+    ``valid[t, b]`` (many-agent envs; ``None`` otherwise) is whether column ``b``'s agent
+    was in its env at step ``t``: an agent that left before the others holds rows of zero
+    observation and reward until the env resets, and learners leave them out of the loss.
     """
 
     observation: torch.Tensor
@@ -81,6 +85,7 @@ class Samples(NamedTuple):
     policy_version: torch.Tensor | None = None
     agent_state: torch.Tensor | None = None
     final_observation: Any = None
+    valid: torch.Tensor | None = None
 
     def __getitem__(self, index: Any) -> Tree:
         return tree_index(self, index)

@@ -71,6 +71,12 @@ class ColumnsEnv(gym.Env):
 
     columns: int = 1
 
+    @property
+    def present(self) -> np.ndarray:
+        """``[columns]``: whether each column's agent is in the env now (its next action
+        counts); an agent that left is absent until the env resets."""
+        return np.ones(self.columns, bool)
+
 
 class ParallelColumns(ColumnsEnv):
     """A PettingZoo Parallel env as columns, in ``possible_agents`` order; every agent
@@ -100,6 +106,11 @@ class ParallelColumns(ColumnsEnv):
         self._zero_obs = _zeros(self.observation_space)
         self._present = np.zeros(self.columns, bool)
         self._team_return, self._length = 0.0, 0
+
+    @property
+    def present(self) -> np.ndarray:
+        present: np.ndarray = self._present.copy()
+        return present
 
     def state(self) -> np.ndarray:
         """The env's global state (a centralized critic's input)."""

@@ -372,6 +372,7 @@ class SamplerProcess:
             self.sampler.observation_space(),
             self.batch_T,
             self.batch_B,
+            valid=self.sampler.env_width > 1,
         )
         writer: ReplayWriter | None = None
         lock: Lock | None = None

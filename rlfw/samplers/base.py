@@ -16,6 +16,7 @@ from rlfw.agents.base import Agent
 from rlfw.buffers import Samples, allocate, tree_map
 from rlfw.buffers.tree import tree_paths
 from rlfw.envs.masks import MASK_KEY
+from rlfw.envs.multiagent import factory_columns
 from rlfw.envs.spaces import observation_rows
 from rlfw.samplers.episodes import EpisodeInfo
 from rlfw.samplers.machinery.evaluation import EvalLimits, EvaluationSeries
@@ -64,8 +65,10 @@ def allocate_samples(
     batch_B: int,
     shared: bool = False,
     debug: bool = False,
+    valid: bool = False,
 ) -> Samples:
-    """The ``[T, B]`` buffer for this agent and observation space, from one example step."""
+    """The ``[T, B]`` buffer for this agent and observation space, from one example step;
+    ``valid``: with ``Samples.valid`` (an env of many agents)."""
     example_obs = observation_rows(obs_space, 1)
     if isinstance(example_obs, dict) and MASK_KEY in example_obs:
         example_obs[MASK_KEY][:] = 1  # a zero observation's mask would allow no action
@@ -88,6 +91,7 @@ def allocate_samples(
             if getattr(agent, "keeps_final_observation", False)
             else None
         ),
+        valid=torch.ones((), dtype=torch.bool) if valid else None,
     )
     samples: Samples = allocate(example, (batch_T, batch_B), shared=shared, debug_fill=debug)
     assert samples.policy_version is not None  # the example has one
@@ -144,6 +148,7 @@ class SamplerBase:
         self.start_method = start_method
         self.env_factory = env_factory
         self.eval_env_factory = env_factory  # a kind may evaluate on a variant (native)
+        self.env_width = factory_columns(env_factory)  # slots per env: its agents
         self.batch_T, self.batch_B = batch_T, batch_B
         self.seed = seed
         self.n_eval_envs = n_eval_envs

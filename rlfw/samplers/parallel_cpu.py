@@ -80,6 +80,7 @@ class ParallelCpuSampler(ParallelSamplerBase):
             self.batch_B,
             shared=True,
             debug=self.debug,
+            valid=self.env_width > 1,
         )
         self.weights = {k: share_memory(v.detach().clone()) for k, v in agent.state_dict().items()}
         cpus = self.worker_cpus()

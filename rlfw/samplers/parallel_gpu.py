@@ -48,6 +48,7 @@ class StepBuffer(NamedTuple):
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_observation: Any  # true last observation where truncated
+    present: torch.Tensor  # each column's agent in its env at ``observation``
 
     # ``buf[b]`` indexes every leaf rather than picking a field; methods, as mypy reads any
     # assignment in a NamedTuple body as a field.
@@ -75,6 +76,7 @@ def _env_worker(
         # a cast: mypy types slicing a NamedTuple as a plain tuple's slice
         mine = cast(StepBuffer, step_buf[slots.start : slots.stop])
         tree_assign(mine.observation, slice(None), group.reset())
+        mine.present[:] = torch.from_numpy(group.result.present)
 
         def handle(command: str, payload: Any) -> Any:
             if command == "steps":
@@ -89,6 +91,7 @@ def _env_worker(
                     for i, final in result.final_obs.items():
                         tree_assign(mine.final_observation, i, final)
                     tree_assign(mine.observation, slice(None), result.next_obs)
+                    mine.present[:] = torch.from_numpy(result.present)
                     episodes.extend(result.episodes)
                     step_done.release()
                 return episodes
@@ -97,6 +100,7 @@ def _env_worker(
             if command == "load":
                 group.load_state_dict(payload)
                 tree_assign(mine.observation, slice(None), group.result.next_obs)
+                mine.present[:] = torch.from_numpy(group.result.present)
                 return None
             raise ValueError(f"unknown command {command!r}")
 
@@ -129,7 +133,9 @@ class ParallelGpuSampler(ParallelSamplerBase):
 
     def _start(self, agent: Agent) -> Samples:
         obs_space = self.observation_space()
-        samples = allocate_samples(agent, obs_space, self.batch_T, self.batch_B, debug=self.debug)
+        samples = allocate_samples(
+            agent, obs_space, self.batch_T, self.batch_B, debug=self.debug, valid=self.env_width > 1
+        )
         example_action = agent.env_action(samples.action[0, :1])[0]
         obs = tree_map(torch.zeros_like, tree_index(samples.observation, (0, 0)))
         example = StepBuffer(
@@ -139,6 +145,7 @@ class ParallelGpuSampler(ParallelSamplerBase):
             torch.zeros((), dtype=torch.bool),
             torch.zeros((), dtype=torch.bool),
             obs,
+            torch.ones((), dtype=torch.bool),
         )
         self.step_buf: StepBuffer = allocate(example, (self.batch_B,), shared=True)
         self.noise = [
@@ -196,6 +203,8 @@ class ParallelGpuSampler(ParallelSamplerBase):
         buf = self.samples
         observation = tree_index(self.step_buf.observation, sl)
         tree_assign(buf.observation, (t, sl), observation)
+        if buf.valid is not None:
+            buf.valid[t, sl] = self.step_buf.present[sl]
         states = None if self.slot_states is None else self.slot_states[sl]
         if states is not None:
             assert buf.agent_state is not None  # allocated for a recurrent agent

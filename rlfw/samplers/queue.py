@@ -82,6 +82,8 @@ def _actor(
                 finals: dict[tuple[int, int], np.ndarray] = {}  # (t, slot) -> final obs
                 for t in range(payload):
                     tree_assign(mine.observation, t, group.result.next_obs)
+                    if mine.valid is not None:
+                        mine.valid[t] = torch.from_numpy(group.result.present)
                     requests.put((actor, t))
                     if not wait_for_master(action_ready, conn):
                         return CLOSED
@@ -141,7 +143,13 @@ class QueueSampler(ParallelSamplerBase):
     def _start(self, agent: Agent) -> Samples:
         obs_space = self.observation_space()
         samples = allocate_samples(
-            agent, obs_space, self.batch_T, self.batch_B, shared=True, debug=self.debug
+            agent,
+            obs_space,
+            self.batch_T,
+            self.batch_B,
+            shared=True,
+            debug=self.debug,
+            valid=self.env_width > 1,
         )
         example_action = torch.as_tensor(agent.env_action(samples.action[0, :1]))[0]
         self.env_action = share_memory(

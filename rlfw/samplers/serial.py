@@ -21,7 +21,12 @@ class SerialSampler(SamplerBase):
     def _start(self, agent: Agent) -> Samples:
         group = EnvGroup(self.env_factory, range(self.batch_B), self.seed, train=True)
         samples = allocate_samples(
-            agent, group.envs[0].observation_space, self.batch_T, self.batch_B, debug=self.debug
+            agent,
+            group.envs[0].observation_space,
+            self.batch_T,
+            self.batch_B,
+            debug=self.debug,
+            valid=group.width > 1,
         )
         self.collector = Collector(group, agent, samples, self.seed)
         return samples

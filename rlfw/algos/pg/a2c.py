@@ -18,6 +18,8 @@ from rlfw.algos.pg.common import (
     common_checks,
     current_policy,
     explained_variance,
+    kept,
+    present_rows,
 )
 from rlfw.buffers import Samples, tree_map
 from rlfw.utils.checks import check_config
@@ -96,6 +98,9 @@ class A2C(PolicyGradient):
             current_policy(self.agent, samples, observation) if c.advantage == "vtrace" else None
         )
         adv, ret = advantages(samples, c, self.normalizers.reward(samples), current)
+        # an agent's rows after it left its env (many agents) are no one's experience
+        keep = present_rows(samples, self.recurrent, type(self).__name__)
+        adv, ret = kept((adv, ret), keep)
         if c.normalize_advantage:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         if self.recurrent:  # the whole batch as B sequences from their stored states
@@ -104,24 +109,20 @@ class A2C(PolicyGradient):
                 observation, samples.action, adv, ret, state[0], samples.episode_start
             )
         else:
-            loss, stats = self._loss(
-                tree_map(lambda x: x.flatten(0, 1), observation),
-                samples.action.flatten(0, 1),
-                adv,
-                ret,
-            )
+            flat = (tree_map(lambda x: x.flatten(0, 1), observation), samples.action.flatten(0, 1))
+            obs_rows, action_rows = kept(flat, keep)
+            loss, stats = self._loss(obs_rows, action_rows, adv, ret)
         grad_norm = gradient_step(self.optimizer, self.flat, loss, c.max_grad_norm)
         self.normalizers.after_update(self.agent, samples)
         policy_loss, value_loss, entropy = stats.tolist()
+        (value_rows,) = kept((agent_info(samples).value.flatten(),), keep)
         return {
             "train/policy_loss": policy_loss,
             "train/value_loss": value_loss,
             "train/entropy": entropy,
             "train/grad_norm": grad_norm,
             "train/learning_rate": lr,
-            "train/explained_variance": explained_variance(
-                agent_info(samples).value.flatten(), ret
-            ),
+            "train/explained_variance": explained_variance(value_rows, ret),
         }
 
     def _losses(

@@ -12,7 +12,7 @@ from rlfw.agents.base import ModelAgent
 from rlfw.algos.optim import OPTIMIZERS, Replicas
 from rlfw.algos.pg.gae import generalized_advantages
 from rlfw.algos.pg.vtrace import vtrace
-from rlfw.buffers import AgentInfo, Samples, tree_map
+from rlfw.buffers import AgentInfo, Samples, tree_map, tree_take
 from rlfw.models.normalize import RewardScaler
 
 # "gae": advantages from the sampling-time values, as if the batch were the learner's own;
@@ -54,6 +54,27 @@ def require_vtrace(config: PgConfig, algo: str, instead: str) -> None:
 def agent_info(samples: Samples) -> AgentInfo:
     """The batch's per-step info as an actor-critic agent records it (log-probs, values)."""
     return cast(AgentInfo, samples.agent_info)
+
+
+def present_rows(samples: Samples, recurrent: bool, algo: str) -> torch.Tensor | None:
+    """The flat ``[T * B]`` indices of the rows whose agent was in its env (``valid``), or
+    None when every row was (one-agent envs; many agents all present): the rows a learner
+    keeps, after advantages computed over whole columns. A recurrent learner replays whole
+    columns and cannot drop rows: ``ValueError`` when one must go."""
+    if samples.valid is None or bool(samples.valid.all()):
+        return None
+    if recurrent:
+        raise ValueError(
+            f"{algo} with a recurrent core got a batch in which agents left their env before "
+            "the others; it replays whole columns and cannot leave those rows out yet: use a "
+            "feed-forward agent (recurrent=none) for this env"
+        )
+    return torch.nonzero(samples.valid.flatten()).flatten()
+
+
+def kept(rows: tuple[Any, ...], keep: torch.Tensor | None) -> tuple[Any, ...]:
+    """Each tree of flat rows at ``keep`` (``present_rows``); all of them where None."""
+    return rows if keep is None else tuple(tree_take(x, keep) for x in rows)
 
 
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:

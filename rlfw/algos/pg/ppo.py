@@ -21,6 +21,8 @@ from rlfw.algos.pg.common import (
     common_checks,
     current_policy,
     explained_variance,
+    kept,
+    present_rows,
 )
 from rlfw.buffers import Samples, tree_index, tree_map, tree_take
 from rlfw.utils.checks import check_config
@@ -175,6 +177,8 @@ class PPO(PolicyGradient):
             return advantages(samples, c, reward, current)
 
         adv, ret = targets()
+        # an agent's rows after it left its env (many agents) are no one's experience
+        keep = present_rows(samples, self.recurrent, "PPO")
         columns: tuple[Any, ...]  # the observation (a tree) first, then tensors
         if self.recurrent:
             # Minibatches are sets of whole columns, each replayed from its stored state.
@@ -196,7 +200,8 @@ class PPO(PolicyGradient):
                 info.value.flatten(),
                 *self._as_columns(adv, ret, batch_T),
             )
-            n, per = len(adv), c.minibatch_size
+            columns = kept(columns, keep)
+            n, per = len(columns[2]), c.minibatch_size
         mb = min(per, n)
         if self._loss is None:
             n_steps = self.n_itr * c.epochs * math.ceil(n / mb)
@@ -210,7 +215,8 @@ class PPO(PolicyGradient):
         for epoch in range(c.epochs):
             if vtrace and epoch > 0:  # the targets of the weights this epoch starts from
                 adv, ret = targets()
-                columns = (*columns[:4], *self._as_columns(adv, ret, batch_T), *columns[6:])
+                new = kept(self._as_columns(adv, ret, batch_T), keep)
+                columns = (*columns[:4], *new, *columns[6:])
             order = torch.randperm(n, generator=self.generator)
             for start in range(0, n, mb):
                 if self.recurrent:
@@ -234,7 +240,9 @@ class PPO(PolicyGradient):
                 "train/learning_rate": lr,
                 "train/clip_range": clip,
                 "train/n_updates": float(n_updates),
-                "train/explained_variance": explained_variance(info.value.flatten(), ret),
+                "train/explained_variance": explained_variance(
+                    *kept((info.value.flatten(), ret), keep)
+                ),
             }
         )
         return out

@@ -37,6 +37,8 @@ class Collector:
         state = self.state
         for t in range(len(buf.reward)):
             tree_assign(rows.observation, t, group.result.next_obs)
+            if rows.valid is not None:
+                rows.valid[t] = group.result.present
             tree_assign(rows.agent_state, t, state)
             # per-step statistics take the row first (a sampler whose collectors see
             # only part of a row refuses such an agent)

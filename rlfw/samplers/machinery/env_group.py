@@ -36,6 +36,8 @@ class StepResult:
         self.reward = np.zeros(n, np.float32)
         self.terminated = np.zeros(n, bool)
         self.truncated = np.zeros(n, bool)
+        # whether each column's agent is in its env at ``next_obs`` (one-agent envs: always)
+        self.present = np.ones(n, bool)
         self.final_obs: dict[int, Any] = {}  # local index -> true last obs (truncated)
         self.episodes: list[EpisodeInfo] = []
 
@@ -85,8 +87,11 @@ class EnvGroup:
         self.result = StepResult(len(self.slots), first.observation_space)
 
     def _write_rows(self, e: int, rows: Any) -> None:
+        """Env ``e``'s columns of ``next_obs`` and ``present``, from its rows."""
         for j, obs in enumerate(rows):
             self.result.write_obs(e * self.width + j, obs)
+        env = cast(ColumnsEnv, self.envs[e])
+        self.result.present[e * self.width : (e + 1) * self.width] = env.present
 
     def reset(self, round_index: int = 0) -> Tree:
         """Seeded reset of every env; returns the observations (also in ``result.next_obs``)."""
@@ -172,6 +177,10 @@ class EnvGroup:
         self.close()
         self.envs = loads_envs(state["envs"])
         tree_assign(self.result.next_obs, slice(None), state["obs"])
+        if self.width > 1:
+            for e, env in enumerate(self.envs):
+                cols = slice(e * self.width, (e + 1) * self.width)
+                self.result.present[cols] = cast(ColumnsEnv, env).present
 
     def close(self) -> None:
         for env in self.envs:

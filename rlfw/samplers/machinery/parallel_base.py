@@ -10,7 +10,6 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 
 from rlfw.agents.base import AgentState
-from rlfw.envs.multiagent import factory_columns
 from rlfw.samplers.base import SamplerBase
 from rlfw.samplers.machinery.noise import SlotNoise
 from rlfw.samplers.machinery.workers import (
@@ -49,7 +48,6 @@ class ParallelSamplerBase(SamplerBase):
         super().__init__(
             env_factory, batch_T, batch_B, seed, n_eval_envs, debug, n_eval_workers, start_method
         )
-        self.env_width = factory_columns(env_factory)  # slots per env: its agents
         self.n_workers = (
             n_workers if n_workers is not None else default_workers(batch_B // self.env_width or 1)
         )
