@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rlfw.buffers import tree_map
-from rlfw.envs import EnvFactory
+from rlfw.envs import EnvFactory, EnvOptions
 from rlfw.envs.multiagent import ParallelColumns
 from rlfw.samplers import SerialSampler
 from rlfw.samplers.machinery.evaluation import Evaluator
@@ -143,9 +143,11 @@ def test_a_module_outside_the_pettingzoo_families_needs_the_command_line():
         EnvFactory("mypkg.my_game").validate()
 
 
-def test_mpe_simple_spread_trains_bitwise_equal_through_the_cpu_sampler():
-    """MPE's simple_spread (3 agents as 3 columns of each env), PPO with shared
-    parameters: two updates through the cpu sampler end with the serial sampler's weights."""
+@pytest.mark.parametrize("algo", ["ippo", "mappo"])
+def test_mpe_simple_spread_trains_bitwise_equal_through_the_cpu_sampler(algo):
+    """MPE's simple_spread (3 agents as 3 columns of each env), one policy shared by the
+    agents (MAPPO's critic on the env's state): two updates through the cpu sampler end
+    with the serial sampler's weights."""
     from rlfw.launch.build import build_runner
     from rlfw.launch.config import RunConfig
     from rlfw.runners import RunSchedule
@@ -154,7 +156,7 @@ def test_mpe_simple_spread_trains_bitwise_equal_through_the_cpu_sampler():
     for sampler in ("serial", "cpu"):
         workers = {} if sampler == "serial" else {"n_workers": 2}
         config = RunConfig.for_env(
-            "mpe2.simple_spread_v3", "ppo", sampler=sampler, batch_B=6, batch_T=16, **workers
+            "mpe2.simple_spread_v3", algo, sampler=sampler, batch_B=6, batch_T=16, **workers
         )
         config.schedule = RunSchedule(n_steps=2 * 16 * 6, eval_every=None, log_every=10_000)
         runner = build_runner(config, None, progress=False, stdout=False)
@@ -162,3 +164,22 @@ def test_mpe_simple_spread_trains_bitwise_equal_through_the_cpu_sampler():
             runner.train()
         weights[sampler] = {k: v.clone() for k, v in runner.agent.state_dict().items()}
     assert trees_equal(weights["serial"], weights["cpu"])
+
+
+def test_mappo_on_an_env_without_a_global_state_is_one_line():
+    from rlfw.launch.build import build_runner
+    from rlfw.launch.config import RunConfig
+
+    with pytest.raises(
+        ValueError, match="mappo's critic reads the env's global state, and CartPole"
+    ):
+        build_runner(RunConfig.for_env("CartPole-v1", "mappo"), None, progress=False, stdout=False)
+
+
+def test_mappo_s_agents_observe_their_own_view_the_state_and_their_id():
+    env = EnvFactory("mpe2.simple_spread_v3", options=EnvOptions(global_state=True))()
+    rows, _ = env.reset(seed=0)
+    assert [sorted(r) for r in rows] == [["agent", "observation", "state"]] * 3
+    assert rows[1]["agent"].tolist() == [0, 1, 0]
+    np.testing.assert_array_equal(rows[0]["state"], rows[2]["state"])
+    np.testing.assert_array_equal(rows[0]["state"][18:36], rows[1]["observation"])

@@ -24,10 +24,11 @@ from rlfw.runners import RunSchedule
 from conftest import bits
 
 
-def small_config(algo="ppo", itrs=6, seed=0, sampler="serial") -> RunConfig:
+def small_config(algo="ppo", itrs=6, seed=0, sampler="serial", env="CartPole-v1") -> RunConfig:
     config = apply_overrides(
-        RunConfig(algo=algo, seed=seed, sampler=sampler, n_workers=2), preset(algo, "CartPole-v1")
+        RunConfig(algo=algo, env=env, seed=seed, sampler=sampler, n_workers=2), preset(algo, env)
     )
+    config.batch_T = min(config.batch_T, 32)  # the many-agent preset's 100 steps: a test's 32
     per_itr = config.batch_B * config.batch_T
     config.schedule = RunSchedule(
         n_steps=itrs * per_itr,
@@ -116,22 +117,23 @@ def test_every_evaluation_has_its_own_row_even_between_log_rows(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "sampler,algo",
+    "sampler,algo,env",
     [
-        ("serial", "ppo"),
-        ("cpu", "ppo"),
-        ("alternating", "ppo"),
-        ("serial", "appo"),
-        ("cpu", "impala"),
+        ("serial", "ppo", "CartPole-v1"),
+        ("cpu", "ppo", "CartPole-v1"),
+        ("alternating", "ppo", "CartPole-v1"),
+        ("serial", "appo", "CartPole-v1"),
+        ("cpu", "impala", "CartPole-v1"),
+        ("cpu", "mappo", "mpe2.simple_spread_v3"),  # 3 agents a env: 3 columns each
     ],
 )
 def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(
-    tmp_path, monkeypatch, sampler, algo
+    tmp_path, monkeypatch, sampler, algo, env
 ):
     from conftest import children
 
     whole = build_runner(
-        small_config(algo=algo, sampler=sampler),
+        small_config(algo=algo, sampler=sampler, env=env),
         str(tmp_path / "whole"),
         progress=False,
         stdout=False,
@@ -140,7 +142,7 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(
         whole.train()
 
     part = build_runner(
-        small_config(algo=algo, sampler=sampler),
+        small_config(algo=algo, sampler=sampler, env=env),
         str(tmp_path / "part"),
         progress=False,
         stdout=False,
@@ -161,7 +163,7 @@ def test_checkpoint_and_resume_is_bitwise_identical_to_one_run(
     monkeypatch.setattr(type(part.sampler), "obtain_samples", real)
 
     resumed = build_runner(
-        small_config(algo=algo, sampler=sampler),
+        small_config(algo=algo, sampler=sampler, env=env),
         str(tmp_path / "part"),
         resume=True,
         progress=False,

@@ -156,6 +156,10 @@ class EnvOptions:
     """Where the invalid-action mask comes from: 'auto' (info['action_mask'], else an
     observation key 'action_mask'), 'info', 'none' (no masking), or an observation key.
     Agents act, learn and bootstrap over the valid actions only."""
+    global_state: bool = False
+    """Many-agent envs: each agent observes a Dict of its own observation
+    ('observation'), the env's ``state()`` ('state') and its one-hot index ('agent'), the
+    input of a centralized critic (MAPPO's)."""
 
     def validate(self) -> None:
         """``ValueError`` naming a bad option."""
@@ -222,7 +226,7 @@ class EnvFactory:
         if is_atari(self.env_id) and self.entry is None:
             return make_atari(self.env_id, self.atari, train, self.render_mode)
         if self.entry is None and is_pettingzoo(self.env_id):  # its agents are columns
-            return make_pettingzoo(self.env_id, **dict(self.kwargs))
+            return make_pettingzoo(self.env_id, self.options.global_state, **dict(self.kwargs))
         if self.entry is None and is_mujoco(self.env_id):
             route_mujoco_warnings()
         minigrid = self.entry is None and is_minigrid(self.env_id)

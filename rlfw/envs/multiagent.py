@@ -10,11 +10,14 @@ PettingZoo Parallel env to it; ``pettingzoo_factory`` makes one from a module na
 from __future__ import annotations
 
 import importlib
+import io
+import pickle
 import sys
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils.ezpickle import EzPickle
 
 # Packages whose env modules a run may name without --plugin: they are PettingZoo's own
 # families and MPE's, installed by the [pettingzoo] extra; any other module is code the
@@ -85,7 +88,7 @@ class ParallelColumns(ColumnsEnv):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, make: Callable[[], Any], name: str = "env"):
+    def __init__(self, make: Callable[[], Any], name: str = "env", global_state: bool = False):
         self.env = make()
         self.agents: list[str] = list(self.env.possible_agents)
         spaces = {
@@ -104,6 +107,10 @@ class ParallelColumns(ColumnsEnv):
         self.observation_space = self.env.observation_space(self.agents[0])
         self.action_space = self.env.action_space(self.agents[0])
         self._zero_obs = _zeros(self.observation_space)
+        self.global_state = global_state
+        if global_state:
+            self.observation_space = self._with_state_space(name)
+        self._ids = np.eye(self.columns, dtype=np.float32)
         self._present = np.zeros(self.columns, bool)
         self._team_return, self._length = 0.0, 0
 
@@ -116,8 +123,29 @@ class ParallelColumns(ColumnsEnv):
         """The env's global state (a centralized critic's input)."""
         return np.asarray(self.env.state())
 
+    def _with_state_space(self, name: str) -> gym.spaces.Dict:
+        """The Dict space of an agent's observation beside the env's state and its id."""
+        if not callable(getattr(self.env, "state", None)):
+            raise ValueError(
+                f"env_options.global_state needs {name}'s state(), which it does not have"
+            )
+        space = getattr(self.env, "state_space", None)
+        if not isinstance(space, gym.spaces.Box):
+            shape = np.asarray(self.env.state()).shape
+            space = gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
+        agent = gym.spaces.Box(0.0, 1.0, (self.columns,), np.float32)
+        own = self.observation_space
+        return gym.spaces.Dict({"observation": own, "state": space, "agent": agent})
+
     def _rows(self, observations: dict[str, Any]) -> list[Any]:
-        return [observations.get(a, self._zero_obs) for a in self.agents]
+        rows = [observations.get(a, self._zero_obs) for a in self.agents]
+        if not self.global_state:
+            return rows
+        state = np.asarray(self.env.state(), np.float32)
+        return [
+            {"observation": row, "state": state, "agent": self._ids[i]}
+            for i, row in enumerate(rows)
+        ]
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -150,6 +178,43 @@ class ParallelColumns(ColumnsEnv):
     def close(self) -> None:
         self.env.close()
 
+    # A checkpoint holds the env mid-episode. PettingZoo's envs (MPE's included) pickle
+    # through EzPickle, which keeps the constructor's arguments and unpickles a fresh env:
+    # a resumed run would go on from unreset envs. Their attributes are pickled instead.
+    def __getstate__(self) -> dict[str, Any]:
+        blob = io.BytesIO()
+        _AttributePickler(blob).dump(self.env)
+        return {**vars(self), "env": blob.getvalue()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        self.env = pickle.loads(state["env"])
+
+
+class _AttributePickler(pickle.Pickler):
+    """Pickles EzPickle objects by their attributes, not their constructor's arguments;
+    pygame objects (MPE's drawing surface, made whether or not it renders) as None: they
+    hold nothing of the episode, and pygame cannot pickle them."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj).__module__.startswith("pygame"):
+            return _none, ()
+        if isinstance(obj, EzPickle):
+            return _bare, (type(obj),), vars(obj), None, None, _set_attributes
+        return NotImplemented
+
+
+def _none() -> None:
+    return None
+
+
+def _bare(cls: type[Any]) -> Any:
+    return object.__new__(cls)
+
+
+def _set_attributes(obj: Any, attributes: dict[str, Any]) -> None:
+    vars(obj).update(attributes)
+
 
 def _action(a: Any) -> Any:
     """A buffer action as PettingZoo takes it: a Python int for a discrete one."""
@@ -170,9 +235,10 @@ def _parallel_env(env_id: str, **kwargs: Any) -> Any:
     return importlib.import_module(env_id).parallel_env(**kwargs)
 
 
-def make_pettingzoo(env_id: str, **kwargs: Any) -> ParallelColumns:
-    """The PettingZoo env module ``env_id``'s ``parallel_env(**kwargs)`` as columns."""
-    return ParallelColumns(lambda: _parallel_env(env_id, **kwargs), env_id)
+def make_pettingzoo(env_id: str, global_state: bool = False, **kwargs: Any) -> ParallelColumns:
+    """The PettingZoo env module ``env_id``'s ``parallel_env(**kwargs)`` as columns
+    (``global_state``: each agent's observation beside the env's state)."""
+    return ParallelColumns(lambda: _parallel_env(env_id, **kwargs), env_id, global_state)
 
 
 def columns_of(env: gym.Env) -> int:

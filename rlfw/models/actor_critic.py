@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence, cast
+from typing import Mapping, Sequence, cast
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -69,6 +70,43 @@ class MlpActorCritic(nn.Module):
             if self.log_std is not None:
                 params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
         return params, self.v(x).squeeze(-1)
+
+
+class CentralCriticActorCritic(nn.Module):
+    """MAPPO's actor-critic (Yu et al. 2022): the policy MLP reads the agent's own
+    observation (leaf ``observation``), the value MLP the env's global state (``state``)
+    with the agent's one-hot index (``agent``): one critic, shared by every agent, that
+    values the whole env from each agent's seat. Execution needs the policy alone."""
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        state_shape: Sequence[int],
+        n_agents: int,
+        n_policy_params: int,
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        gaussian_dim: int = 0,
+        log_std_init: float = 0.0,
+    ):
+        super().__init__()
+        self.obs_ndim, self.state_ndim = len(obs_shape), len(state_shape)
+        obs_dim, state_dim = int(np.prod(obs_shape)), int(np.prod(state_shape))
+        self.pi = MLP(obs_dim, hidden, n_policy_params, activation)
+        self.v = MLP(state_dim + n_agents, hidden, 1, activation)
+        orthogonal_init(self.pi[-1], 0.01)  # near-uniform initial policy
+        orthogonal_init(self.v[-1], 1.0)
+        self.log_std = (
+            nn.Parameter(torch.full((gaussian_dim,), float(log_std_init))) if gaussian_dim else None
+        )
+
+    def forward(self, obs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        params = self.pi(flatten_obs(obs["observation"], self.obs_ndim))
+        if self.log_std is not None:
+            params = torch.cat([params, self.log_std.expand_as(params)], dim=-1)
+        state = flatten_obs(obs["state"], self.state_ndim)
+        value = self.v(torch.cat([state, obs["agent"].float()], dim=-1))
+        return params, value.squeeze(-1)
 
 
 class CnnActorCritic(nn.Module):

@@ -445,6 +445,19 @@ def appo_preset(env_id: str, family: str) -> dict[str, Any]:
     return _renamed(ppo_preset(env_id, family), "ppo", "appo")
 
 
+def ippo_preset(env_id: str, family: str) -> dict[str, Any]:
+    """PPO's preset for the env: IPPO is PPO over every agent's column."""
+    return _renamed(ppo_preset(env_id, family), "ppo", "ippo")
+
+
+def mappo_preset(env_id: str, family: str) -> dict[str, Any]:
+    """PPO's preset for the env, with each agent's observation beside the env's global
+    state (``env_options.global_state``), which MAPPO's critic reads."""
+    out = _renamed(ppo_preset(env_id, family), "ppo", "mappo")
+    out["env_options"] = {**out.get("env_options", {}), "global_state": True}
+    return out
+
+
 def impala_preset(env_id: str, family: str) -> dict[str, Any]:
     """A2C's preset for the env (its table's entry, with that entry's source), on V-trace
     targets; on MinAtar and Atari the IMPALA paper's Atari settings (Espeholt et al. 2018,

@@ -6,16 +6,28 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rlfw.agents import ActorCriticAgent
+from rlfw.agents.actor_critic import distribution_for
+from rlfw.agents.distributions import DiagGaussian
 from rlfw.algos.pg.a2c import A2C, A2CConfig
 from rlfw.algos.pg.appo import APPO, APPOConfig
 from rlfw.algos.pg.impala import IMPALA, IMPALAConfig
+from rlfw.algos.pg.mappo import IPPO, MAPPO, IPPOConfig, MAPPOConfig
 from rlfw.algos.pg.ppo import PPO, PPOConfig
-from rlfw.algos.pg.presets import a2c_preset, appo_preset, impala_preset, ppo_preset
+from rlfw.algos.pg.presets import (
+    a2c_preset,
+    appo_preset,
+    impala_preset,
+    ippo_preset,
+    mappo_preset,
+    ppo_preset,
+)
 from rlfw.algos.spec import AlgoSpec, image_network_note
 from rlfw.envs import EnvSpaces
 from rlfw.envs.masks import masks_actions
+from rlfw.models.actor_critic import CentralCriticActorCritic
 
 
 def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
@@ -39,6 +51,46 @@ def build_actor_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
         sde_sample_freq=config.sde_sample_freq,
         action_mask=masks_actions(spaces.observation, config.env_options.action_mask),
     )
+
+
+GLOBAL_STATE_KEYS = {"observation", "state", "agent"}
+
+
+def build_central_critic(config: Any, spaces: EnvSpaces) -> ActorCriticAgent:
+    """MAPPO's agent: the policy MLP on the agent's own observation, the critic MLP on the
+    env's global state and the agent's id (``env_options.global_state``)."""
+    obs = spaces.observation
+    if not isinstance(obs, gym.spaces.Dict) or set(obs.spaces) != GLOBAL_STATE_KEYS:
+        raise ValueError(
+            f"{config.algo}'s critic reads the env's global state, and {config.env} observes "
+            f"{obs}: run it on a PettingZoo env with env_options.global_state=true (its "
+            "preset sets it)"
+        )
+    own, state = obs["observation"], obs["state"]
+    if not isinstance(own, gym.spaces.Box) or not isinstance(state, gym.spaces.Box):
+        raise ValueError(
+            f"{config.algo}'s networks are MLPs over Box observations and states; "
+            f"{config.env} gives {own} and {state}"
+        )
+    dist = distribution_for(spaces.action, config.algo)
+    net = CentralCriticActorCritic(
+        own.shape,
+        state.shape,
+        int(np.prod(obs["agent"].shape or (1,))),
+        dist.n_params,
+        config.hidden,
+        config.activation,
+        dist.dim if isinstance(dist, DiagGaussian) else 0,
+        config.log_std_init,
+    )
+    return ActorCriticAgent(net, dist, spaces.action, config.device)
+
+
+def central_critic_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
+    """The model settings ``build_central_critic`` ignores."""
+    why = f"{config.algo}'s centralized-critic MLPs do not read it"
+    unread = ("recurrent", "rnn_size", "normalize_obs", "ortho_init", "sde_sample_freq")
+    return dict.fromkeys(unread, why)
 
 
 def actor_critic_unread(config: Any, spaces: EnvSpaces) -> dict[str, str]:
@@ -97,6 +149,22 @@ SPECS = (
         build_actor_critic,
         preset=appo_preset,
         unread_model_settings=actor_critic_unread,
+    ),
+    AlgoSpec(
+        "ippo",
+        IPPO,
+        IPPOConfig,
+        build_actor_critic,
+        preset=ippo_preset,
+        unread_model_settings=actor_critic_unread,
+    ),
+    AlgoSpec(
+        "mappo",
+        MAPPO,
+        MAPPOConfig,
+        build_central_critic,
+        preset=mappo_preset,
+        unread_model_settings=central_critic_unread,
     ),
     AlgoSpec(
         "impala",
