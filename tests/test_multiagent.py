@@ -183,3 +183,14 @@ def test_mappo_s_agents_observe_their_own_view_the_state_and_their_id():
     assert rows[1]["agent"].tolist() == [0, 1, 0]
     np.testing.assert_array_equal(rows[0]["state"], rows[2]["state"])
     np.testing.assert_array_equal(rows[0]["state"][18:36], rows[1]["observation"])
+
+
+def test_check_env_names_the_agents_their_columns_and_the_state():
+    from rlfw.launch.check_env import check_env
+
+    report = check_env(FACTORY, episodes=2)
+    assert report.ok, report.problems
+    text = "\n".join(report.lines)
+    assert "agents 2 (first, second)" in text and "batch_B a multiple of 2" in text
+    assert "state(): [3] -> mappo's critic input" in text
+    assert "replays the same 50 steps: deterministic" in text

@@ -12,6 +12,7 @@ import numpy as np
 from rlfw.buffers.tree import tree_paths
 from rlfw.envs import EnvFactory
 from rlfw.envs.masks import MASK_KEY, mask_size
+from rlfw.envs.multiagent import ColumnsEnv, ParallelColumns
 from rlfw.envs.spaces import check_observation_space, leaf_dtype, space_leaves
 from rlfw.models.cnn import NatureCNN, SmallCNN
 from rlfw.models.encoders import FlattenLeaf, OneHotLeaf, leaf_encoder
@@ -97,28 +98,70 @@ def _valid_random_action(space: gym.Space[Any], obs: Any, rng: np.random.Generat
     return space.sample()
 
 
+def _random_action(env: gym.Env, obs: Any, rng: np.random.Generator) -> Any:
+    """A random valid action; one per column for a many-agent env."""
+    if isinstance(env, ColumnsEnv):
+        return [_valid_random_action(env.action_space, row, rng) for row in obs]
+    return _valid_random_action(env.action_space, obs, rng)
+
+
+def _rows_problems(env: gym.Env, obs: Any, where: str) -> list[str]:
+    if isinstance(env, ColumnsEnv):  # each agent's row against the one space they share
+        return [p for row in obs for p in _leaf_problems(env.observation_space, row, where)]
+    return _leaf_problems(env.observation_space, obs, where)
+
+
+def _episode_over(env: gym.Env, terminated: Any, truncated: Any, info: dict[str, Any]) -> bool:
+    """The env's episode ended: every agent done for a many-agent env."""
+    if isinstance(env, ColumnsEnv):
+        return "episode" in info
+    return bool(terminated or truncated)
+
+
 def _play(
     env: gym.Env, seed: int, max_steps: int, report: EnvCheck, episode: int
 ) -> tuple[float, int, list[float], bool]:
     rng = np.random.default_rng(seed)
     env.action_space.seed(seed)
     obs, _ = env.reset(seed=seed)
-    report.problems += _leaf_problems(env.observation_space, obs, f"episode {episode} reset")
+    report.problems += _rows_problems(env, obs, f"episode {episode} reset")
     total, steps, rewards = 0.0, 0, []
     while steps < max_steps:
-        obs, reward, terminated, truncated, _ = env.step(
-            _valid_random_action(env.action_space, obs, rng)
-        )
+        obs, reward, terminated, truncated, info = env.step(_random_action(env, obs, rng))
         steps += 1
-        total += float(reward)
-        rewards.append(float(reward))
-        found = _leaf_problems(env.observation_space, obs, f"episode {episode} step {steps}")
+        reward = float(np.sum(np.asarray(reward)))  # a many-agent env's: the team's
+        total += reward
+        rewards.append(reward)
+        found = _rows_problems(env, obs, f"episode {episode} step {steps}")
         if found:
             report.problems += found
             break
-        if terminated or truncated:
+        if _episode_over(env, terminated, truncated, info):
             break
     return total, steps, rewards, steps >= max_steps
+
+
+def _agents_lines(env: ColumnsEnv, factory: EnvFactory) -> list[str]:
+    """What rlfw does with a many-agent env's agents and its global state."""
+    names = getattr(env, "agents", [])
+    lines = [
+        f"agents {env.columns} ({', '.join(names)}), one space shared by all: each agent is a "
+        f"column of the batch (batch_B a multiple of {env.columns}; the family preset takes "
+        f"8 envs, {8 * env.columns} columns), one policy shared by every agent (ippo, mappo, "
+        "any single-agent algorithm)",
+        "episodes end when every agent is done; the logged return is the team's (each "
+        "agent's rewards summed); an agent that leaves early adds no row to a policy-gradient "
+        "loss",
+    ]
+    if isinstance(env, ParallelColumns) and callable(getattr(env.env, "state", None)):
+        shape = list(np.asarray(env.env.state()).shape)
+        lines.append(
+            f"state(): {shape} -> mappo's critic input (env_options.global_state, which "
+            "mappo's preset sets)"
+        )
+    else:
+        lines.append("state(): none -> mappo cannot run (its critic reads it); ippo can")
+    return lines
 
 
 def _trajectory(factory: EnvFactory, seed: int, steps: int) -> list[Any]:
@@ -129,10 +172,9 @@ def _trajectory(factory: EnvFactory, seed: int, steps: int) -> list[Any]:
         obs, _ = env.reset(seed=seed)
         out = [obs]
         for _ in range(steps):
-            action = _valid_random_action(env.action_space, obs, rng)
-            obs, reward, terminated, truncated, _ = env.step(action)
+            obs, reward, terminated, truncated, info = env.step(_random_action(env, obs, rng))
             out.append((obs, reward))
-            if terminated or truncated:
+            if _episode_over(env, terminated, truncated, info):
                 obs, _ = env.reset()
                 out.append(obs)
         return out
@@ -160,6 +202,9 @@ def check_env(
     try:
         obs_space, act_space = env.observation_space, env.action_space
         report.lines.append(f"env {factory.env_id}")
+        if isinstance(env, ColumnsEnv):
+            env.reset(seed=seed)  # the state() an agent line shows is a reset env's
+            report.lines += _agents_lines(env, factory)
         report.lines.append(f"observation {short_space(obs_space)}")
         try:
             check_observation_space(obs_space)
