@@ -182,6 +182,13 @@ SUITES: dict[str, Suite] = {
         "settings and observation encoder, sb3-contrib's MaskablePPO where the env has a "
         "mask (SB3 has no masked DQN); about 40 minutes with its peer on 2 cores",
     ),
+    "multiagent": Suite(
+        tuple(Entry(algo, "mpe2.simple_spread_v3", peer=False) for algo in ("ippo", "mappo")),
+        has_peer=False,
+        about="many agents: MPE simple_spread (3 agents, 25-step episodes, the team return "
+        "summed over agents) with IPPO and MAPPO at the family preset's 1M agent steps; "
+        "about 20 minutes on 2 cores",
+    ),
     "atari": Suite(
         tuple(
             Entry(algo, env, 10_000_000)
