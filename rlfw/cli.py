@@ -334,6 +334,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         apply_overrides(config, {"schedule": schedule_for(steps)})
     apply_flags(config, args)
     config.plugins = tuple(dict.fromkeys([*config.plugins, *args.plugin]))
+    if not args.config and _preset_choice(args, "batch_B") is None:
+        config.fit_batch_to_agents()  # after --env-kwargs, which may change the agents
     return config
 
 

@@ -194,3 +194,14 @@ def test_check_env_names_the_agents_their_columns_and_the_state():
     assert "agents 2 (first, second)" in text and "batch_B a multiple of 2" in text
     assert "state(): [3] -> mappo's critic input" in text
     assert "replays the same 50 steps: deterministic" in text
+
+
+def test_the_env_s_own_arguments_reach_it_and_its_agents_size_the_batch():
+    from rlfw.launch.config import RunConfig
+
+    config = RunConfig.for_env("mpe2.simple_spread_v3", "ippo", env_options={"kwargs": ("N=4",)})
+    assert config.batch_B == 8 * 4  # the family's 8 envs, of 4 agents now
+    assert config.env_factory()().columns == 4
+    assert RunConfig.for_env("mpe2.simple_spread_v3", "ippo", batch_B=6).batch_B == 6
+    with pytest.raises(ValueError, match="item 'N:4' is not KEY=VALUE"):
+        EnvOptions(kwargs=("N:4",)).validate()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
 import importlib.util
@@ -9,7 +10,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -24,6 +25,7 @@ from rlfw.envs.multiagent import (
     make_pettingzoo,
 )
 from rlfw.envs.robotics import is_robotics, register_robotics_envs
+from rlfw.utils.settings import Flag
 
 
 def is_atari(env_id: str) -> bool:
@@ -156,13 +158,34 @@ class EnvOptions:
     """Where the invalid-action mask comes from: 'auto' (info['action_mask'], else an
     observation key 'action_mask'), 'info', 'none' (no masking), or an observation key.
     Agents act, learn and bootstrap over the valid actions only."""
+    kwargs: Annotated[tuple[str, ...], Flag("--env-kwargs", nargs="+", metavar="KEY=VALUE")] = ()
+    """Arguments of the env's constructor (gymnasium.make's, a PettingZoo module's
+    parallel_env()) as KEY=VALUE texts, each value a Python literal (50, 0.5, True,
+    'text') or else the text itself: --env-kwargs max_cycles=50 N=4."""
     global_state: bool = False
     """Many-agent envs: each agent observes a Dict of its own observation
     ('observation'), the env's ``state()`` ('state') and its one-hot index ('agent'), the
     input of a centralized critic (MAPPO's)."""
 
+    def constructor_kwargs(self) -> dict[str, Any]:
+        """``kwargs`` as a dict: ``ValueError`` naming an item that is not KEY=VALUE."""
+        out: dict[str, Any] = {}
+        for item in self.kwargs:
+            key, sep, text = str(item).partition("=")
+            if not sep or not key.isidentifier():
+                raise ValueError(
+                    f"env_options.kwargs item {item!r} is not KEY=VALUE with KEY a Python "
+                    "name (e.g. max_cycles=50)"
+                )
+            try:
+                out[key] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                out[key] = text
+        return out
+
     def validate(self) -> None:
         """``ValueError`` naming a bad option."""
+        self.constructor_kwargs()
         if not isinstance(self.action_mask, str) or not self.action_mask:
             raise ValueError(
                 f"env_options.action_mask must be one of {list(MASK_MODES)} or an "
@@ -226,7 +249,8 @@ class EnvFactory:
         if is_atari(self.env_id) and self.entry is None:
             return make_atari(self.env_id, self.atari, train, self.render_mode)
         if self.entry is None and is_pettingzoo(self.env_id):  # its agents are columns
-            return make_pettingzoo(self.env_id, self.options.global_state, **dict(self.kwargs))
+            kwargs = {**dict(self.kwargs), **self.options.constructor_kwargs()}
+            return make_pettingzoo(self.env_id, self.options.global_state, **kwargs)
         if self.entry is None and is_mujoco(self.env_id):
             route_mujoco_warnings()
         minigrid = self.entry is None and is_minigrid(self.env_id)
@@ -235,7 +259,7 @@ class EnvFactory:
         if self.entry is None and is_robotics(self.env_id):
             register_robotics_envs()
         make = self.entry if self.entry is not None else partial(gym.make, self.env_id)
-        kwargs = dict(self.kwargs)
+        kwargs = {**dict(self.kwargs), **self.options.constructor_kwargs()}
         if self.render_mode is not None:
             kwargs["render_mode"] = self.render_mode
         env = make(**kwargs)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Callable
 import torch
 
 from rlfw.envs import AtariOptions, EnvFactory, EnvOptions, EnvSpaces, is_atari
-from rlfw.launch.presets import env_family, preset, schedule_for
+from rlfw.launch.presets import env_family, multiagent_batch, preset, schedule_for
 from rlfw.logging.video import imageio_module
 from rlfw.logging.wandb_writer import WandbOptions, wandb_module
 from rlfw.models.cnn import MODELS, check_model
@@ -330,7 +330,16 @@ class RunConfig:
         apply_overrides(config, overrides)
         for key, _ in flatten(overrides):  # once all are in: `sampler=` reads `n_workers=`
             check_read_key(config, key)
+        if "batch_B" not in overrides:
+            config.fit_batch_to_agents()
         return config
+
+    def fit_batch_to_agents(self) -> None:
+        """A many-agent env's ``batch_B`` as its family's preset means it: so many envs of
+        this env's agents, counted again once the env's own arguments are in (MPE's ``N``
+        changes how many agents there are). Other envs' is left as it is."""
+        if env_family(self.env) == "multiagent":
+            self.batch_B = multiagent_batch(self.env_factory())
 
     def eval_worker_count(self) -> int:
         """Evaluation env processes: ``n_eval_workers``, or by default one per usable core

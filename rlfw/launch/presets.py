@@ -3,7 +3,7 @@ the env's family, then the algorithm's own tuned settings (``AlgoSpec.preset``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 
@@ -62,6 +62,14 @@ def _family_schedule(family: str) -> dict[str, Any]:
     return out
 
 
+def multiagent_batch(factory: Callable[..., gym.Env]) -> int:
+    """A many-agent family's ``batch_B``: ``MULTIAGENT_ENVS`` envs of the factory's, each
+    as many columns as it has agents (batch_B counts columns)."""
+    from rlfw.envs.multiagent import factory_columns
+
+    return MULTIAGENT_ENVS * factory_columns(factory)
+
+
 def preset(algo: str, env_id: str) -> dict[str, Any]:
     """Tuned defaults for ``algo`` on ``env_id``; explicit user values override them. The
     family's schedule (``RUN_LENGTH``), then the algorithm's registered preset, whose
@@ -75,11 +83,10 @@ def preset(algo: str, env_id: str) -> dict[str, Any]:
     spec = gym.registry.get(env_id)
     if spec is not None and spec.max_episode_steps is None and family in ("classic", "continuous"):
         family_settings["schedule"].setdefault("eval_max_episode_steps", UNLIMITED_EVAL_CAP)
-    if family == "multiagent":  # whole envs: batch_B counts columns, agents x envs
+    if family == "multiagent":
         from rlfw.envs.factory import EnvFactory
-        from rlfw.envs.multiagent import factory_columns
 
-        family_settings["batch_B"] = MULTIAGENT_ENVS * factory_columns(EnvFactory(env_id))
+        family_settings["batch_B"] = multiagent_batch(EnvFactory(env_id))
     if family in FAMILY_ENV_OPTIONS:
         family_settings["env_options"] = FAMILY_ENV_OPTIONS[family]
     return merge_settings(tuned, family_settings)
