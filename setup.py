@@ -15,6 +15,8 @@ extras = {
     # its Fetch tasks fail an assertion in set_joint_qpos with mujoco 4.0.1, so pin one
     # that works (gymnasium's MuJoCo v5 envs run on it too)
     "robotics": ["gymnasium-robotics==1.4.2", "mujoco==3.3.7"],
+    # gymnasium's Box2D envs (LunarLander-v3, BipedalWalker-v3, CarRacing-v3): a wheel
+    "box2d": ["gymnasium[box2d]"],
     # MinAtar's five 10x10 games as MinAtar/<Game>-v1 (rlfw registers them)
     "minatar": ["minatar>=1.0.15"],
     # MiniGrid's gridworlds under their own ids (MiniGrid-DoorKey-5x5-v0, ...)

@@ -152,3 +152,20 @@ def test_an_env_without_a_time_limit_trains_and_its_evaluation_ends(tmp_path):
     run = str(tmp_path / "run")
     args = ["train", "--env", "CliffWalking-v1", "--steps", "512", "--eval-every", "256"]
     assert main([*args, "--eval-episodes", "2", "--log-dir", run]) == 0
+
+
+def test_babyai_levels_are_minigrid_envs_and_box2d_names_its_extra(monkeypatch):
+    """BabyAI's levels (registered by the minigrid package) resolve as MiniGrid's family;
+    a Box2D env without Box2D installed is one line naming the extra."""
+    import importlib.util
+
+    from rlfw.envs import env_family
+
+    EnvFactory("BabyAI-GoToRedBallGrey-v0").validate()
+    assert env_family("BabyAI-GoToRedBallGrey-v0") == "minigrid"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "Box2D" else real(name, *a)
+    )
+    with pytest.raises(ValueError, match=r"LunarLander-v3.*Box2D.*pip install -e '\.\[box2d\]'"):
+        EnvFactory("LunarLander-v3").validate()

@@ -84,6 +84,13 @@ def is_mujoco(env_id: str) -> bool:
     return isinstance(entry, str) and entry.startswith("gymnasium.envs.mujoco")
 
 
+def is_box2d(env_id: str) -> bool:
+    """One of gymnasium's Box2D envs (LunarLander-v3, BipedalWalker-v3, CarRacing-v3)."""
+    spec = gym.registry.get(env_id)
+    entry = getattr(spec, "entry_point", "") if spec is not None else ""
+    return isinstance(entry, str) and entry.startswith("gymnasium.envs.box2d")
+
+
 def check_env_available(env_id: str) -> None:
     """Raise ``ValueError`` naming the extra to install when ``env_id`` needs a package
     that is missing."""
@@ -96,6 +103,11 @@ def check_env_available(env_id: str) -> None:
         raise ValueError(
             f"env {env_id!r} is a MiniGrid env and needs the minigrid package, which is "
             "not installed: pip install -e '.[minigrid]'"
+        )
+    if is_box2d(env_id) and importlib.util.find_spec("Box2D") is None:
+        raise ValueError(
+            f"env {env_id!r} is one of gymnasium's Box2D envs and needs Box2D, which is not "
+            "installed: pip install -e '.[box2d]' (the extra installs gymnasium[box2d])"
         )
     if is_mujoco(env_id) and importlib.util.find_spec("mujoco") is None:
         raise ValueError(

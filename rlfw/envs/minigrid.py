@@ -1,7 +1,8 @@
 """MiniGrid (Chevalier-Boisvert et al., 2023) under its own ids (``MiniGrid-DoorKey-5x5-v0``,
-...), with extra ``[minigrid]``. rlfw imports the package (which registers the ids) the
-first time such an id is named, and reads its 7x7x3 view as what it is: tile codes
-(object, colour, state), not pixels, so the model one-hot encodes them."""
+..., and BabyAI's levels, ``BabyAI-GoToRedBall-v0``), with extra ``[minigrid]``. rlfw
+imports the package (which registers the ids) the first time such an id is named, and reads
+its 7x7x3 view as what it is: tile codes (object, colour, state), not pixels, so the model
+one-hot encodes them."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-PREFIX = "MiniGrid-"
+# BabyAI's levels come with the minigrid package (its registry), on the same grid world
+PREFIXES = ("MiniGrid-", "BabyAI-")
 
 
 def is_minigrid(env_id: str) -> bool:
-    return env_id.startswith(PREFIX)
+    """One of the minigrid package's ids: MiniGrid's gridworlds or BabyAI's levels."""
+    return env_id.startswith(PREFIXES)
 
 
 def register_minigrid_envs() -> None:

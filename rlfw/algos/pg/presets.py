@@ -40,6 +40,23 @@ _SB3_DEFAULTS_8X256 = {
     "ppo": dict(_SB3_DEFAULTS),
 }
 _NORMALIZED = {"normalize_obs": True, "hidden": (64, 64)}
+# rl-baselines3-zoo ppo.yml LunarLander-v3 and LunarLanderContinuous-v3 (the same block):
+# SB3's defaults but for these
+_ZOO_LUNAR = {
+    **_SB3_NET,
+    "batch_B": 16,
+    "batch_T": 1024,
+    "normalize_obs": False,
+    "schedule": {"n_steps": 1_000_000},
+    "ppo": {
+        **_SB3_DEFAULTS,
+        "minibatch_size": 64,
+        "gae_lambda": 0.98,
+        "gamma": 0.999,
+        "epochs": 4,
+        "entropy_coef": 0.01,
+    },
+}
 _NO_VELOCITY = PresetEntry(
     CLASSIC,
     "rl-baselines3-zoo ppo_lstm CartPoleNoVel-v1: normalized, one 64-unit layer; "
@@ -96,6 +113,7 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
         env="Acrobot",
     ),
     _NO_VELOCITY,
+    PresetEntry(CLASSIC, "rl-baselines3-zoo ppo.yml LunarLander-v3", _ZOO_LUNAR, env="LunarLander"),
     PresetEntry(
         CLASSIC,
         "SB3's PPO defaults (2,048 steps a batch, as 8 x 256), entropy 0.01: measured here",
@@ -140,6 +158,12 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
                 optimizer_eps=1e-8,
             ),
         },
+    ),
+    PresetEntry(
+        CONTINUOUS,
+        "rl-baselines3-zoo ppo.yml LunarLanderContinuous-v3",
+        _ZOO_LUNAR,
+        env="LunarLanderContinuous",
     ),
     PresetEntry(
         CONTINUOUS,
