@@ -169,3 +169,12 @@ def test_babyai_levels_are_minigrid_envs_and_box2d_names_its_extra(monkeypatch):
     )
     with pytest.raises(ValueError, match=r"LunarLander-v3.*Box2D.*pip install -e '\.\[box2d\]'"):
         EnvFactory("LunarLander-v3").validate()
+
+
+def test_an_id_gymnasium_keeps_only_to_say_where_it_went_is_one_line():
+    """Hopper-v3 (mujoco-py's, moved to gymnasium-robotics) raises ImportError when made:
+    rlfw says it as a ValueError the CLI prints in one line, not a traceback."""
+    with pytest.raises(
+        ValueError, match=r"env 'Hopper-v3' cannot be made here: .*mujoco v2 and v3"
+    ):
+        EnvFactory("Hopper-v3")()

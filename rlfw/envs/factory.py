@@ -274,7 +274,12 @@ class EnvFactory:
         kwargs = {**dict(self.kwargs), **self.options.constructor_kwargs()}
         if self.render_mode is not None:
             kwargs["render_mode"] = self.render_mode
-        env = make(**kwargs)
+        try:
+            env = make(**kwargs)
+        except (ImportError, gym.error.DependencyNotInstalled) as err:
+            # ids gymnasium keeps only to say where they went (Hopper-v3: mujoco-py) and
+            # envs whose package is missing: one line naming it, not a traceback
+            raise ValueError(f"env {self.env_id!r} cannot be made here: {err}") from None
         if isinstance(env, ColumnsEnv):  # many agents: it keeps its own episode statistics
             return env
         if minigrid:

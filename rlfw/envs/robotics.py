@@ -11,7 +11,15 @@ import io
 
 import gymnasium as gym
 
-PREFIXES = ("Fetch", "HandManipulate", "HandReach", "PointMaze_", "AntMaze_", "AdroitHand")
+PREFIXES = (
+    "Fetch",
+    "HandManipulate",
+    "HandReach",
+    "PointMaze_",
+    "AntMaze_",
+    "AdroitHand",
+    "FrankaKitchen",
+)
 
 
 def is_robotics(env_id: str) -> bool:
