@@ -29,6 +29,9 @@ extras = {
     # `rlfw eval RUN --video`, `--video-every`: mp4/GIF encoding (imageio's ffmpeg plugin
     # ships an ffmpeg binary) and pygame, which classic control renders with
     "video": ["imageio>=2.31", "imageio-ffmpeg", "gymnasium[classic-control]"],
+    # `rlfw export RUN OUT --onnx`: the policy as ONNX (torch's TorchScript-based exporter
+    # writes through onnx; onnxruntime checks it against the agent at export)
+    "onnx": ["onnx>=1.17", "onnxruntime>=1.20"],
     # `--wandb`: Weights & Biases (works offline: WANDB_MODE=offline)
     "wandb": ["wandb>=0.17"],
     # the manual (`make docs`: mkdocs with the material theme, the API from docstrings)

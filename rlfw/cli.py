@@ -106,8 +106,9 @@ def _export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "write a shareable policy folder from a run",
         "Write OUT (a new or empty folder): model.safetensors (the agent's weights only), "
         "config.json, a model card README.md with an evaluation, and replay.gif when the "
-        "[video] extra is installed. Upload OUT to the Hugging Face Hub as is; `rlfw eval "
-        "OUT` plays it and gets the numbers `rlfw eval RUN_DIR` gets.",
+        "[video] extra is installed; with --onnx, policy.onnx for onnxruntime. Upload OUT to "
+        "the Hugging Face Hub as is; `rlfw eval OUT` plays it and gets the numbers `rlfw "
+        "eval RUN_DIR` gets.",
     )
     p.add_argument("run_dir", help="a folder written by `rlfw train`")
     p.add_argument("out", help="the policy folder to write (new or empty)")
@@ -686,6 +687,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         episodes=args.episodes,
         seed=args.seed,
         gif=args.gif,
+        onnx=args.onnx,
     )
     print(
         f"rlfw: exported {done.source} to {done.out}: mean return {done.returns.mean():.2f} "

@@ -144,3 +144,56 @@ def test_weights_that_are_not_an_rlfw_policy_are_refused(tmp_path, run):
     (out / "model.safetensors").write_bytes(b"not safetensors at all")
     with pytest.raises(ValueError, match="is not a readable safetensors file"):
         evaluate_checkpoint(str(out), 1)
+
+
+def test_onnx_export_runs_in_onnxruntime_as_the_agent_acts(run, tmp_path, capsys):
+    """``--onnx``: policy.onnx gives the agent's greedy actions on observations it was not
+    checked on, and the model card shows how to run it."""
+    import numpy as np
+    import onnxruntime
+
+    from rlfw.envs import EnvSpaces
+    from rlfw.launch.build import build_agent
+    from rlfw.runfolder.policy_folder import load_policy_weights
+
+    out = tmp_path / "policy"
+    assert main(["export", str(run), str(out), "--episodes", "2", "--no-gif", "--onnx"]) == 0
+    assert (
+        "policy.onnx" in os.listdir(out)
+        and "onnxruntime.InferenceSession" in (out / "README.md").read_text()
+    )
+    session = onnxruntime.InferenceSession(str(out / "policy.onnx"))
+    obs = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    (action,) = session.run(None, {"observation": obs})
+    config = RunConfig.load(str(run))
+    agent = build_agent(config, EnvSpaces.of(config.env_factory()))
+    agent.load_state_dict(load_policy_weights(str(out)))
+    agent.eval_mode()
+    expected = agent.step(obs, np.zeros((50,), np.float32)).action.numpy()
+    assert action.tolist() == expected.tolist() and len(set(expected.tolist())) == 2
+
+
+def test_the_onnx_check_refuses_a_graph_that_disagrees(tmp_path, monkeypatch):
+    """An exported graph whose actions differ from the agent's is not written."""
+    import gymnasium as gym
+    import numpy as np
+
+    from rlfw.agents import ActorCriticAgent
+    from rlfw.envs import EnvSpaces
+    from rlfw.launch import onnx_export
+
+    agent = ActorCriticAgent.build(
+        EnvSpaces(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2))
+    )
+    real = onnx_export.GreedyPolicy.forward
+    calls = []
+
+    def off_by_one_the_first_time(self, *inputs):  # the reference the graph is checked on
+        calls.append(1)
+        return real(self, *inputs) + (1 if len(calls) == 1 else 0)
+
+    monkeypatch.setattr(onnx_export.GreedyPolicy, "forward", off_by_one_the_first_time)
+    obs = np.zeros((8, 3), np.float32)
+    with pytest.raises(RuntimeError, match="policy's action disagrees with the agent"):
+        onnx_export.export_onnx(agent, obs, str(tmp_path / "policy.onnx"))
+    assert os.listdir(tmp_path) == []

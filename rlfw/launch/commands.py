@@ -102,6 +102,9 @@ class ExportOptions:
     gif: Annotated[bool, Flag("--no-gif", const=False)] = True
     """Leave out replay.gif (the flag); by default the folder has one when the [video]
     extra is installed."""
+    onnx: Annotated[bool, Flag("--onnx", const=True)] = False
+    """Also write policy.onnx: the deterministic policy for onnxruntime (extra [onnx]),
+    checked at export against the agent on real observations."""
 
 
 @dataclass

@@ -16,6 +16,7 @@ import numpy as np
 
 from rlfw.launch.config import RunConfig, train_command
 from rlfw.launch.evaluate import evaluate_checkpoint, load_for_evaluation
+from rlfw.launch.onnx_export import ONNX_FILE, STATE, OnnxCheck, export_onnx, onnx_runtime
 from rlfw.runfolder.files import write_json, write_text
 from rlfw.runfolder.policy_folder import WEIGHTS, save_policy_weights
 
@@ -30,6 +31,7 @@ class Exported:
     source: str
     returns: np.ndarray
     gif: bool
+    onnx: OnnxCheck | None = None
 
 
 def rlfw_version() -> str:
@@ -56,6 +58,7 @@ def export_policy(
     episodes: int = 10,
     seed: int = 12345,
     gif: bool = True,
+    onnx: bool = False,
 ) -> Exported:
     """Write the policy folder ``out`` from the run's newest checkpoint that loads
     (``best``: ``checkpoints/best.pt``), evaluated over ``episodes`` with ``seed`` as
@@ -63,6 +66,8 @@ def export_policy(
     Everything is written in a temp folder beside ``out`` and renamed at the end, so a
     failure leaves nothing half-written."""
     check_export_target(out)
+    if onnx:
+        onnx_runtime()  # the install hint before anything is read or played
     source, state = load_for_evaluation(run_dir, best, trust)
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
@@ -76,8 +81,10 @@ def export_policy(
         write_json(os.path.join(staging, "config.json"), config.to_dict())
         returns = evaluate_checkpoint(staging, episodes, seed=seed, config=config)
         made_gif = gif and _write_gif(staging, config, seed)
+        checked = _write_onnx(staging, config, seed) if onnx else None
         write_text(
-            os.path.join(staging, "README.md"), model_card(config, returns, seed, source, made_gif)
+            os.path.join(staging, "README.md"),
+            model_card(config, returns, seed, source, made_gif, checked),
         )
         _readable_by_all(staging)
         if os.path.isdir(out):
@@ -86,7 +93,7 @@ def export_policy(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Exported(out, source, returns, made_gif)
+    return Exported(out, source, returns, made_gif, checked)
 
 
 def _readable_by_all(folder: str) -> None:
@@ -131,7 +138,78 @@ def _write_gif(folder: str, config: RunConfig, seed: int) -> bool:
     return True
 
 
-def model_card(config: RunConfig, returns: np.ndarray, seed: int, source: str, gif: bool) -> str:
+# Real observations the exported graph is checked on: the policy's own greedy steps.
+ONNX_CHECK_ROWS = 64
+
+
+def _write_onnx(folder: str, config: RunConfig, seed: int) -> OnnxCheck:
+    """``policy.onnx`` from the folder's weights, checked on the observations of
+    ``ONNX_CHECK_ROWS`` greedy steps of the policy in an evaluation env."""
+    from rlfw.buffers.tree import tree_stack
+    from rlfw.envs import EnvSpaces
+    from rlfw.launch.build import build_agent
+    from rlfw.runfolder.policy_folder import load_policy_weights
+
+    env_factory = config.env_factory().resolved()
+    agent = build_agent(config, EnvSpaces.of(env_factory))
+    agent.load_state_dict(load_policy_weights(folder))
+    agent.eval_mode()
+    env = env_factory(False)
+    try:
+        obs, _ = env.reset(seed=seed)
+        rows, state = [obs], agent.initial_state(1)
+        noise = np.zeros((1, *agent.noise_shape), np.float32)
+        while len(rows) < ONNX_CHECK_ROWS:
+            step = agent.step(tree_stack([obs]), noise, None, state)
+            state = step.state
+            obs, _, terminated, truncated, _ = env.step(agent.env_action(step.action)[0])
+            if terminated or truncated:
+                obs, _ = env.reset()
+                state = agent.initial_state(1)
+            rows.append(obs)
+    finally:
+        env.close()
+    return export_onnx(agent, tree_stack(rows), os.path.join(folder, ONNX_FILE))
+
+
+def _onnx_section(check: OnnxCheck) -> list[str]:
+    """How to run ``policy.onnx``, for the model card."""
+    feeds = ", ".join(
+        f'"{name}": zeros((1, STATE_SIZE), float32)' if name == STATE else f'"{name}": ...'
+        for name in check.inputs
+    )
+    return [
+        f"## {ONNX_FILE}",
+        "",
+        f"The deterministic policy for onnxruntime (no torch needed): inputs "
+        f"{', '.join(f'`{n}`' for n in check.inputs)} (each with a leading batch dimension), "
+        f"outputs {', '.join(f'`{n}`' for n in check.outputs)}; checked at export against the "
+        f"agent on {check.rows} real observations (largest difference "
+        f"{check.max_difference:.2g}). The action is the agent's own: a Discrete one counts "
+        "from 0 (add the space's start), a PPO/A2C Box action is clipped to the space's bounds "
+        "before the env takes it, and SAC's, TD3's and DDPG's lie in [-1, 1] and map to "
+        "low + (a + 1) (high - low) / 2.",
+        "",
+        "```python",
+        "import onnxruntime",
+        "from numpy import float32, zeros",
+        "",
+        f'session = onnxruntime.InferenceSession("{ONNX_FILE}")',
+        f"outputs = session.run(None, {{{feeds}}})",
+        "action = outputs[0]",
+        "```",
+        "",
+    ]
+
+
+def model_card(
+    config: RunConfig,
+    returns: np.ndarray,
+    seed: int,
+    source: str,
+    gif: bool,
+    onnx: OnnxCheck | None = None,
+) -> str:
     """The folder's README.md: Hugging Face model-card front matter, then the facts."""
     name = f"{config.algo}-{config.env.replace('/', '-')}"
     score = f"{returns.mean():.2f} +/- {returns.std():.2f}"
@@ -182,5 +260,6 @@ def model_card(config: RunConfig, returns: np.ndarray, seed: int, source: str, g
         train_command(config),
         "```",
         "",
+        *(_onnx_section(onnx) if onnx is not None else []),
     ]
     return "\n".join(lines)
