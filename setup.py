@@ -32,6 +32,8 @@ extras = {
     # `rlfw export RUN OUT --onnx`: the policy as ONNX (torch's TorchScript-based exporter
     # writes through onnx; onnxruntime checks it against the agent at export)
     "onnx": ["onnx>=1.17", "onnxruntime>=1.20"],
+    # `rlfw tune`: Optuna's TPE sampler, pruners and study storage (SQLite by default)
+    "tune": ["optuna>=3.5"],
     # `--wandb`: Weights & Biases (works offline: WANDB_MODE=offline)
     "wandb": ["wandb>=0.17"],
     # the manual (`make docs`: mkdocs with the material theme, the API from docstrings)

@@ -23,6 +23,7 @@ from rlfw.launch.commands import (
     SweepOptions,
     TrainOptions,
     TrustOptions,
+    TuneOptions,
 )
 from rlfw.launch.config import (
     RunConfig,
@@ -50,7 +51,7 @@ from rlfw.runfolder.checkpoint import list_checkpoints
 from rlfw.runfolder.claim import check_run_folder
 from rlfw.runfolder.files import read_json_object
 from rlfw.samplers.machinery.workers import WorkerError
-from rlfw.utils.checks import NonFiniteError
+from rlfw.utils.checks import NonFiniteError, check_positive
 from rlfw.utils.distributed import RankError, RankGroup, init_from_environment
 
 if TYPE_CHECKING:
@@ -198,7 +199,52 @@ def make_parser() -> argparse.ArgumentParser:
     _sweep_parser(sub)
     _check_env_parser(sub)
     _benchmark_parser(sub)
+    _tune_parser(sub)
     return parser
+
+
+def _tune_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _command(
+        sub,
+        "tune",
+        "search an algorithm's settings for an env with Optuna",
+        "Run an Optuna study (TPE, a median pruner on each trial's evaluations, the last "
+        "evaluation's mean return as the objective) over the algorithm's declared search "
+        "space, each trial an rlfw run in STUDY/trials/. Run the same command again to "
+        "continue a study that was stopped. Writes STUDY/README.md (the best trial as a "
+        "command line and a preset snippet, the top trials) and Optuna's plots.",
+    )
+    add_config_flags(p, ("algo", "env"))
+    add_options(p, TuneOptions)
+    add_options(p, TrustOptions, only=("plugin",))
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from rlfw.algos.search_space import parse_param
+    from rlfw.launch.tune import TuneSettings, run_study, search_space, write_report
+
+    algo = given_value(args, "algo") or RunConfig.algo
+    env = given_value(args, "env") or RunConfig.env
+    RunConfig(algo=algo, env=env).env_factory().validate()
+    check_positive(trials=args.trials, steps=args.steps, jobs=args.jobs)
+    check_positive(evaluations=args.evaluations, eval_episodes=args.eval_episodes)
+    settings = TuneSettings(
+        algo,
+        env,
+        args.trials,
+        args.steps,
+        args.study or os.path.join("studies", f"{algo}-{env.replace('/', '_')}"),
+        jobs=args.jobs,
+        storage=args.storage,
+        seed=args.seed,
+        evaluations=args.evaluations,
+        eval_episodes=args.eval_episodes,
+        space=search_space(algo, [parse_param(text) for text in args.space]),
+    )
+    study = run_study(settings)
+    report = write_report(study, settings)
+    print(f"rlfw: study {settings.study_dir}: {report}")
+    return 0
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
@@ -790,6 +836,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_export(args)
         if args.command == "check-env":
             return cmd_check_env(args)
+        if args.command == "tune":
+            return cmd_tune(args)
         return cmd_eval(args)
     except (ValueError, FileNotFoundError) as err:
         parser.exit(2, f"rlfw: error: {err}\n")

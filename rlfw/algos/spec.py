@@ -12,6 +12,7 @@ import gymnasium as gym
 
 from rlfw.agents.base import Agent
 from rlfw.algos.base import Algorithm, ReplayAlgorithm
+from rlfw.algos.search_space import Param
 from rlfw.envs import EnvSpaces
 from rlfw.models.cnn import model_kind
 
@@ -53,9 +54,10 @@ def reads_every_setting(config: Any, spaces: EnvSpaces) -> dict[str, str]:
 class AlgoSpec:
     """An algorithm: its class (built as ``algo_cls(config)``), its config dataclass,
     ``build_agent(run_config, spaces)`` for the agent it trains, ``preset(env_id,
-    family)``: its tuned settings for an env, and ``unread_model_settings(run_config,
+    family)``: its tuned settings for an env, ``unread_model_settings(run_config,
     spaces)``: the model fields (``MODEL_SETTINGS``) ``build_agent`` would not read for that
-    env, each with why (a user's setting of one is refused, as it would change nothing)."""
+    env, each with why (a user's setting of one is refused, as it would change nothing),
+    and ``search_space``: what ``rlfw tune`` searches."""
 
     name: str
     algo_cls: type[Algorithm]
@@ -64,6 +66,8 @@ class AlgoSpec:
     summary: str = ""
     preset: Preset = no_preset
     unread_model_settings: UnreadSettings = reads_every_setting
+    search_space: tuple[Param, ...] = ()
+    """What ``rlfw tune`` searches by default (``rlfw.algos.search_space``)."""
 
     @property
     def uses_replay(self) -> bool:

@@ -154,6 +154,33 @@ class SweepOptions:
 
 
 @dataclass
+class TuneOptions:
+    """``rlfw tune``'s own options (the algorithm and env are train's flags)."""
+
+    trials: Annotated[int, Flag("--trials")] = 20
+    """Trials the study ends with (complete or pruned; an interrupted one is retried)."""
+    steps: Annotated[int, Flag("--steps", metavar="N")] = 50_000
+    """Env steps of each trial's run."""
+    jobs: Annotated[int, Flag("--jobs")] = 1
+    """Worker processes on this machine, one torch thread each."""
+    storage: Annotated[str | None, Flag("--storage", metavar="URL")] = None
+    """The Optuna database (postgresql://..., mysql://...): workers anywhere that name it
+    share the study. Default: SQLite in the study folder."""
+    study: Annotated[str | None, Flag("--study", metavar="DIR")] = None
+    """The study folder: its trials' run folders, database, report and plots (default
+    studies/<algo>-<env>)."""
+    space: Annotated[tuple[str, ...], Flag("--space", metavar="KEY=RANGE")] = ()
+    """Replace or add a searched setting (repeatable): KEY=LOW:HIGH[:log][:int] or
+    KEY=A,B,C, e.g. --space ppo.learning_rate=1e-5:1e-2:log --space ppo.epochs=4,10."""
+    evaluations: Annotated[int, Flag("--evaluations")] = 5
+    """Evaluations per trial: the pruner's curve; the last one is the objective."""
+    eval_episodes: Annotated[int, Flag("--eval-episodes")] = 10
+    """Episodes per evaluation."""
+    seed: Annotated[int, Flag("--seed")] = 0
+    """The TPE sampler's seed; trial k's run has seed + k."""
+
+
+@dataclass
 class BenchmarkOptions:
     """``rlfw benchmark``'s own options."""
 

@@ -18,6 +18,8 @@ from rlfw.algos.dqn.presets import (
     rainbow_preset,
 )
 from rlfw.algos.dqn.r2d1 import R2D1, R2D1Config
+from rlfw.algos.dqn.search import DQN_SPACE
+from rlfw.algos.search_space import Param
 from rlfw.algos.spec import AgentBuilder, AlgoSpec, Preset, UnreadSettings, image_network_note
 from rlfw.envs import EnvSpaces
 from rlfw.envs.masks import masks_actions
@@ -121,12 +123,13 @@ def _q_learner(
     build_agent: AgentBuilder = build_dqn_agent,
     summary: str = "",
     unread: UnreadSettings = q_network_unread,
+    search_space: tuple[Param, ...] = (),
 ) -> AlgoSpec:
-    return AlgoSpec(name, algo_cls, config_cls, build_agent, summary, preset, unread)
+    return AlgoSpec(name, algo_cls, config_cls, build_agent, summary, preset, unread, search_space)
 
 
 SPECS = (
-    _q_learner("dqn", DQN, DQNConfig, dqn_preset),
+    _q_learner("dqn", DQN, DQNConfig, dqn_preset, search_space=DQN_SPACE),
     _q_learner("c51", C51, C51Config, c51_preset),
     _q_learner(
         "rainbow",

@@ -24,6 +24,7 @@ from rlfw.algos.pg.presets import (
     mappo_preset,
     ppo_preset,
 )
+from rlfw.algos.pg.search import A2C_SPACE, PPO_SPACE
 from rlfw.algos.spec import AlgoSpec, image_network_note
 from rlfw.envs import EnvSpaces
 from rlfw.envs.masks import masks_actions
@@ -133,6 +134,7 @@ SPECS = (
         build_actor_critic,
         preset=ppo_preset,
         unread_model_settings=actor_critic_unread,
+        search_space=PPO_SPACE,
     ),
     AlgoSpec(
         "a2c",
@@ -141,6 +143,7 @@ SPECS = (
         build_actor_critic,
         preset=a2c_preset,
         unread_model_settings=actor_critic_unread,
+        search_space=A2C_SPACE,
     ),
     AlgoSpec(
         "appo",
