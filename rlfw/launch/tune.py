@@ -120,10 +120,21 @@ class PruneOnEvaluation:
         return False if self.pruned else None
 
 
+class StudyFull(Exception):
+    """A trial that would take the study past its count (another worker's trial already
+    fills it): not run, marked failed, never counted."""
+
+
 def _objective(settings: TuneSettings, trial: Any) -> float:
+    from optuna.trial import TrialState
+
     from rlfw.launch.build import build_runner
 
     optuna = optuna_module()
+    running = trial.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if counted(trial.study) + sum(t.number != trial.number for t in running) >= settings.trials:
+        trial.study.stop()  # workers that retry dead trials at once would overshoot
+        raise StudyFull(f"the study holds {settings.trials} trials, counting those running")
     values = {param.key: param.suggest(trial) for param in settings.space}
     seed = settings.seed + trial.number
     config = trial_config(settings, values, seed)
@@ -199,6 +210,7 @@ def _work(settings: TuneSettings, worker: int) -> None:
         callbacks=[
             MaxTrialsCallback(settings.trials, states=(TrialState.COMPLETE, TrialState.PRUNED))
         ],
+        catch=(StudyFull,),
         gc_after_trial=True,
     )
 
