@@ -47,8 +47,9 @@ extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 setup(
     name="rlfw",
     version="0.1.0",
-    description="Modular deep RL: interchangeable samplers, one [T,B] buffer, nine "
-    "algorithms (PPO, A2C, DQN, C51, Rainbow, R2D1, SAC, TD3, DDPG), sync/concurrent/"
+    description="Modular deep RL: interchangeable samplers, one [T,B] buffer, fourteen "
+    "algorithms (PPO, A2C, APPO, IMPALA, IPPO, MAPPO, DQN, C51, Rainbow, R2D1, PQN, SAC, "
+    "TD3, DDPG), sync/concurrent/"
     "async/multi-process runners, run folders that are safe to share.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
