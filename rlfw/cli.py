@@ -221,7 +221,7 @@ def _tune_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from rlfw.algos.search_space import parse_param
-    from rlfw.launch.tune import TuneSettings, run_study, search_space, write_report
+    from rlfw.launch.tune import REPORT, TuneSettings, run_study, search_space
 
     algo = given_value(args, "algo") or RunConfig.algo
     env = given_value(args, "env") or RunConfig.env
@@ -241,9 +241,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         eval_episodes=args.eval_episodes,
         space=search_space(algo, [parse_param(text) for text in args.space]),
     )
-    study = run_study(settings)
-    report = write_report(study, settings)
-    print(f"rlfw: study {settings.study_dir}: {report}")
+    run_study(settings)  # writes the report
+    print(f"rlfw: study {settings.study_dir}: {os.path.join(settings.study_dir, REPORT)}")
     return 0
 
 

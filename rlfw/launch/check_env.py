@@ -141,7 +141,7 @@ def _play(
     return total, steps, rewards, steps >= max_steps
 
 
-def _agents_lines(env: ColumnsEnv, factory: EnvFactory) -> list[str]:
+def _agents_lines(env: ColumnsEnv) -> list[str]:
     """What rlfw does with a many-agent env's agents and its global state."""
     names = getattr(env, "agents", [])
     lines = [
@@ -204,7 +204,7 @@ def check_env(
         report.lines.append(f"env {factory.env_id}")
         if isinstance(env, ColumnsEnv):
             env.reset(seed=seed)  # the state() an agent line shows is a reset env's
-            report.lines += _agents_lines(env, factory)
+            report.lines += _agents_lines(env)
         report.lines.append(f"observation {short_space(obs_space)}")
         try:
             check_observation_space(obs_space)

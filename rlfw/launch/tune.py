@@ -28,6 +28,7 @@ from rlfw.launch.config import RunConfig, set_field, train_command
 from rlfw.registry import ALGOS
 
 STUDY_NAME = "rlfw"
+REPORT = "README.md"
 DATABASE = "study.db"
 # A worker that stops beating this long is taken for dead: its trial is failed and retried.
 HEARTBEAT_S, GRACE_S = 5, 20
@@ -194,7 +195,7 @@ def counted(study: Any) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
 
 
-def _work(settings: TuneSettings, worker: int) -> None:
+def _work(settings: TuneSettings) -> None:
     """One worker: trials until the study holds ``settings.trials`` counted ones."""
     torch.set_num_threads(1)
     optuna = optuna_module()
@@ -223,7 +224,7 @@ def run_study(settings: TuneSettings, progress: bool = True) -> Any:
     os.makedirs(settings.study_dir, exist_ok=True)
     study = open_study(settings)  # made here once, before workers race to make it
     if settings.jobs == 1 and not progress:
-        _work(settings, 0)
+        _work(settings)
     else:
         _run_workers(settings, study, progress)
     write_report(open_study(settings), settings)
@@ -234,7 +235,7 @@ def _run_workers(settings: TuneSettings, study: Any, progress: bool) -> None:
     from tqdm import tqdm
 
     context = mp.get_context("spawn")
-    workers = [context.Process(target=_work, args=(settings, w)) for w in range(settings.jobs)]
+    workers = [context.Process(target=_work, args=(settings,)) for _ in range(settings.jobs)]
     for process in workers:
         process.start()
     bar = tqdm(total=settings.trials, desc="trials", disable=not progress)
@@ -297,7 +298,7 @@ def write_report(study: Any, settings: TuneSettings) -> str:
             f"| {trial.number} | {trial.value:.2f} | {trial.user_attrs['seed']} | {shown} |"
         )
     lines += ["", *_plots(study, settings.study_dir)]
-    path = os.path.join(settings.study_dir, "README.md")
+    path = os.path.join(settings.study_dir, REPORT)
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     return path
