@@ -138,11 +138,12 @@ def _c51_preset_final_return(seed: int, steps: int) -> float:
 
 @pytest.mark.slow
 def test_c51_final_policy_solves_cartpole():
-    """C51 with its preset (DQN's CartPole preset, 51 atoms on [0, 100]) at 30k steps:
-    seed 0's final policy (not its best) over 20 fresh episodes (seeds 0, 1 and 2 all
-    passed; one seed checks the mechanism, the suites measure the seeds)."""
-    final = _c51_preset_final_return(0, 30_000)
-    assert final >= 475, final
+    """C51 with its preset (DQN's CartPole preset, 51 atoms on [0, 100]) at 18k steps:
+    seed 0's final policy (not its best) over 20 fresh episodes (measured 500, and 500 at
+    22k; seeds 0, 1 and 2 all held 475 at 30k). One seed at a small budget checks the
+    mechanism; the suites measure the seeds."""
+    final = _c51_preset_final_return(0, 18_000)
+    assert final >= 400, final
 
 
 def test_docs_name_every_field_of_the_q_learning_configs():

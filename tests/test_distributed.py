@@ -57,6 +57,10 @@ def run(cmd: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 @pytest.mark.integration
 def test_two_ranks_stay_identical_and_apply_the_mean_gradient(algo, tmp_path):
+    """Every update applies exactly the mean of the ranks' gradients, so two ranks learn
+    as one learner on their joint batch does (whose learning the single-process checks
+    test); learning to a threshold over ranks is the scaling study's rank part
+    (experiments/scaling/study.py: 1 and 2 ranks to 475 on CartPole at its small size)."""
     done = run(torchrun(PROBE, str(tmp_path), algo, "3"))
     assert done.returncode == 0, done.stderr[-3000:]
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
@@ -225,40 +229,6 @@ def test_the_distributed_script_runs_under_torchrun(tmp_path):
     assert done.stdout.count("last eval return") == 1  # rank 0 alone reports
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["world_size"] == 2 and saved["batch_B"] == 4  # the preset's 8 split in two
-
-
-@pytest.mark.slow
-def test_two_rank_ppo_learns_cartpole(tmp_path):
-    """The preset's global batch (8 envs x 32 steps, minibatch 256) split over two ranks:
-    4 envs and minibatch 128 each, 60k steps (measured: 498.8); the final policy, not the
-    best evaluation, is judged."""
-    run_dir = tmp_path / "run"
-    # no evaluations along the way (they never change the training stream)
-    done = run(
-        torchrun(
-            "-m",
-            "rlfw",
-            "train",
-            "--batch-B",
-            "4",
-            "--set",
-            "ppo.minibatch_size=128",
-            "--set",
-            "schedule.eval_every=none",
-            "--steps",
-            "60000",
-            "--log-dir",
-            str(run_dir),
-            "--no-progress",
-        ),
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "global batch 256" in done.stdout
-    judged = run([sys.executable, "-m", "rlfw", "eval", str(run_dir), "--episodes", "20"])
-    assert judged.returncode == 0, judged.stderr
-    mean = float(re.search(r"mean return (-?[\d.]+) ±", judged.stdout).group(1))
-    assert mean >= 475, judged.stdout
 
 
 @pytest.mark.integration

@@ -354,7 +354,7 @@ def test_a2c_runs_on_a_continuous_preset(tmp_path, capsys):
     assert "done after 1024 env steps" in capsys.readouterr().out
 
 
-def _pendulum_cli_final_return(folder: str, seed: int) -> float:
+def _pendulum_cli_final_return(folder: str, seed: int, steps: int) -> float:
     from rlfw.launch.evaluate import evaluate_checkpoint
 
     run = os.path.join(folder, f"s{seed}")
@@ -368,6 +368,8 @@ def _pendulum_cli_final_return(folder: str, seed: int) -> float:
                 "Pendulum-v1",
                 "--seed",
                 str(seed),
+                "--steps",
+                str(steps),
                 "--log-dir",
                 run,
                 "--set",
@@ -382,11 +384,11 @@ def _pendulum_cli_final_return(folder: str, seed: int) -> float:
 
 @pytest.mark.slow
 def test_ppo_learns_pendulum(tmp_path):
-    """The preset's final policy (not the best evaluation) over 20 fresh episodes, seed 2
-    (measured with the zoo's entry, gSDE: -316, -228, -134 for seeds 0, 1, 2; 6 of seeds
-    0-6 end above -300, docs/benchmarks/gsde/): one seed checks the mechanism, the gsde
-    report measures the seeds."""
-    final = _pendulum_cli_final_return(str(tmp_path), 2)
+    """The preset at 40k steps (its schedules scaled to the run), seed 2's final policy (not
+    the best evaluation) over 20 fresh episodes: measured -139 (-147 at 60k and 100k, -134
+    at the preset's 200k; random play about -1,200). One seed at a small budget checks the
+    mechanism; the gsde report measures seeds 0-6 at 200k."""
+    final = _pendulum_cli_final_return(str(tmp_path), 2, 40_000)
     assert final >= -300, final
 
 

@@ -386,7 +386,7 @@ def test_recurrent_is_refused_for_dqn_and_an_unknown_core_is_named():
 
 def _novel_final_return(seed: int, recurrent: str | None) -> float:
     config = RunConfig.for_env(
-        "rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed, recurrent=recurrent, steps=120_000
+        "rlfw/CartPoleNoVel-v1", algo="ppo", seed=seed, recurrent=recurrent, steps=70_000
     )
     config.schedule.eval_every = None  # only the final policy counts
     with build_runner(config, None, progress=False, stdout=False) as runner:
@@ -397,14 +397,14 @@ def _novel_final_return(seed: int, recurrent: str | None) -> float:
 
 @pytest.mark.slow
 def test_memory_learns_cartpole_without_velocities_and_no_memory_does_not():
-    """``rlfw train --env rlfw/CartPoleNoVel-v1 --set recurrent=lstm --steps 120000``: the
-    final LSTM policy (20 fresh episodes, greedy) of seed 1 holds >= 400 (measured: 500;
-    at the preset's 250k steps 8 of seeds 0-7 end at >= 497.4); the same run without the
-    core stays far below (measured 42.2: positions alone cannot tell which way the pole
-    falls). A check of the mechanism, one seed each, at half the preset's budget: what
-    the seeds say is measured in the benchmark suites."""
+    """``rlfw train --env rlfw/CartPoleNoVel-v1 --set recurrent=lstm --steps 70000``: the
+    final LSTM policy (20 fresh episodes, greedy) of seed 1 holds >= 250 (measured: 365;
+    500 at 120k); the same run without the core stays far below (measured 42.8, and 42.2
+    at 120k: positions alone cannot tell which way the pole falls). A check of the
+    mechanism, one seed each, at a small budget: what the seeds say is measured in the
+    benchmark suites."""
     memory, feed_forward = map_in_processes(
         _novel_final_return, [(1, "lstm"), (0, None)], at_once=2
     )
-    assert memory >= 400, memory
+    assert memory >= 250, memory
     assert feed_forward < 150, feed_forward

@@ -138,8 +138,9 @@ def _write_gif(folder: str, config: RunConfig, seed: int) -> bool:
     return True
 
 
-# Real observations the exported graph is checked on: the policy's own greedy steps.
-ONNX_CHECK_ROWS = 64
+# Real observations the exported graph is checked on: the policy's own greedy steps (a
+# thousand: a second or two of the policy's own play, long enough to leave the start states).
+ONNX_CHECK_ROWS = 1000
 
 
 def _write_onnx(folder: str, config: RunConfig, seed: int) -> OnnxCheck:
