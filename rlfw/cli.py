@@ -216,6 +216,7 @@ def _tune_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     add_config_flags(p, ("algo", "env"))
     add_options(p, TuneOptions)
+    add_options(p, OverrideOptions)
     add_options(p, TrustOptions, only=("plugin",))
 
 
@@ -240,10 +241,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
         evaluations=args.evaluations,
         eval_episodes=args.eval_episodes,
         space=search_space(algo, [parse_param(text) for text in args.space]),
+        fixed=tuple(_assignment(text) for text in args.set),
     )
     run_study(settings)  # writes the report
     print(f"rlfw: study {settings.study_dir}: {os.path.join(settings.study_dir, REPORT)}")
     return 0
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as ``(key, value text)``; ``ValueError`` naming it otherwise."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--set takes KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
@@ -403,10 +413,8 @@ def given_flags(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
     last; a field of whichever algorithm runs is keyed ``ALGO_FIELD + field``."""
     given = [g for g in config_given_flags(args) if g[1] not in PRESET_KEYS]
     for assignment in args.set:
-        key, sep, value = assignment.partition("=")
-        if not sep:
-            raise ValueError(f"--set takes KEY=VALUE, got {assignment!r}")
-        given.append((f"--set {assignment}", key.strip(), value.strip()))
+        key, value = _assignment(assignment)
+        given.append((f"--set {assignment}", key, value))
     return given
 
 

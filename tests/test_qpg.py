@@ -475,13 +475,15 @@ def _pendulum_final_return(algo: str, seed: int, steps: int) -> float:
 @pytest.mark.slow
 def test_sac_td3_and_ddpg_learn_to_swing_the_pendulum_up():
     """Random actions score about -1,200 to -1,600; a policy that swings up and holds,
-    about -150 (the zoo's SAC: -157 at 20k steps). Here 6k steps, the last 5k learning;
-    SAC twice: with its Gaussian's own noise and with gSDE."""
+    about -150 (the zoo's SAC: -157 at 20k steps). Here 4k steps, the last 3k learning
+    (TD3, whose actor waits for its critics, 7k); SAC twice: with its Gaussian's own noise
+    and with gSDE. Measured: SAC -252, SAC-gSDE -260, TD3 -228 (-368 at 6k, -1,064 at 5k),
+    DDPG -228: each well above a learner that does not learn."""
     from conftest import map_in_processes
 
-    jobs = [("sac", 0, 6000), ("sac-sde", 1, 6000), ("td3", 0, 9000), ("ddpg", 0, 6000)]
+    jobs = [("sac", 0, 4000), ("sac-sde", 1, 4000), ("td3", 0, 7000), ("ddpg", 0, 4000)]
     finals = map_in_processes(_pendulum_final_return, jobs)
-    assert all(f >= -300 for f in finals), dict(zip(jobs, finals))
+    assert all(f >= -400 for f in finals), dict(zip(jobs, finals))
 
 
 def _her_replay(k: int = 4):

@@ -43,6 +43,22 @@ def test_a_study_s_trials_are_runs_and_it_continues_to_its_count(tmp_path):
     assert open_study(_settings(tmp_path, 3)).best_trial.number == best.number
 
 
+def test_set_fixes_a_setting_of_every_trial_and_a_restart_must_give_the_same(tmp_path):
+    """``--set recurrent=lstm`` (say): every trial runs with it, the preset snippet holds it
+    typed, and the study refuses to continue under other fixed settings."""
+    import dataclasses
+    import json
+
+    settings = dataclasses.replace(_settings(tmp_path, 1), fixed=(("ppo.epochs", "2"),))
+    run_study(settings, progress=False)
+    trial = tmp_path / "study" / "trials" / "trial_0000" / "config.json"
+    assert json.loads(trial.read_text())["ppo"]["epochs"] == 2
+    report = (tmp_path / "study" / "README.md").read_text()
+    assert "Every trial with `ppo.epochs=2`." in report and '"ppo.epochs": 2,' in report
+    with pytest.raises(ValueError, match=r"ran every trial with --set \['ppo.epochs=2'\]"):
+        run_study(dataclasses.replace(settings, fixed=()), progress=False)
+
+
 @pytest.mark.parametrize("algo", [a.name for a in ALGOS if a.search_space])
 def test_every_declared_space_is_one_the_runs_accept_at_its_ends(algo):
     settings = TuneSettings(
@@ -59,11 +75,13 @@ def test_every_declared_space_is_one_the_runs_accept_at_its_ends(algo):
         ("ppo.learning_rate", "is not KEY=LOW:HIGH"),
         ("ppo.learning_rate=0:1e-3:log", "a log range needs low > 0"),
         ("ppo.gamma=0.9:0.99:cubic", "unknown flag 'cubic'"),
+        ("ppo.epochs=4 --set ppo.nope=1", "--set ppo.nope=1: unknown config key 'ppo.nope'"),
+        ("ppo.epochs=4 --set ppo.epochs", "--set takes KEY=VALUE, got 'ppo.epochs'"),
     ],
 )
 def test_a_bad_space_is_one_line_and_runs_nothing(space, message, tmp_path, capsys):
     argv = ["tune", "--trials", "1", "--steps", "512", "--study", str(tmp_path / "s")]
-    assert _exit_code(argv + ["--space", space]) == 2
+    assert _exit_code(argv + ["--space", *space.split()]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "s").exists()

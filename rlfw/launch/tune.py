@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from rlfw.algos.search_space import Param, merged
-from rlfw.launch.config import RunConfig, set_field, train_command
+from rlfw.launch.config import RunConfig, flatten, set_field, train_command
 from rlfw.registry import ALGOS
 
 STUDY_NAME = "rlfw"
@@ -39,7 +39,9 @@ class TuneSettings:
     """One study: ``trials`` runs of ``algo`` on ``env`` for ``steps`` env steps each,
     ``evaluations`` evaluations of ``eval_episodes`` episodes per run (the pruner's
     curve; the last one is the objective), over ``space`` (the algorithm's default search
-    space with the user's overrides), ``jobs`` worker processes of one torch thread."""
+    space with the user's overrides), ``jobs`` worker processes of one torch thread;
+    ``fixed``: ``(key, value)`` settings of every trial (``--set``), applied on the preset
+    before the drawn values."""
 
     algo: str
     env: str
@@ -53,6 +55,7 @@ class TuneSettings:
     eval_episodes: int = 10
     startup_trials: int = 10
     space: tuple[Param, ...] = field(default_factory=tuple)
+    fixed: tuple[tuple[str, str], ...] = ()
 
     @property
     def storage_url(self) -> str:
@@ -84,6 +87,8 @@ def search_space(algo: str, overrides: list[Param]) -> tuple[Param, ...]:
 def trial_config(settings: TuneSettings, values: dict[str, Any], seed: int) -> RunConfig:
     """The run of one trial: the preset for (algo, env) at ``steps``, then ``values``."""
     config = RunConfig.for_env(settings.env, settings.algo, steps=settings.steps, seed=seed)
+    for key, text in settings.fixed:
+        set_field(config, key, text)
     for key, value in values.items():
         set_field(config, key, value)
     schedule = config.schedule
@@ -96,6 +101,11 @@ def trial_config(settings: TuneSettings, values: dict[str, Any], seed: int) -> R
 def check_space(settings: TuneSettings) -> None:
     """``ValueError`` naming a key that does not exist, or a value at a range's end (or a
     choice) the run's checks refuse: a study never starts on a space it cannot run."""
+    try:
+        trial_config(settings, {}, settings.seed).validate()
+    except ValueError as err:
+        given = " ".join(f"--set {key}={text}" for key, text in settings.fixed)
+        raise ValueError(f"{given or 'the preset'}: {err}") from None
     for param in settings.space:
         for value in param.extremes():
             try:
@@ -223,12 +233,27 @@ def run_study(settings: TuneSettings, progress: bool = True) -> Any:
     check_space(settings)
     os.makedirs(settings.study_dir, exist_ok=True)
     study = open_study(settings)  # made here once, before workers race to make it
+    _same_fixed_settings(study, settings)
     if settings.jobs == 1 and not progress:
         _work(settings)
     else:
         _run_workers(settings, study, progress)
     write_report(open_study(settings), settings)
     return study
+
+
+def _same_fixed_settings(study: Any, settings: TuneSettings) -> None:
+    """Record the study's ``--set`` settings on first use; ``ValueError`` when a restart
+    gives others (its trials would not be comparable)."""
+    given = [f"{key}={text}" for key, text in settings.fixed]
+    recorded = study.user_attrs.get("fixed")
+    if recorded is None:
+        study.set_user_attr("fixed", given)
+    elif recorded != given:
+        raise ValueError(
+            f"the study in {settings.study_dir} ran every trial with --set {recorded}, "
+            f"this command gives {given}: give the same, or another --study"
+        )
 
 
 def _run_workers(settings: TuneSettings, study: Any, progress: bool) -> None:
@@ -271,12 +296,15 @@ def write_report(study: Any, settings: TuneSettings) -> str:
         f"{len(finished)} trials ({len(complete)} complete, {len(finished) - len(complete)} "
         f"pruned) of {settings.steps:,} env steps each; objective: the last evaluation's mean "
         f"return ({settings.eval_episodes} episodes); TPE seeded {settings.seed}; storage "
-        f"`{settings.storage_url}`.",
+        f"`{settings.storage_url}`."
+        + "".join(f" Every trial with `{key}={text}`." for key, text in settings.fixed),
         "",
     ]
     if complete:
         best = complete[0]
-        values = json.loads(best.user_attrs["values"])
+        typed = dict(flatten(trial_config(settings, {}, settings.seed).to_dict()))
+        fixed = {key: typed[key] for key, _ in settings.fixed}
+        values = {**fixed, **json.loads(best.user_attrs["values"])}
         lines += [
             f"## Best: trial {best.number}, return {best.value:.2f}",
             "",
