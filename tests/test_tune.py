@@ -59,6 +59,24 @@ def test_set_fixes_a_setting_of_every_trial_and_a_restart_must_give_the_same(tmp
         run_study(dataclasses.replace(settings, fixed=()), progress=False)
 
 
+def test_workers_draw_their_own_settings_and_the_command_is_the_users_run(tmp_path):
+    """Two workers of one study: samplers seeded alike would draw every startup trial
+    twice. The best trial's command is the run a user trains: without the study's
+    evaluation cadence."""
+    import dataclasses
+
+    asked = dataclasses.replace(_settings(tmp_path, 1), study_dir=str(tmp_path / "asked"))
+    os.makedirs(asked.study_dir)
+    drawn = []
+    for worker in (0, 1):
+        trial = open_study(asked, worker).ask()
+        drawn.append([param.suggest(trial) for param in asked.space])
+    assert drawn[0] != drawn[1]
+    run_study(_settings(tmp_path, 1), progress=False)
+    report = (tmp_path / "study" / "README.md").read_text()
+    assert "--seed 0" in report and "schedule." not in report
+
+
 @pytest.mark.parametrize("algo", [a.name for a in ALGOS if a.search_space])
 def test_every_declared_space_is_one_the_runs_accept_at_its_ends(algo):
     settings = TuneSettings(

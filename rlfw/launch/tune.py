@@ -84,13 +84,21 @@ def search_space(algo: str, overrides: list[Param]) -> tuple[Param, ...]:
     return space
 
 
-def trial_config(settings: TuneSettings, values: dict[str, Any], seed: int) -> RunConfig:
-    """The run of one trial: the preset for (algo, env) at ``steps``, then ``values``."""
+def trained_config(settings: TuneSettings, values: dict[str, Any], seed: int) -> RunConfig:
+    """What one trial trains: the preset for (algo, env) at ``steps``, the ``--set``
+    settings, then ``values``."""
     config = RunConfig.for_env(settings.env, settings.algo, steps=settings.steps, seed=seed)
     for key, text in settings.fixed:
         set_field(config, key, text)
     for key, value in values.items():
         set_field(config, key, value)
+    return config
+
+
+def trial_config(settings: TuneSettings, values: dict[str, Any], seed: int) -> RunConfig:
+    """The run of one trial: ``trained_config`` with the study's evaluations (which never
+    change what it learns) and a checkpoint at its end."""
+    config = trained_config(settings, values, seed)
     schedule = config.schedule
     schedule.eval_every = max(settings.steps // settings.evaluations, 1)
     schedule.eval_episodes = settings.eval_episodes
@@ -153,7 +161,8 @@ def _objective(settings: TuneSettings, trial: Any) -> float:
     trial.set_user_attr("run_dir", os.path.abspath(run_dir))
     trial.set_user_attr("seed", seed)
     trial.set_user_attr("values", json.dumps(values))
-    trial.set_user_attr("command", train_command(config))
+    # the run a user would start: without the study's evaluation cadence
+    trial.set_user_attr("command", train_command(trained_config(settings, values, seed)))
     pruner = PruneOnEvaluation(trial)
     runner = build_runner(config, run_dir, progress=False, stdout=False, callbacks=[pruner])
     with runner:
@@ -163,9 +172,11 @@ def _objective(settings: TuneSettings, trial: Any) -> float:
     return float(result.eval_history[-1][1])
 
 
-def open_study(settings: TuneSettings) -> Any:
+def open_study(settings: TuneSettings, worker: int = 0) -> Any:
     """The study in its storage (made on first use), with the sampler, pruner and the
-    heartbeat that retries a dead worker's trial."""
+    heartbeat that retries a dead worker's trial. Each worker's sampler has its own seed
+    (``seed + worker``): samplers seeded alike draw the same settings from the same
+    study, so two workers would run every startup trial twice."""
     optuna = optuna_module()
     from optuna.storages import RDBStorage
 
@@ -181,7 +192,9 @@ def open_study(settings: TuneSettings) -> Any:
         study_name=STUDY_NAME,
         storage=storage,
         sampler=optuna.samplers.TPESampler(
-            n_startup_trials=settings.startup_trials, multivariate=True, seed=settings.seed
+            n_startup_trials=settings.startup_trials,
+            multivariate=True,
+            seed=settings.seed + worker,
         ),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5),
         direction="maximize",
@@ -205,12 +218,12 @@ def counted(study: Any) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
 
 
-def _work(settings: TuneSettings) -> None:
+def _work(settings: TuneSettings, worker: int = 0) -> None:
     """One worker: trials until the study holds ``settings.trials`` counted ones."""
     torch.set_num_threads(1)
     optuna = optuna_module()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = open_study(settings)
+    study = open_study(settings, worker)
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
@@ -260,7 +273,7 @@ def _run_workers(settings: TuneSettings, study: Any, progress: bool) -> None:
     from tqdm import tqdm
 
     context = mp.get_context("spawn")
-    workers = [context.Process(target=_work, args=(settings,)) for _ in range(settings.jobs)]
+    workers = [context.Process(target=_work, args=(settings, k)) for k in range(settings.jobs)]
     for process in workers:
         process.start()
     bar = tqdm(total=settings.trials, desc="trials", disable=not progress)
@@ -302,7 +315,7 @@ def write_report(study: Any, settings: TuneSettings) -> str:
     ]
     if complete:
         best = complete[0]
-        typed = dict(flatten(trial_config(settings, {}, settings.seed).to_dict()))
+        typed = dict(flatten(trained_config(settings, {}, settings.seed).to_dict()))
         fixed = {key: typed[key] for key, _ in settings.fixed}
         values = {**fixed, **json.loads(best.user_attrs["values"])}
         lines += [
