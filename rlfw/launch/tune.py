@@ -327,7 +327,7 @@ def write_report(study: Any, settings: TuneSettings) -> str:
             "",
             "As a preset entry's settings:",
             "",
-            "```python",
+            "```json",
             json.dumps(values, indent=4),
             "```",
             "",

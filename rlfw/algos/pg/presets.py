@@ -113,6 +113,30 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
         env="Acrobot",
     ),
     _NO_VELOCITY,
+    PresetEntry(
+        CLASSIC,
+        "rlfw tune, 16 trials of 200k steps with normalize_obs "
+        "(docs/benchmarks/tuned/studies/ppo-MountainCar-v0/), best trial rounded; the "
+        "family's settings never reached the flag (-200)",
+        {
+            "normalize_obs": True,
+            "batch_T": 256,
+            "hidden": (64, 64),
+            "activation": "tanh",
+            "schedule": {"n_steps": 200_000},
+            "ppo": dict(
+                minibatch_size=128,
+                gamma=0.99,
+                gae_lambda=0.9999,
+                learning_rate=1.45e-3,
+                entropy_coef=0.0035,
+                max_grad_norm=1.8,
+                clip=0.4,
+                epochs=20,
+            ),
+        },
+        env="MountainCar",
+    ),
     PresetEntry(CLASSIC, "rl-baselines3-zoo ppo.yml LunarLander-v3", _ZOO_LUNAR, env="LunarLander"),
     PresetEntry(
         CLASSIC,
