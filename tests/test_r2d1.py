@@ -341,11 +341,12 @@ def _novel_final_return(algo: str, seed: int, steps: int) -> float:
 
 @pytest.mark.slow
 def test_r2d1_final_policy_learns_cartpole_without_velocities():
-    """``rlfw train --algo r2d1 --env rlfw/CartPoleNoVel-v1 --steps 40000``, seed 0: the
-    final policy holds >= 150 over 20 episodes (measured: 349; at 60k 238 here, 256 on
+    """``rlfw train --algo r2d1 --env rlfw/CartPoleNoVel-v1 --steps 35000``, seed 0: the
+    final policy holds >= 150 over 20 episodes (measured: 311; 114 at 30k, 349 at 40k; at
+    60k 238 here, 256 on
     another host; at the preset's 120k steps seeds 0, 1, 2 end at 500, 500, 500), where
     feed-forward DQN with 200k steps ended at 24, 23 and 34 (positions alone cannot tell
     which way the pole falls; docs/dqn.md). A check of the mechanism at a third of the
     preset's budget: the seeds' statistics belong to the benchmark suites."""
-    final = _novel_final_return("r2d1", seed=0, steps=40_000)
+    final = _novel_final_return("r2d1", seed=0, steps=35_000)
     assert final >= 150, final

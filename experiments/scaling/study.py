@@ -99,7 +99,7 @@ SCALES = {
             max_steps=8_192,
             eval_every=2_048,
             throughput_env="CartPole-v1",
-            throughput_steps=4_096,
+            throughput_steps=2_048,
             fixed_share_envs=("CartPole-v1",),
         ),
     ),

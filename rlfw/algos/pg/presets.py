@@ -115,9 +115,7 @@ PPO_PRESETS: tuple[PresetEntry, ...] = (
     _NO_VELOCITY,
     PresetEntry(
         CLASSIC,
-        "rlfw tune, 16 trials of 200k steps with normalize_obs "
-        "(docs/benchmarks/tuned/studies/ppo-MountainCar-v0/), best trial rounded; the "
-        "family's settings never reached the flag (-200)",
+        "rlfw tune (docs/benchmarks/tuned/studies/ppo-MountainCar-v0), best trial rounded",
         {
             "normalize_obs": True,
             "batch_T": 256,
