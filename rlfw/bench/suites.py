@@ -89,6 +89,22 @@ TIANSHOU_SAC = Ablation(
 # Presets found with `rlfw tune` (issue 74), each against the settings it replaced: the
 # family's, given back as an ablation on top of the tuned preset. The suite's seeds 0-4
 # are not the studies' (100-115).
+PPO_MOUNTAINCAR_BEFORE = Ablation(
+    "before-tuning",
+    (
+        ("normalize_obs", "false"),
+        ("batch_T", "32"),
+        ("ppo.minibatch_size", "256"),
+        ("ppo.gamma", "0.98"),
+        ("ppo.gae_lambda", "0.8"),
+        ("ppo.learning_rate", "0.001"),
+        ("ppo.entropy_coef", "0.0"),
+        ("ppo.max_grad_norm", "0.5"),
+        ("ppo.clip", "0.2"),
+    ),
+    "the same runs on the settings PPO had on MountainCar before tuning (the classic "
+    "family's: rl-baselines3-zoo's CartPole block), at the tuned preset's 200k steps",
+)
 # A study's best trial that did not hold on fresh seeds (one seed per trial picked a lucky
 # one): not adopted, kept as the measurement that says so.
 A2C_ACROBOT_TUNED = Ablation(
@@ -119,22 +135,6 @@ A2C_MOUNTAINCAR_TUNED = Ablation(
     ),
     "the same runs on the best trial of rlfw tune's A2C MountainCar-v0 study "
     "(studies/a2c-MountainCar-v0/, rounded; the only trial of 16 that reached the flag)",
-)
-PPO_MOUNTAINCAR_BEFORE = Ablation(
-    "before-tuning",
-    (
-        ("normalize_obs", "false"),
-        ("batch_T", "32"),
-        ("ppo.minibatch_size", "256"),
-        ("ppo.gamma", "0.98"),
-        ("ppo.gae_lambda", "0.8"),
-        ("ppo.learning_rate", "0.001"),
-        ("ppo.entropy_coef", "0.0"),
-        ("ppo.max_grad_norm", "0.5"),
-        ("ppo.clip", "0.2"),
-    ),
-    "the same runs on the settings PPO had on MountainCar before tuning (the classic "
-    "family's: rl-baselines3-zoo's CartPole block), at the tuned preset's 200k steps",
 )
 
 SUITES: dict[str, Suite] = {

@@ -98,7 +98,11 @@ def trained_config(settings: TuneSettings, values: dict[str, Any], seed: int) ->
 def trial_config(settings: TuneSettings, values: dict[str, Any], seed: int) -> RunConfig:
     """The run of one trial: ``trained_config`` with the study's evaluations (which never
     change what it learns) and a checkpoint at its end."""
-    config = trained_config(settings, values, seed)
+    return with_study_schedule(settings, trained_config(settings, values, seed))
+
+
+def with_study_schedule(settings: TuneSettings, config: RunConfig) -> RunConfig:
+    """``config`` (changed in place) evaluated as the study's pruner reads it."""
     schedule = config.schedule
     schedule.eval_every = max(settings.steps // settings.evaluations, 1)
     schedule.eval_episodes = settings.eval_episodes
@@ -156,13 +160,14 @@ def _objective(settings: TuneSettings, trial: Any) -> float:
         raise StudyFull(f"the study holds {settings.trials} trials, counting those running")
     values = {param.key: param.suggest(trial) for param in settings.space}
     seed = settings.seed + trial.number
-    config = trial_config(settings, values, seed)
+    config = trained_config(settings, values, seed)
     run_dir = os.path.join(settings.study_dir, "trials", f"trial_{trial.number:04d}")
     trial.set_user_attr("run_dir", os.path.abspath(run_dir))
     trial.set_user_attr("seed", seed)
     trial.set_user_attr("values", json.dumps(values))
-    # the run a user would start: without the study's evaluation cadence
-    trial.set_user_attr("command", train_command(trained_config(settings, values, seed)))
+    # the run a user would start: before the study's evaluation cadence is added
+    trial.set_user_attr("command", train_command(config))
+    with_study_schedule(settings, config)
     pruner = PruneOnEvaluation(trial)
     runner = build_runner(config, run_dir, progress=False, stdout=False, callbacks=[pruner])
     with runner:
